@@ -1,0 +1,39 @@
+"""tether: run-bound tools for coding agents.
+
+``import tether`` stays light: plugins are discovered when a run opens, and each family imports its
+heavy machinery only when one of its tools needs it.
+"""
+
+from tether.args import arg
+from tether.diagnostics import Diagnostic
+from tether.hookspecs import hookimpl
+from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
+
+__all__ = [
+    "Diagnostic",
+    "Image",
+    "Text",
+    "Tier",
+    "Tool",
+    "ToolError",
+    "ToolResult",
+    "arg",
+    "hookimpl",
+    "open_run",
+    "open_run_sync",
+    "Run",
+    "CallContext",
+    "Surface",
+]
+
+
+def __getattr__(name: str):  # lazy: the run machinery is imported on first use
+    if name in {"open_run", "open_run_sync", "Run", "CallContext"}:
+        from tether import run
+
+        return getattr(run, name)
+    if name == "Surface":
+        from tether.surfaces import Surface
+
+        return Surface
+    raise AttributeError(name)

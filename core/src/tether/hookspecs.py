@@ -1,0 +1,127 @@
+"""The hook specifications of tether: the whole surface a family or a harness plugs into.
+
+Every hook takes the run it is for; implement only the arguments you need (pluggy passes by name).
+A hook implementation may return an awaitable where the spec says so; the run awaits it.
+
+Families add their own `firstresult` resource hooks with `tether_addhooks` (as pytest's
+`pytest_addhooks`): e.g. the lsp family declares `tether_lsp_supervisor(run)`. A harness overrides a
+resource by registering its own implementation with `tryfirst=True`; a resource hook that returns
+None means the family registers nothing for the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from tether.diagnostics import Diagnostic
+    from tether.plugins import Registrar
+    from tether.run import Run
+    from tether.surfaces import Surface
+    from tether.tools import Tier, Tool, ToolResult
+
+hookspec = pluggy.HookspecMarker("tether")
+hookimpl = pluggy.HookimplMarker("tether")
+
+
+@hookspec(historic=True)
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hook specifications (a family's resource hook) with ``pluginmanager.add_hookspecs(module)``."""
+
+
+# -- registration -----------------------------------------------------------------------------
+
+
+@hookspec
+def tether_register_tools(run: Run, register: Registrar) -> None:
+    """Offer tools for this run: ``register(tool)`` for each.
+
+    Register only when your resource exists for the run (``run.resource("tether_x_resource")`` is not
+    None); otherwise say why with ``register.unavailable("family", "reason")`` so `tether tools` and an
+    unknown-tool error can tell the model.
+    """
+
+
+@hookspec(firstresult=True)
+def tether_tool_tier(run: Run, tool: Tool) -> Tier | None:
+    """Override a tool's declared tier for this run (first non-None wins)."""
+
+
+@hookspec
+def tether_add_surfaces(run: Run) -> Sequence[Surface] | None:
+    """Define more surfaces than `full`, `plan` and `readonly` (a surface = a name and the tiers it sees)."""
+
+
+# -- calls --------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def tether_approve(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | str | Awaitable[bool | str | None] | None:
+    """Allow or refuse a call before it runs.
+
+    Return None for no opinion, True to allow, False or a reason (str) to refuse. May be awaitable
+    (approval by a human card). The first non-None answer decides; nobody answering means allowed.
+    """
+
+
+# -- diagnostics on write ------------------------------------------------------------------------
+
+
+@hookspec
+def tether_diagnostics_before_write(
+    run: Run, paths: Sequence[str]
+) -> Awaitable[dict[str, list[Diagnostic]] | None] | dict[str, list[Diagnostic]] | None:
+    """Before a file-writing tool runs: the current diagnostics of files it will write (the baseline).
+
+    ``paths`` are relative to the root. Return ``{path: [Diagnostic, ...]}`` for the files you know about.
+    Diagnostics present in the baseline are never reported as introduced by the write.
+    """
+
+
+@hookspec
+def tether_diagnostics_after_write(
+    run: Run, paths: Sequence[str]
+) -> Awaitable[dict[str, list[Diagnostic]] | None] | dict[str, list[Diagnostic]] | None:
+    """After a file-writing tool ran: the latest full diagnostics of every file the write affected.
+
+    Include other files whose diagnostics the write changed (a changed signature). A file's list is
+    its whole current set: a diagnostic missing from it has gone away. Return a
+    `tether.diagnostics.WriteDiagnostics` instead of a dict to add notes for the model (e.g.
+    "diagnostics still pending for x.py after 5 s").
+    """
+
+
+@hookspec(firstresult=True)
+def tether_post_write(
+    run: Run,
+    tool: Tool,
+    paths: Sequence[str],
+    result: ToolResult,
+    introduced: Sequence[Diagnostic],
+    notes: Sequence[str],
+) -> ToolResult | None:
+    """Turn a file-writing tool's result into the result the model sees.
+
+    ``introduced`` holds the diagnostics this write introduced and that were not yet reported in this
+    run, errors first (the run's `tether.diagnostics.DiagnosticRegistry` decided, from the answers to
+    `tether_diagnostics_after_write`). ``notes`` are lines the diagnostics plugins want said (e.g.
+    "diagnostics still pending"). The core's implementation appends them to the result. A harness
+    filters or replaces that with a ``wrapper=True`` implementation (``result = yield``), or with a
+    ``tryfirst`` implementation of its own.
+    """
+
+
+# -- run lifecycle --------------------------------------------------------------------------------
+
+
+@hookspec
+def tether_run_opened(run: Run) -> Awaitable[None] | None:
+    """The run is open: its plugins are loaded and its tools registered."""
+
+
+@hookspec
+def tether_run_closing(run: Run) -> Awaitable[None] | None:
+    """The run is closing: stop what you started. Processes tracked by the run are killed after this anyway."""

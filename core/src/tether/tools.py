@@ -1,0 +1,107 @@
+"""What a tool is, and what it answers: the value types every family shares."""
+
+from __future__ import annotations
+
+import base64
+import enum
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import attrs
+
+if TYPE_CHECKING:
+    from tether.run import CallContext
+
+
+class Tier(str, enum.Enum):
+    """What a tool can do to the world; the tier decides which surfaces see it."""
+
+    READ = "read"
+    WRITE = "write"
+    EXEC = "exec"
+
+
+@attrs.frozen
+class Text:
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@attrs.frozen
+class Image:
+    data: bytes
+    mime_type: str = "image/png"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "image", "mimeType": self.mime_type, "data": base64.b64encode(self.data).decode()}
+
+
+Block = Union[Text, Image]
+
+
+@attrs.frozen
+class ToolResult:
+    """Content blocks for the model, an error flag, and the same facts as data for programs."""
+
+    content: tuple[Block, ...] = attrs.field(converter=tuple)
+    is_error: bool = False
+    data: dict[str, Any] | None = None
+
+    @classmethod
+    def text(cls, text: str, data: dict[str, Any] | None = None) -> ToolResult:
+        return cls((Text(text),), False, data)
+
+    @classmethod
+    def error(cls, text: str, data: dict[str, Any] | None = None) -> ToolResult:
+        return cls((Text(text),), True, data)
+
+    @property
+    def plain(self) -> str:
+        """All text blocks joined: what a test or a log wants to read."""
+        return "\n".join(b.text for b in self.content if isinstance(b, Text))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"is_error": self.is_error, "content": [b.to_json() for b in self.content], "data": self.data or {}}
+
+
+class ToolError(Exception):
+    """Raise from a handler for an error the model can act on: its message becomes the result, no traceback.
+
+    `data` travels with it as structured data.
+    """
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+Handler = Callable[["CallContext", Any], "ToolResult | str | Awaitable[ToolResult | str]"]
+
+
+@attrs.frozen
+class Tool:
+    """One tool on offer for a run.
+
+    `args` is an attrs class: its fields are the tool's arguments, the JSON Schema the model sees is
+    derived from it (see `tether.args`), and the handler receives an instance of it.
+    `touches`, when set, makes the tool a file-writing tool: it names the files a call will write,
+    and the call is wrapped by the post-write diagnostics hook.
+    """
+
+    name: str
+    tier: Tier = attrs.field(converter=Tier)
+    description: str
+    args: type
+    handler: Handler = attrs.field(repr=False)
+    family: str = ""
+    parallel_safe: bool = True
+    touches: Callable[[Any], Sequence[str]] | None = attrs.field(default=None, repr=False)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        from tether.args import schema_for
+
+        return schema_for(self.args)

@@ -1,0 +1,1 @@
+"""Entry point of the askuser family (filled in by its issue)."""

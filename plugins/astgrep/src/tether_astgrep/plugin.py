@@ -1,0 +1,1 @@
+"""Entry point of the astgrep family (filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Entry point of the debug family (filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Entry point of the eval family (filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""Entry point of the lsp family (filled in by its issue)."""

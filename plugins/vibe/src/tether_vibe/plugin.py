@@ -1,0 +1,1 @@
+"""Entry point of the vibe family (filled in by its issue)."""
