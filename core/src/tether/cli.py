@@ -1,0 +1,159 @@
+"""The `tether` console script: a small harness over one run.
+
+    tether tools [--root DIR] [--surface S] [--vibe] [--json]
+    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--json]
+    tether serve [--root DIR] [--surface S] [--vibe]
+
+`call` exits 0 on success, 1 when the tool's result is an error, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import uuid
+from typing import Any
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # exit 2 with one line, as argparse does, but through our path
+        raise _Usage(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tether", description="Run-bound tools for coding agents.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(sp: argparse.ArgumentParser, vibe: bool = True) -> None:
+        sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
+        sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
+        if vibe:
+            sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
+
+    t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
+    common(t)
+    t.add_argument("--json", action="store_true")
+    c = sub.add_parser("call", help="call one tool in a fresh run")
+    c.add_argument("tool")
+    c.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object")
+    common(c)
+    c.add_argument("--json", action="store_true")
+    s = sub.add_parser("serve", help="serve one run over MCP's stdio transport")
+    common(s)
+    return p
+
+
+def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
+    from tether.plugins import plugin_manager  # noqa: F401 - cheap; keeps errors below in one place
+    import tether.files
+
+    if not os.path.isdir(ns.root):
+        raise _Usage(f"--root {ns.root!r} is not a directory")
+    from tether.surfaces import BUILTIN_SURFACES
+
+    if ns.surface not in BUILTIN_SURFACES:
+        raise _Usage(f"unknown surface {ns.surface!r}; choose one of: {', '.join(BUILTIN_SURFACES)}")
+    return {
+        "root": ns.root,
+        "surface": ns.surface,
+        "conversation_id": uuid.uuid4().hex,
+        "modes": {"vibe"} if getattr(ns, "vibe", False) else set(),
+        "plugins": [tether.files],
+    }
+
+
+def _summarize_schema(schema: dict[str, Any]) -> str:
+    req = set(schema.get("required", ()))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type") or "any"
+        if "enum" in prop:
+            kind = "|".join(map(str, prop["enum"]))
+        parts.append(f"{name}{'' if name in req else '?'}: {kind}")
+    return ", ".join(parts) or "(no arguments)"
+
+
+async def _tools(ns: argparse.Namespace) -> int:
+    from tether.run import open_run
+
+    async with open_run(**_run_kwargs(ns)) as run:
+        listing = run.tool_listing()
+    if ns.json:
+        print(json.dumps(listing, indent=2))
+        return 0
+    print(f"Tools on surface '{ns.surface}':")
+    for t in listing["tools"]:
+        print(f"  {t['name']} [{t['tier']}] ({t['family']}) {t['description']}")
+        print(f"      args: {_summarize_schema(t['input_schema'])}")
+    if listing["unavailable"]:
+        print("Installed but not available in this run:")
+        for u in listing["unavailable"]:
+            print(f"  {u['family']}: {u['reason']}")
+    return 0
+
+
+def _terminal_progress():
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: float, total: float | None, message: str | None) -> None:
+        pct = f"{100 * done / total:.0f}%" if total else f"{done:g}"
+        sys.stderr.write(f"\r\x1b[2K[{pct}] {message or ''}")
+        sys.stderr.flush()
+
+    return show
+
+
+async def _call(ns: argparse.Namespace) -> int:
+    from tether.run import open_run
+
+    try:
+        arguments = json.loads(ns.arguments)
+    except json.JSONDecodeError as exc:
+        raise _Usage(f"ARGS_JSON is not valid JSON ({exc.msg} at column {exc.colno}); pass an object like '{{\"path\": \"x.py\"}}'") from None
+    if not isinstance(arguments, dict):
+        raise _Usage("ARGS_JSON must be a JSON object, e.g. '{\"path\": \"x.py\"}'")
+    progress = _terminal_progress()
+    async with open_run(**_run_kwargs(ns)) as run:
+        result = await run.call(ns.tool, arguments, progress=progress)
+    if progress:
+        sys.stderr.write("\r\x1b[2K")
+    if ns.json:
+        print(json.dumps(result.to_json()))
+    else:
+        for block in result.content:
+            if hasattr(block, "text"):
+                print(block.text)
+            else:
+                print(f"[image: {block.mime_type}, {len(block.data)} bytes; use --json to get it]")
+    return 1 if result.is_error else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("TETHER_LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="tether %(levelname)s %(name)s: %(message)s")
+    try:
+        ns = _parser().parse_args(argv)
+        if ns.command == "serve":
+            from tether.serve import serve
+
+            return serve(**_run_kwargs(ns))
+        import asyncio
+
+        return asyncio.run(_tools(ns) if ns.command == "tools" else _call(ns))
+    except _Usage as exc:
+        print(f"tether: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

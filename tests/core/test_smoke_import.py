@@ -1,5 +1,0 @@
-from support import children
-
-
-def test_support_importable():
-    assert isinstance(children(), set)
