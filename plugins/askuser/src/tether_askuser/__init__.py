@@ -1,1 +1,29 @@
-"""tether family askuser."""
+"""tether family askuser: ask_user, the only way a run asks a human, fail-closed.
+
+Harnesses: pass ``options={"ask_user_port": port_or_async_callable}`` to a run; see `Answer`,
+`Question`, `QueuePort`, `CallbackPort`, `PortDisconnected`. Names are imported on first use so the
+entry point (`tether_askuser.plugin`) stays cheap.
+"""
+
+from __future__ import annotations
+
+_HOME = {
+    "Answer": "card",
+    "Choice": "card",
+    "Question": "card",
+    "PortDisconnected": "port",
+    "QuestionPort": "port",
+    "CallbackPort": "programmatic",
+    "PendingQuestion": "programmatic",
+    "QueuePort": "programmatic",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(f"tether_askuser.{_HOME[name]}"), name)
+    raise AttributeError(name)

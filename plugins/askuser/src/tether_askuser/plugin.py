@@ -1,1 +1,83 @@
-"""Entry point of the askuser family (filled in by its issue)."""
+"""Entry point of the askuser family: the question-port resource, ask_user, and approval by card.
+
+Imports only the standard library and the core at import time; ports are built on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tether.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from tether.plugins import Registrar
+    from tether.run import Run
+    from tether.tools import Tool
+
+RESOURCE = "tether_askuser_port"
+
+
+@hookimpl
+def tether_addhooks(pluginmanager: Any) -> None:
+    from tether_askuser import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_askuser_port(run: Run) -> Any:
+    """The harness's port, else MCP elicitation, else the controlling terminal when stdin is a TTY."""
+    given = run.options.get("ask_user_port")
+    if given is not None:
+        if hasattr(given, "ask"):
+            return given
+        if callable(given):
+            from tether_askuser.programmatic import CallbackPort
+
+            return CallbackPort(given)
+        raise TypeError(f"run option ask_user_port must be a question port or an async callable, not {type(given).__name__}")
+    elicit = run.options.get("elicit")
+    if callable(elicit):
+        from tether_askuser.elicitation import ElicitationPort
+
+        return ElicitationPort(elicit)
+    terminal = run.options.get("ask_user_terminal", "auto")
+    # stdin that is not a TTY means a program drives us (e.g. MCP over stdio): a human's terminal that
+    # happens to be our controlling terminal belongs to that program's UI, not to our cards
+    if terminal is True or (terminal == "auto" and os.isatty(0)):
+        from tether_askuser.terminal import TerminalPort
+
+        return TerminalPort.open()
+    return None
+
+
+@hookimpl
+def tether_register_tools(run: Run, register: Registrar) -> None:
+    try:
+        port = run.resource(RESOURCE)
+    except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
+        register.unavailable("askuser", f"the question port could not be created: {type(exc).__name__}: {exc}")
+        return
+    if port is None:
+        register.unavailable(
+            "askuser",
+            "no human is reachable in this run (no terminal on stdin, no MCP client with the elicitation "
+            "capability, no harness port in run option 'ask_user_port'); decide under an assumption you state",
+        )
+        return
+    if getattr(port, "target", None) is None:
+        register.unavailable("askuser", "the question port has no place to show a card right now; decide under an assumption you state")
+        return
+    from tether_askuser.tool import make_tool
+
+    register(make_tool(port))
+
+
+@hookimpl
+def tether_approve(run: Run, tool: Tool, arguments: dict[str, Any]) -> Any:
+    from tether_askuser.approval import approve_by_card, wants_card
+
+    if not wants_card(run, tool):
+        return None
+    return approve_by_card(run, tool, arguments)

@@ -1,0 +1,71 @@
+"""The question port: where a card goes and an answer comes from, and the one bounded way to use it.
+
+A port has a ``target`` (the place the card is shown - a terminal, a chat, an MCP client - or None
+when there is no such place right now) and ``async ask(question) -> Answer``. It raises
+`PortDisconnected` when the human side goes away mid-question. Every use goes through `ask_human`,
+which bounds the wait and fails closed: a timeout, a disconnect, a port that breaks, or an answer
+that was never on offer all come back as an `Outcome` that is not an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from tether_askuser.card import Answer, Question, check_answer
+
+log = logging.getLogger("tether.askuser")
+
+DEFAULT_TIMEOUT = 600.0
+
+
+class PortDisconnected(Exception):
+    """The human side went away (terminal hung up, client gone) before answering."""
+
+
+@runtime_checkable
+class QuestionPort(Protocol):
+    target: str | None
+
+    async def ask(self, question: Question) -> Answer: ...
+
+
+@attrs.frozen
+class Outcome:
+    status: Literal["answered", "skipped", "timeout", "disconnected", "failed"]
+    answer: Answer | None = None
+    detail: str = ""
+
+
+def timeout_of(options: dict[str, Any], key: str = "ask_user_timeout") -> float:
+    """The run's wait bound in seconds; a bad setting falls back to the default rather than waiting forever."""
+    value = options.get(key, options.get("ask_user_timeout", DEFAULT_TIMEOUT))
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        log.warning("run option %s=%r is not a number; using %s s", key, value, DEFAULT_TIMEOUT)
+        return DEFAULT_TIMEOUT
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT
+
+
+async def ask_human(port: QuestionPort, question: Question, timeout: float) -> Outcome:
+    """Put the card to the human through ``port``; never raises, never waits longer than ``timeout``."""
+    try:
+        raw = await asyncio.wait_for(port.ask(question), timeout)
+    except asyncio.TimeoutError:
+        return Outcome("timeout", detail=f"nobody answered within {timeout:g} s")
+    except PortDisconnected as exc:
+        return Outcome("disconnected", detail=str(exc) or "the human side disconnected")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken port refuses (fail closed), the log keeps the traceback
+        log.warning("question port %r failed", getattr(port, "target", port), exc_info=True)
+        return Outcome("failed", detail=f"the question port failed: {type(exc).__name__}: {exc}")
+    try:
+        answer = check_answer(question, raw)
+    except ValueError as exc:
+        return Outcome("failed", detail=f"the question port returned an answer that does not fit the card: {exc}")
+    return Outcome("skipped" if answer.action == "skip" else "answered", answer)
