@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tether.diagnostics import Diagnostic
+from tether.diagnostics import Diagnostic, sort_diagnostics
 from tether.hookspecs import hookimpl
 from tether.tools import Text, ToolResult
 
@@ -34,13 +34,13 @@ def tether_post_write(
         others = len(introduced) - errors - warnings
         counts = [f"{errors} error(s)", f"{warnings} warning(s)"] + ([f"{others} other"] if others else [])
         lines.append(f"This write introduced {', '.join(counts)}:")
-        # files the write touched first, then files it broke elsewhere
+        # keep the files the write touched first, then the files it broke elsewhere; show errors first
         order = sorted(by_file, key=lambda f: (f not in paths, f))
+        shown = [d for file in order[:FILES] for d in by_file[file][:PER_FILE]]
+        lines.extend(d.render() for d in sort_diagnostics(shown))
         for file in order[:FILES]:
-            diags = by_file[file]
-            lines.extend(d.render() for d in diags[:PER_FILE])
-            if len(diags) > PER_FILE:
-                lines.append(f"[{len(diags) - PER_FILE} more in {file}; run lsp diagnostics on it to see all]")
+            if len(by_file[file]) > PER_FILE:
+                lines.append(f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]")
         if len(order) > FILES:
             lines.append(f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]")
     lines.extend(notes)

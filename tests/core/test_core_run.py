@@ -1,0 +1,121 @@
+"""Dispatch and lifecycle: contained failures, approval, bounded output, serialization, no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import attrs
+import psutil
+
+import tether
+from tether import Tier, Tool, ToolError, ToolResult, arg, hookimpl
+from tether.procs import alive
+
+
+@attrs.frozen
+class SizeArgs:
+    n: int = arg("how many characters", default=10, minimum=0)
+
+
+@attrs.frozen
+class NoArgs:
+    pass
+
+
+state = {"active": 0, "max": 0}
+
+
+async def exclusive(ctx, a):
+    state["active"] += 1
+    state["max"] = max(state["max"], state["active"])
+    await asyncio.sleep(0.02)
+    state["active"] -= 1
+    return "ok"
+
+
+class Family:
+    @hookimpl
+    def tether_register_tools(self, run, register):
+        register(Tool("big", Tier.READ, "Big output.", SizeArgs, lambda c, a: "x" * a.n))
+        register(Tool("crash", Tier.READ, "Crashes.", NoArgs, lambda c, a: {}["missing"]))
+        register(Tool("refuse", Tier.READ, "Model error.", NoArgs, self.refuse))
+        register(Tool("exclusive", Tier.EXEC, "Not parallel safe.", NoArgs, exclusive, parallel_safe=False))
+
+    @staticmethod
+    def refuse(ctx, a):
+        raise ToolError("that cannot work; try the other thing", {"why": "test"})
+
+
+async def test_an_exception_in_a_tool_is_contained_and_logged(caplog):
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
+        result = await run.call("crash")
+    assert result.is_error
+    assert "crash failed inside the tool: KeyError: 'missing'" in result.plain
+    assert "Traceback" not in result.plain
+    assert any("Traceback" in (r.exc_text or "") for r in caplog.records)
+
+
+async def test_tool_error_is_the_models_error_with_data():
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
+        result = await run.call("refuse")
+    assert result.is_error and result.plain == "that cannot work; try the other thing" and result.data == {"why": "test"}
+
+
+async def test_output_is_bounded_and_the_cut_is_said():
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False, options={"max_output_chars": 1000}) as run:
+        result = await run.call("big", {"n": 5000})
+    assert len(result.plain) < 1300
+    assert "[output cut: showed 1,000 of 5,000 characters. Narrow the request" in result.plain
+
+
+async def test_approval_hook_refuses_and_can_be_async():
+    class Approver:
+        @hookimpl
+        async def tether_approve(self, run, tool, arguments):
+            await asyncio.sleep(0)
+            return "big outputs are not allowed here" if tool.name == "big" else None
+
+    async with tether.open_run(".", plugins=[Family(), Approver()], load_entry_points=False) as run:
+        refused = await run.call("big", {"n": 1})
+        allowed = await run.call("refuse")
+    assert refused.is_error and "was not approved: big outputs are not allowed here" in refused.plain
+    assert allowed.plain == "that cannot work; try the other thing"
+
+
+async def test_calls_to_a_tool_that_is_not_parallel_safe_are_serialized():
+    state.update(active=0, max=0)
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
+        await asyncio.gather(*(run.call("exclusive") for _ in range(5)))
+    assert state["max"] == 1
+
+
+def test_the_sync_api_calls_and_closes():
+    with tether.open_run_sync(".", plugins=[Family()], load_entry_points=False) as run:
+        assert run.call("big", {"n": 3}).plain == "xxx"
+        assert [t.name for t in run.tools()] == ["big", "crash", "exclusive", "refuse"]
+
+
+async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(plugin_site, monkeypatch, no_leftover_processes):
+    import tether.run as run_module
+
+    monkeypatch.setenv("PROCFAM_HANG_ON_CLOSE", "1")
+    monkeypatch.setattr(run_module, "CLOSE_TIMEOUT", 0.5)
+    async with tether.open_run(".", options={"procfam": True}) as run:
+        run.resource("tether_procfam_resource")
+        pid = (await run.call("proc_spawn")).data["pid"]
+        await asyncio.sleep(0.3)
+        tree = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+        assert len(tree) == 2
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in tree) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not any(alive(p) for p in tree)
+
+
+async def test_unknown_tool_names_the_tools_on_offer():
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
+        result = await run.call("bigg")
+    assert result.is_error
+    assert result.plain.startswith("unknown tool 'bigg'. Tools on surface 'full': big, crash, exclusive, refuse.")
