@@ -103,7 +103,15 @@ class Run:
 
     async def _open(self) -> None:
         registrar = Registrar()
-        self.hook.tether_register_tools(run=self, register=registrar)
+        # each plugin on its own: one family failing to register must not take the others down
+        kwargs = {"run": self, "register": registrar}
+        for impl in reversed(self.hook.tether_register_tools.get_hookimpls()):
+            try:
+                impl.function(*(kwargs[a] for a in impl.argnames))
+            except Exception as exc:  # noqa: BLE001
+                name = self.pm.get_name(impl.plugin) or impl.plugin_name
+                log.warning("plugin %s failed to register its tools", name, exc_info=True)
+                registrar.unavailable(name, f"failed to register its tools: {type(exc).__name__}: {exc}")
         for tool in registrar.tools.values():
             tier = self.hook.tether_tool_tier(run=self, tool=tool)
             self.all_tools[tool.name] = attrs.evolve(tool, tier=tier) if tier is not None else tool

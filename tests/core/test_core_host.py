@@ -1,0 +1,135 @@
+"""The `tether` console script: tools, call and serve, the latter driven by the official MCP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tether.procs import alive
+
+TETHER = [sys.executable, "-m", "tether.cli"]
+
+
+def tether_cmd(*args, root, env=None, input=None):
+    return subprocess.run([*TETHER, *args, "--root", str(root)], capture_output=True, text=True, timeout=60,
+                          env=env, input=input)
+
+
+def test_tools_json_lists_tools_with_tiers_and_schemas(tmp_path):
+    out = tether_cmd("tools", "--json", root=tmp_path)
+    assert out.returncode == 0, out.stderr
+    listing = json.loads(out.stdout)
+    read = next(t for t in listing["tools"] if t["name"] == "read")
+    assert read == {
+        "name": "read",
+        "family": "files",
+        "tier": "read",
+        "description": read["description"],
+        "input_schema": read["input_schema"],
+    }
+    assert read["input_schema"]["required"] == ["path"]
+    assert all(set(u) == {"family", "reason"} for u in listing["unavailable"])
+
+
+def test_tools_on_plan_surface_hide_write_tools(tmp_path):
+    names = {t["name"] for t in json.loads(tether_cmd("tools", "--json", "--surface", "plan", root=tmp_path).stdout)["tools"]}
+    assert "read" in names and not names & {"write", "edit", "apply_patch"}
+
+
+def test_call_exit_codes_and_json_shape(tmp_path):
+    ok = tether_cmd("call", "write", json.dumps({"path": "a.txt", "content": "hi\n"}), "--json", root=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    body = json.loads(ok.stdout)
+    assert body["is_error"] is False and body["content"][0]["type"] == "text" and body["data"]["path"] == "a.txt"
+    assert (tmp_path / "a.txt").read_text() == "hi\n"
+
+    err = tether_cmd("call", "read", '{"path": "missing.txt"}', root=tmp_path)
+    assert err.returncode == 1 and "no such file: 'missing.txt'" in err.stdout
+
+    for bad in (["call", "read", "{not json"], ["call", "read", "[1]"], ["call", "read", "--surface", "nope"], ["bogus"]):
+        usage = tether_cmd(*bad, root=tmp_path)
+        assert usage.returncode == 2, bad
+        assert usage.stderr.startswith("tether: ") and "Traceback" not in usage.stderr
+
+    refused = tether_cmd("call", "write", '{"path": "b.txt", "content": "x"}', "--surface", "plan", root=tmp_path)
+    assert refused.returncode == 1 and "unknown tool 'write'" in refused.stdout and not (tmp_path / "b.txt").exists()
+
+
+def _server(root, extra_env=None):
+    env = dict(os.environ, **(extra_env or {}))
+    return StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)], env=env)
+
+
+async def test_serve_speaks_mcp_to_the_official_client(tmp_path):
+    (tmp_path / "hello.txt").write_text("hello\n")
+    async with stdio_client(_server(tmp_path)) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "tether"
+            await session.send_ping()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert tools["read"].annotations.read_only_hint is True
+            assert tools["write"].annotations.destructive_hint is True
+            assert tools["read"].input_schema["required"] == ["path"]
+
+            result = await session.call_tool("read", {"path": "hello.txt"})
+            assert result.is_error is False
+            assert result.content[0].text == "     1\thello"
+            assert result.structured_content["total_lines"] == 1
+
+            bad = await session.call_tool("read", {"path": "../outside"})
+            assert bad.is_error is True and "outside the root" in bad.content[0].text
+
+            invalid = await session.call_tool("read", {"path": 3})
+            assert invalid.is_error is True and "path: expected string, got integer 3" in invalid.content[0].text
+
+
+async def test_serve_sends_progress_and_end_of_stdin_reaps_children(tmp_path, plugin_site):
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done, total, message):
+        progress.append((done, total, message))
+
+    async with stdio_client(_server(tmp_path, {"PROCFAM_ON": "1"})) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            slow = await session.call_tool("proc_slow", {"steps": 3}, progress_callback=on_progress)
+            assert slow.content[0].text == "done after 3 steps"
+            spawned = await session.call_tool("proc_spawn", {})
+            pid = spawned.structured_content["pid"]
+            assert alive(pid)
+    # leaving the context closes the server's stdin: the run must close and kill the tree
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid)
+    assert [p[0] for p in progress] == [1, 2, 3] and progress[-1][2] == "step 3"
+
+
+def test_serve_stdout_carries_only_protocol(tmp_path):
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
+    ]
+    proc = subprocess.Popen([*TETHER, "serve", "--root", str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(3)]
+        proc.stdin.close()
+        assert proc.wait(timeout=20) == 0
+        assert proc.stdout.read() == ""  # nothing but protocol replies, nothing after them
+    finally:
+        proc.kill()
+    assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert replies[2]["result"]["isError"] is True and "unknown tool 'nope'" in replies[2]["result"]["content"][0]["text"]
