@@ -1,1 +1,48 @@
-"""Entry point of the debug family (filled in by its issue)."""
+"""Entry point of the debug family: its hooks and the registration of the `debug` tool.
+
+Imports nothing heavy: the DAP client, sessions and adapters load on the first call.
+"""
+
+from __future__ import annotations
+
+from tether import Tool, hookimpl
+
+from tether_debug import hookspecs
+
+
+@hookimpl
+def tether_addhooks(pluginmanager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_debug_supervisor(run):
+    from tether_debug.supervisor import DebugSupervisor
+
+    return DebugSupervisor()
+
+
+@hookimpl
+def tether_register_tools(run, register) -> None:
+    if run.conversation_id is None:
+        register.unavailable("debug", "the run has no conversation id (a debug session belongs to one conversation)")
+        return
+    if not run.root.is_dir():
+        register.unavailable("debug", "the run has no working directory")
+        return
+    if run.resource("tether_debug_supervisor") is None:
+        register.unavailable("debug", "no debug-session supervisor for this run")
+        return
+    from tether_debug.tool import DESCRIPTION, DebugArgs, handle
+
+    register(
+        Tool(
+            name="debug",
+            tier="exec",
+            description=DESCRIPTION,
+            args=DebugArgs,
+            handler=handle,
+            family="debug",
+            parallel_safe=False,
+        )
+    )

@@ -1,0 +1,93 @@
+"""The debug-session supervisor: one session per conversation, a hard TTL, breakpoints kept before launch.
+
+Created cheaply by the family's resource hook (nothing starts until `launch` or `attach`); the run
+calls `aclose` when it closes, which ends every session it still holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from tether_debug.session import Ended, Session
+
+log = logging.getLogger("tether.debug")
+
+DEFAULT_TTL = 30 * 60.0
+
+
+class DebugSupervisor:
+    def __init__(self) -> None:
+        self.sessions: dict[str, Session] = {}
+        self.pending: dict[str, dict[str, list[int]]] = {}  # conversation -> {absolute path: lines}
+        self.notes: dict[str, str] = {}  # conversation -> what happened behind its back (TTL expiry)
+        self.last: dict[str, tuple[str, Ended, str, int]] = {}  # conversation -> (program, end, unread output, dropped)
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._closing: set[asyncio.Task] = set()
+
+    def session(self, conversation: str) -> Session | None:
+        """The live session of a conversation; an expired one is ended here if its timer has not yet."""
+        session = self.sessions.get(conversation)
+        if session is not None and time.monotonic() >= session.deadline:
+            self._expire(conversation, session)
+            return None
+        return session
+
+    def take_note(self, conversation: str) -> str | None:
+        return self.notes.pop(conversation, None)
+
+    def adopt(self, session: Session) -> None:
+        """Hold a started session and arm its TTL timer."""
+        conversation = session.conversation_id
+        self.sessions[conversation] = session
+        self.last.pop(conversation, None)
+        loop = asyncio.get_running_loop()
+        self._timers[conversation] = loop.call_at(
+            loop.time() + max(0.0, session.deadline - time.monotonic()), self._expire, conversation, session
+        )
+
+    def _expire(self, conversation: str, session: Session) -> None:
+        if self.sessions.get(conversation) is not session:
+            return
+        minutes = session.ttl / 60
+        limit = f"{minutes:g} min" if minutes >= 1 else f"{session.ttl:g} s"
+        self.notes[conversation] = (
+            f"The debug session of {session.program or 'the program'} reached its time limit ({limit}) and was "
+            "ended: the debuggee and the adapter were terminated. Start a new one with action='launch' if you need it."
+        )
+        self._forget(conversation)
+        task = asyncio.get_running_loop().create_task(session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def _forget(self, conversation: str) -> None:
+        self.sessions.pop(conversation, None)
+        timer = self._timers.pop(conversation, None)
+        if timer is not None:
+            timer.cancel()
+
+    async def end(self, conversation: str, session: Session) -> None:
+        """Forget and close a session (terminate, or the program ended)."""
+        if self.sessions.get(conversation) is session:
+            self._forget(conversation)
+        await session.close()
+
+    def remember_end(self, conversation: str, session: Session, ended: Ended, output: str, dropped: int) -> None:
+        self.last[conversation] = (session.program, ended, output, dropped)
+
+    def pending_for(self, conversation: str) -> dict[str, list[int]]:
+        return self.pending.setdefault(conversation, {})
+
+    async def aclose(self) -> None:
+        sessions = list(self.sessions.items())
+        for conversation, _ in sessions:
+            self._forget(conversation)
+        await asyncio.gather(*(s.close() for _, s in sessions), return_exceptions=True)
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+    def describe_pending(self, conversation: str, relpath) -> list[dict[str, Any]]:
+        return [{"file": relpath(Path(p)), "lines": lines} for p, lines in self.pending_for(conversation).items()]
