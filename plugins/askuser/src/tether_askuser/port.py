@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -40,9 +41,15 @@ class Outcome:
     detail: str = ""
 
 
+ENV_TIMEOUT = "TETHER_ASK_USER_TIMEOUT"
+
+
 def timeout_of(options: dict[str, Any], key: str = "ask_user_timeout") -> float:
-    """The run's wait bound in seconds; a bad setting falls back to the default rather than waiting forever."""
-    value = options.get(key, options.get("ask_user_timeout", DEFAULT_TIMEOUT))
+    """The run's wait bound in seconds; a bad setting falls back to the default rather than waiting forever.
+
+    The environment variable covers `tether call`, which has no way to pass run options.
+    """
+    value = options.get(key, options.get("ask_user_timeout", os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT)))
     try:
         seconds = float(value)
     except (TypeError, ValueError):

@@ -1,0 +1,66 @@
+"""Bad arguments to ask_user: one clear paragraph each, and the human is never bothered."""
+
+from __future__ import annotations
+
+import pytest
+
+import tether
+from tether_askuser import Answer
+
+
+@pytest.fixture
+async def run(tmp_path):
+    asked = []
+
+    async def human(q):
+        asked.append(q)
+        return Answer.skip()
+
+    async with tether.open_run(tmp_path, options={"ask_user_port": human}) as r:
+        r.asked = asked
+        yield r
+    assert not [q for q in asked if q.question.startswith("BAD")], "a refused question reached the human"
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"question": "BAD", "allow_free_text": False}, "there are no options and allow_free_text is false"),
+        ({"question": "BAD", "options": [{"label": "Yes"}, {"label": "yes "}]}, 'options[1].label "yes " duplicates options[0].label'),
+        ({"question": "BAD", "multi_select": True}, "multi_select needs options"),
+        ({"question": "   "}, "question is empty"),
+        ({"question": ""}, "question: must not be empty"),
+        ({"question": "BAD", "options": [{"label": " "}]}, "options[0].label is empty"),
+        ({"question": "BAD", "options": [{"label": ""}]}, "options[0].label: must not be empty"),
+        ({"question": "BAD", "options": ["Yes", "No"]}, "options[0]"),
+        ({"question": "BAD", "options": [{"label": "a", "desc": "x"}]}, "unknown key 'desc'"),
+        ({"question": "BAD", "multi_select": "yes"}, "multi_select: expected boolean"),
+        ({"question": "BAD", "options": [{"label": str(i)} for i in range(21)]}, "takes at most 20 items"),
+        ({"questions": "BAD"}, "did you mean 'question'"),
+        ({}, "missing required argument 'question'"),
+    ],
+)
+async def test_bad_arguments_are_refused_clearly(run, args, expected):
+    result = await run.call("ask_user", args)
+    assert result.is_error
+    assert expected in result.plain
+    assert "Traceback" not in result.plain
+    assert "\n" not in result.plain.strip()  # one paragraph
+    assert run.asked == []
+
+
+async def test_schema_describes_the_arguments(run):
+    (tool,) = [t for t in run.tools() if t.name == "ask_user"]
+    schema = tool.input_schema
+    assert schema["required"] == ["question"]
+    assert set(schema["properties"]) == {"question", "context", "options", "allow_free_text", "multi_select"}
+    item = schema["properties"]["options"]["items"]
+    assert item["required"] == ["label"] and set(item["properties"]) == {"label", "description"}
+    assert tool.tier is tether.Tier.READ
+    assert "never write a question as a chat message" in tool.description
+
+
+async def test_only_free_text_and_only_options_are_both_fine(run):
+    assert (await run.call("ask_user", {"question": "Name it?"})).data["status"] == "skipped"
+    only_options = {"question": "Pick", "options": [{"label": "a"}], "allow_free_text": False}
+    assert (await run.call("ask_user", only_options)).data["status"] == "skipped"
