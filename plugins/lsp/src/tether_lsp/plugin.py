@@ -1,1 +1,85 @@
-"""Entry point of the lsp family (filled in by its issue)."""
+"""Entry point of the lsp family: hooks and tool registration.
+
+Imports nothing heavy: pygls and lsprotocol load when the first server starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.hookspecs import hookimpl
+
+DESCRIPTION = (
+    "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
+    "Actions: diagnostics (file, or \"*\" for the project checker), definition, type_definition, implementation, "
+    "references, hover, code_actions (file, line, symbol), symbols (query, or file), status, reload. "
+    "Locations come back as path:line:col relative to the root with the source line."
+)
+RENAME_DESCRIPTION = (
+    "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
+    "all files or none. Give the file, the line and the symbol as written there, and new_name."
+)
+
+
+@hookimpl
+def tether_addhooks(pluginmanager: Any) -> None:
+    from tether_lsp import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_lsp_supervisor(run: Any) -> Any:
+    from tether_lsp.supervisor import Supervisor
+
+    if not run.root.is_dir():
+        return None
+    return Supervisor(run)
+
+
+@hookimpl(trylast=True)
+def tether_lsp_servers(run: Any) -> list[Any]:
+    from tether_lsp.servers import BUILTIN_SERVERS
+
+    return list(BUILTIN_SERVERS)
+
+
+@hookimpl
+def tether_register_tools(run: Any, register: Any) -> None:
+    from tether.tools import Tier, Tool
+    from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler
+
+    if run.resource("tether_lsp_supervisor") is None:
+        register.unavailable("lsp", "no language-server supervisor for this run (the harness disabled it)")
+        return
+    register(Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True))
+    # not parallel-safe: two renames computed against the same files would race
+    register(Tool("lsp_rename", Tier.WRITE, RENAME_DESCRIPTION, RenameArgs, rename_handler, family="lsp",
+                  parallel_safe=False, touches=lambda a: [a.file]))
+
+
+def _supervisor(run: Any) -> Any:
+    try:
+        return run.resource("tether_lsp_supervisor")
+    except LookupError:
+        return None
+
+
+@hookimpl
+async def tether_diagnostics_before_write(run: Any, paths: Any) -> Any:
+    sup = _supervisor(run)
+    if sup is None:
+        return None
+    from tether_lsp.write_diagnostics import before_write
+
+    return await before_write(run, sup, list(paths))
+
+
+@hookimpl
+async def tether_diagnostics_after_write(run: Any, paths: Any) -> Any:
+    sup = _supervisor(run)
+    if sup is None:
+        return None
+    from tether_lsp.write_diagnostics import after_write
+
+    return await after_write(run, sup, list(paths))

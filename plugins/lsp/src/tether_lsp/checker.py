@@ -1,0 +1,110 @@
+"""`lsp diagnostics "*"`: the project's own checker (basedpyright --outputjson, tsc --noEmit, go vet,
+cargo check), run in the server's root and its output parsed into diagnostics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from tether.diagnostics import Diagnostic
+from tether.tools import ToolError
+from tether_lsp.servers import ServerDef, find_binary
+
+TSC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$")
+GNU = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):\s*(?P<msg>.*)$")
+SEV = re.compile(r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.I)
+
+
+def _rel(run: Any, cwd: Path, file: str) -> str:
+    path = Path(file)
+    return run.relpath(path if path.is_absolute() else cwd / path)
+
+
+def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
+    diags: list[Diagnostic] = []
+    if fmt == "pyright-json":
+        start = out.find("{")
+        data = json.loads(out[start:]) if start >= 0 else {}
+        for d in data.get("generalDiagnostics", []):
+            pos = d.get("range", {}).get("start", {})
+            sev = d.get("severity", "error")
+            diags.append(Diagnostic(
+                _rel(run, cwd, d.get("file", "?")), pos.get("line", 0) + 1, pos.get("character", 0) + 1,
+                "information" if sev == "information" else sev, d.get("message", "").strip(), d.get("rule"), "basedpyright",
+            ))
+    elif fmt == "tsc":
+        for line in out.splitlines():
+            m = TSC.match(line.strip())
+            if m:
+                sev = {"message": "information"}.get(m["sev"], m["sev"])
+                diags.append(Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, m["msg"], m["code"], "tsc"))
+    elif fmt == "cargo-json":
+        for line in out.splitlines():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if msg.get("reason") != "compiler-message":
+                continue
+            m = msg.get("message", {})
+            spans = [s for s in m.get("spans", []) if s.get("is_primary")]
+            if not spans or m.get("level") not in ("error", "warning"):
+                continue
+            s = spans[0]
+            code = (m.get("code") or {}).get("code")
+            diags.append(Diagnostic(_rel(run, cwd, s["file_name"]), s["line_start"], s["column_start"], m["level"], m["message"], code, "cargo"))
+    elif fmt == "gnu":
+        for line in out.splitlines():
+            m = GNU.match(line.strip())
+            if not m:
+                continue
+            sev, code, msg = "error", None, m["msg"]
+            s = SEV.match(msg)
+            if s:
+                sev = {"info": "information", "note": "information"}.get(s["sev"].lower(), s["sev"].lower())
+                code, msg = s["code"], s["msg"]
+            diags.append(Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, None))
+    return diags
+
+
+async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -> tuple[list[Diagnostic], str]:
+    """Run the server's project checker in ``root``; (diagnostics, the command as shown)."""
+    from tether.procs import kill_tree
+
+    if not server.checker or not server.checker_format:
+        raise ToolError(
+            f"{server.id} has no project checker; ask for diagnostics of one file at a time (file: 'path/to/file')",
+            {"error": "no_checker"},
+        )
+    binary = find_binary(server.checker[0], [root, run.root])
+    if binary is None:
+        raise ToolError(
+            f"the project checker `{server.checker[0]}` of {server.id} is not installed; install it or ask for "
+            "diagnostics of one file at a time",
+            {"error": "checker_missing"},
+        )
+    shown = " ".join(server.checker)
+    proc = await asyncio.create_subprocess_exec(
+        binary, *server.checker[1:], cwd=str(root), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )
+    run.track_process(proc.pid)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        await asyncio.to_thread(kill_tree, proc.pid, 0.5)
+        raise ToolError(
+            f"`{shown}` did not finish within {timeout:g} s and was stopped; raise the run option lsp_checker_timeout "
+            "or ask for diagnostics of one file",
+            {"error": "timeout"},
+        ) from None
+    text = out.decode(errors="replace") + "\n" + err.decode(errors="replace")
+    try:
+        diags = parse(server.checker_format, out.decode(errors="replace") if server.checker_format == "pyright-json" else text, run, root)
+    except ValueError:
+        tail = text.strip()[-500:]
+        raise ToolError(f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}", {"error": "checker_output"}) from None
+    return diags, shown

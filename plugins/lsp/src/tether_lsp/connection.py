@@ -1,0 +1,546 @@
+"""One running language server for one (server, root): process, pygls client, documents, diagnostics.
+
+pygls' LanguageClient does the JSON-RPC; this wraps its known traps: it never reads the server's
+stderr (a chatty server stalls once the pipe fills), a request has no timeout of its own, and a
+server that dies leaves nobody to notice. Every wait here has a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tether_lsp.servers import ServerDef
+
+log = logging.getLogger("tether.lsp")
+
+SKIP_DIRS = {"node_modules", "__pycache__", "target", "venv", "build", "dist", "site-packages"}
+SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status)
+
+
+class ServerDied(Exception):
+    """The server process exited (or was killed) while we needed it."""
+
+
+class RequestTimeout(Exception):
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(f"{method} got no answer within {timeout:g} s")
+        self.method = method
+        self.timeout = timeout
+
+
+class StartFailed(Exception):
+    """The server could not be started or initialized."""
+
+
+class ServerError(Exception):
+    """The server answered a request with an error."""
+
+
+@attrs.define
+class Doc:
+    path: Path
+    uri: str
+    version: int
+    text: str
+    stat: tuple[int, int]
+    language_id: str
+    opened_at: float
+    open_version: int
+
+
+@attrs.define
+class Published:
+    version: int | None
+    items: list[Any]
+    at: float
+    seq: int
+
+
+def file_stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    """A field of a message whose params pygls may hand over as an object or as a plain dict."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+class Connection:
+    """A started server; create with `Connection.start`, end with `close`."""
+
+    def __init__(self, server: ServerDef, binary: str, root: Path, run: Any) -> None:
+        from lsprotocol import types as lsp
+
+        self.lsp = lsp
+        self.server = server
+        self.binary = binary
+        self.root = root
+        self.run = run
+        self.client: Any = None
+        self.proc: Any = None
+        self.encoding = "utf-16"
+        self.capabilities: Any = None
+        self.docs: dict[str, Doc] = {}  # by uri
+        self.published: dict[str, Published] = {}  # by uri
+        self.stderr_tail: deque[str] = deque(maxlen=40)
+        self.log_tail: deque[str] = deque(maxlen=20)
+        self.progress_tokens: set[str] = set()
+        self.quiescent = server.ready != "quiescent"
+        self.started_at = 0.0
+        self.ready_at: float | None = None
+        self.restarts = 0
+        self.scan_truncated = False
+        self._watched: dict[Path, tuple[int, int]] = {}
+        self._ids = itertools.count(1)
+        self._seq = 0
+        self._changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._closing = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None and not self._closing
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def indexing(self) -> bool:
+        return bool(self.progress_tokens) or not self.quiescent
+
+    async def start(self, timeout: float) -> None:
+        from pygls.lsp.client import LanguageClient
+
+        lsp = self.lsp
+        self.client = LanguageClient("tether", "0.1.0")
+        conn = self
+        # pygls reports messages it cannot parse here and then never completes the request (e.g. with
+        # cattrs >= 25); keep the reason so the timeout can name it
+        self.client.report_server_error = lambda error, source: conn.log_tail.append(f"client: {source.__name__}: {error}")
+        self._register_handlers()
+        env = dict(os.environ)
+        self.started_at = time.monotonic()
+        try:
+            await self.client.start_io(
+                self.binary, *self.server.command[1:], cwd=str(self.root), env=env, start_new_session=True
+            )
+        except OSError as exc:
+            raise StartFailed(f"cannot start {self.binary}: {exc.strerror or exc}") from None
+        self.proc = self.client._server
+        self.run.track_process(self.proc.pid)
+        self._tasks.append(asyncio.create_task(self._drain_stderr()))
+        self._watched = self._scan()
+        caps = self._client_capabilities()
+        folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
+        params = lsp.InitializeParams(
+            process_id=os.getpid(),
+            root_uri=self.root.as_uri(),
+            root_path=str(self.root),
+            capabilities=caps,
+            workspace_folders=[folder],
+            initialization_options=dict(self.server.initialization_options) if self.server.initialization_options else None,
+            client_info=lsp.ClientInfo(name="tether", version="0.1.0"),
+        )
+        try:
+            result = await self.request("initialize", params, timeout)
+        except RequestTimeout:
+            why = "; ".join(list(self.log_tail)[-2:] + list(self.stderr_tail)[-3:])
+            raise StartFailed(
+                f"{self.server.id} did not answer initialize within {timeout:g} s"
+                + (f" ({why})" if why else "")
+            ) from None
+        except ServerDied:
+            why = " | ".join(list(self.stderr_tail)[-5:]) or "no output on stderr"
+            raise StartFailed(f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}") from None
+        self.capabilities = result.capabilities
+        enc = getattr(self.capabilities, "position_encoding", None)
+        self.encoding = str(getattr(enc, "value", enc) or "utf-16")
+        self.client.protocol.notify("initialized", lsp.InitializedParams())
+        if self.server.settings:
+            self.client.protocol.notify(
+                "workspace/didChangeConfiguration", lsp.DidChangeConfigurationParams(settings=dict(self.server.settings))
+            )
+        self.ready_at = time.monotonic()
+
+    def _client_capabilities(self) -> Any:
+        lsp = self.lsp
+        return lsp.ClientCapabilities(
+            general=lsp.GeneralClientCapabilities(
+                position_encodings=[lsp.PositionEncodingKind.Utf16, lsp.PositionEncodingKind.Utf8],
+            ),
+            window=lsp.WindowClientCapabilities(work_done_progress=True),
+            workspace=lsp.WorkspaceClientCapabilities(
+                configuration=True,
+                workspace_folders=True,
+                apply_edit=False,
+                did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True),
+                workspace_edit=lsp.WorkspaceEditClientCapabilities(
+                    document_changes=True,
+                    resource_operations=[
+                        lsp.ResourceOperationKind.Create,
+                        lsp.ResourceOperationKind.Rename,
+                        lsp.ResourceOperationKind.Delete,
+                    ],
+                ),
+                symbol=lsp.WorkspaceSymbolClientCapabilities(),
+            ),
+            text_document=lsp.TextDocumentClientCapabilities(
+                synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
+                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True, related_information=False),
+                hover=lsp.HoverClientCapabilities(content_format=[lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText]),
+                definition=lsp.DefinitionClientCapabilities(link_support=True),
+                type_definition=lsp.TypeDefinitionClientCapabilities(link_support=True),
+                implementation=lsp.ImplementationClientCapabilities(link_support=True),
+                references=lsp.ReferenceClientCapabilities(),
+                document_symbol=lsp.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True),
+                code_action=lsp.CodeActionClientCapabilities(
+                    code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
+                        code_action_kind=lsp.ClientCodeActionKindOptions(value_set=list(lsp.CodeActionKind))
+                    )
+                ),
+                rename=lsp.RenameClientCapabilities(prepare_support=False),
+            ),
+            experimental={"serverStatusNotification": True},
+        )
+
+    def _register_handlers(self) -> None:
+        lsp = self.lsp
+        client = self.client
+        conn = self
+
+        @client.feature("textDocument/publishDiagnostics")
+        def _publish(params: Any) -> None:
+            conn._seq += 1
+            conn.published[params.uri] = Published(params.version, list(params.diagnostics), time.monotonic(), conn._seq)
+            conn._wake()
+
+        @client.feature("workspace/configuration")
+        def _configuration(params: Any) -> list[Any]:
+            return [conn.server.setting(item.section) for item in params.items]
+
+        @client.feature("workspace/workspaceFolders")
+        def _folders(params: Any) -> list[Any]:
+            return [lsp.WorkspaceFolder(uri=conn.root.as_uri(), name=conn.root.name or "root")]
+
+        @client.feature("window/workDoneProgress/create")
+        def _progress_create(params: Any) -> None:
+            return None
+
+        @client.feature("$/progress")
+        def _progress(params: Any) -> None:
+            token = str(_get(params, "token"))
+            kind = _get(_get(params, "value"), "kind")
+            if kind == "begin":
+                conn.progress_tokens.add(token)
+            elif kind == "end":
+                conn.progress_tokens.discard(token)
+                conn._wake()
+
+        @client.feature("experimental/serverStatus")
+        def _status(params: Any) -> None:
+            conn.quiescent = bool(_get(params, "quiescent", True))
+            conn._wake()
+
+        @client.feature("client/registerCapability")
+        def _register(params: Any) -> None:
+            return None
+
+        @client.feature("client/unregisterCapability")
+        def _unregister(params: Any) -> None:
+            return None
+
+        @client.feature("window/showMessageRequest")
+        def _show_request(params: Any) -> None:
+            return None
+
+        @client.feature("workspace/applyEdit")
+        def _apply(params: Any) -> Any:
+            return lsp.ApplyWorkspaceEditResult(applied=False, failure_reason="tether applies edits only through lsp_rename")
+
+        for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
+            client.feature(method)(lambda params, m=method: conn.log_tail.append(f"{m}: {str(_get(params, 'message', ''))[:200]}"))
+        for method in (
+            "workspace/semanticTokens/refresh", "workspace/inlayHint/refresh", "workspace/codeLens/refresh",
+            "workspace/diagnostic/refresh", "workspace/inlineValue/refresh", "workspace/foldingRange/refresh",
+        ):
+            client.feature(method)(lambda params: None)
+
+    async def _drain_stderr(self) -> None:
+        stream = self.proc.stderr
+        try:
+            while True:
+                line = await stream.readline()
+                if not line:
+                    return
+                self.stderr_tail.append(line.decode(errors="replace").rstrip()[:300])
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a closed pipe ends the drain
+            return
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def close(self, grace: float) -> None:
+        """shutdown + exit, then kill the tree after ``grace``; never raises, never hangs."""
+        from tether.procs import kill_tree
+
+        if self.proc is None:
+            return
+        if self.proc.returncode is None:
+            try:
+                await self.request("shutdown", None, grace)
+                self.client.protocol.notify("exit", None)
+            except Exception:  # noqa: BLE001 - a server that will not shut down is killed below
+                pass
+        self._closing = True
+        try:
+            await asyncio.wait_for(self.proc.wait(), grace)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            pass
+        await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
+        if self.client is not None:
+            self.client._stop_event.set()
+            try:
+                await asyncio.wait_for(asyncio.gather(*self.client._async_tasks, return_exceptions=True), grace)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                pass
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any, timeout: float) -> Any:
+        if self.proc is None or self.proc.returncode is not None:
+            raise ServerDied(f"{self.server.id} is not running")
+        protocol = self.client.protocol
+        msg_id = f"tether-{next(self._ids)}"  # string ids: pygls may structure an int id back as a str and lose the answer
+        future = protocol.send_request(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except asyncio.TimeoutError:
+            protocol._request_futures.pop(msg_id, None)
+            protocol._result_types.pop(msg_id, None)
+            if self.proc.returncode is None:
+                protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
+                raise RequestTimeout(method, timeout) from None
+            raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
+        except RuntimeError as exc:  # pygls fails pending requests with RuntimeError when the process exits
+            if self.proc.returncode is not None or "exited" in str(exc):
+                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
+            raise
+        except Exception as exc:  # noqa: BLE001 - an error answer (JsonRpcException and kin)
+            if self.proc.returncode is not None:
+                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
+            raise ServerError(str(exc) or type(exc).__name__) from None
+
+    def notify(self, method: str, params: Any) -> None:
+        if self.alive:
+            self.client.protocol.notify(method, params)
+
+    # -- documents ------------------------------------------------------------------------------
+
+    def open(self, path: Path) -> Doc | None:
+        """Open ``path`` (once) and return its document; None when it is not a readable text file."""
+        uri = path.as_uri()
+        doc = self.docs.get(uri)
+        if doc is not None:
+            self._sync_doc(doc)
+            return self.docs.get(uri)
+        stat = file_stat(path)
+        if stat is None:
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), time.monotonic(), 1)
+        self.docs[uri] = doc
+        self._watched[path] = stat
+        self.notify(
+            "textDocument/didOpen",
+            self.lsp.DidOpenTextDocumentParams(
+                text_document=self.lsp.TextDocumentItem(uri=uri, language_id=doc.language_id, version=1, text=text)
+            ),
+        )
+        return doc
+
+    def set_text(self, doc: Doc, text: str, save: bool = True) -> None:
+        """Send the whole new content as the next version (and didSave: some servers check on save)."""
+        lsp = self.lsp
+        doc.version += 1
+        doc.text = text
+        doc.stat = file_stat(doc.path) or doc.stat
+        self._watched[doc.path] = doc.stat
+        self.notify(
+            "textDocument/didChange",
+            lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version),
+                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+            ),
+        )
+        if save:
+            self.notify(
+                "textDocument/didSave",
+                lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), text=text),
+            )
+
+    def close_doc(self, doc: Doc) -> None:
+        self.docs.pop(doc.uri, None)
+        self.notify(
+            "textDocument/didClose",
+            self.lsp.DidCloseTextDocumentParams(text_document=self.lsp.TextDocumentIdentifier(uri=doc.uri)),
+        )
+
+    def _sync_doc(self, doc: Doc) -> bool:
+        """Re-read an open document whose file changed on disk; True when the server was told."""
+        stat = file_stat(doc.path)
+        if stat == doc.stat:
+            return False
+        if stat is None:
+            self.close_doc(doc)
+            return True
+        try:
+            text = doc.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        doc.stat = stat
+        if text == doc.text:
+            return False
+        self.set_text(doc, text)
+        return True
+
+    def refresh(self) -> None:
+        """Tell the server about every file changed on disk behind its back (mtime/size)."""
+        lsp = self.lsp
+        for doc in list(self.docs.values()):
+            self._sync_doc(doc)
+        current = self._scan()
+        events = []
+        for path, stat in current.items():
+            old = self._watched.get(path)
+            if old is None:
+                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Created))
+            elif old != stat:
+                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Changed))
+        for path in self._watched.keys() - current.keys():
+            events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
+        self._watched = current
+        if events:
+            self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
+
+    def _scan(self) -> dict[Path, tuple[int, int]]:
+        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped)."""
+        out: dict[Path, tuple[int, int]] = {}
+        exts = self.server.extensions
+        stack = [str(self.root)]
+        while stack:
+            top = stack.pop()
+            try:
+                entries = os.scandir(top)
+            except OSError:
+                continue
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if not name.startswith(".") and name not in SKIP_DIRS:
+                                stack.append(entry.path)
+                        elif name.endswith(exts):
+                            st = entry.stat()
+                            out[Path(entry.path)] = (st.st_mtime_ns, st.st_size)
+                            if len(out) >= SCAN_CAP:
+                                self.scan_truncated = True
+                                return out
+                    except OSError:
+                        continue
+        return out
+
+    # -- diagnostics ----------------------------------------------------------------------------
+
+    @property
+    def pulls(self) -> bool:
+        return getattr(self.capabilities, "diagnostic_provider", None) is not None
+
+    async def diagnostics(self, doc: Doc, timeout: float, request_timeout: float) -> list[Any] | None:
+        """The diagnostics of the document's CURRENT version; None when they did not come within ``timeout``."""
+        if self.pulls:
+            return await self._pull(doc, min(timeout, request_timeout))
+        version = doc.version
+        deadline = time.monotonic() + timeout
+        seq_at_start = self._seq
+        while True:
+            pub = self.published.get(doc.uri)
+            now = time.monotonic()
+            if pub is not None and self._answers(pub, doc, version, seq_at_start):
+                grace_end = pub.at + self.server.empty_open_grace
+                # an empty list right after opening is the server saying "not checked yet"
+                if pub.items or version != doc.open_version or now >= grace_end or not self.server.empty_open_grace:
+                    return pub.items
+                wait = min(grace_end, deadline) - now
+            else:
+                wait = deadline - now
+            if wait <= 0:
+                return pub.items if pub is not None and self._answers(pub, doc, version, seq_at_start) else None
+            if not self.alive:
+                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
+            event = self._changed
+            try:
+                await asyncio.wait_for(event.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+
+    @staticmethod
+    def _answers(pub: Published, doc: Doc, version: int, seq_at_start: int) -> bool:
+        if pub.version is not None:
+            return pub.version >= version
+        # no version in the publish: only one that arrived after the change counts
+        return pub.seq > seq_at_start or doc.version == doc.open_version and pub.at >= doc.opened_at
+
+    async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
+        lsp = self.lsp
+        params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
+        try:
+            report = await self.request("textDocument/diagnostic", params, timeout)
+        except RequestTimeout:
+            return None
+        items = getattr(report, "items", None)
+        if items is None:  # "unchanged": the last full report still holds
+            prev = self.published.get(doc.uri)
+            items = prev.items if prev else []
+        self._seq += 1
+        self.published[doc.uri] = Published(doc.version, list(items), time.monotonic(), self._seq)
+        return list(items)
+
+    async def settle(self, quiet: float, bound: float) -> None:
+        """Wait until no diagnostics were published for ``quiet`` s (at most ``bound`` s): dependents come last."""
+        deadline = time.monotonic() + bound
+        while True:
+            event = self._changed
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(event.wait(), min(quiet, remaining))
+            except asyncio.TimeoutError:
+                return

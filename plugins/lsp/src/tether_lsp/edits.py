@@ -1,0 +1,163 @@
+"""A server's WorkspaceEdit computed in memory, confined to the root, then written all at once.
+
+Both forms are taken: `changes` (uri -> edits) and `documentChanges` (text document edits and
+create/rename/delete file operations, applied in order). Nothing is written until every edit of
+every file applied cleanly; `tether.atomic.write_all` then writes all files or none.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tether.atomic import Snapshot
+from tether.tools import ToolError
+from tether_lsp.positions import from_units
+from tether_lsp.render import uri_to_path
+
+
+@attrs.define
+class PlannedEdit:
+    contents: dict[Path, str | None] = attrs.field(factory=dict)  # final content; None = deleted
+    originals: dict[Path, Snapshot] = attrs.field(factory=dict)
+    edits: Counter = attrs.field(factory=Counter)  # per path: text edits applied
+    operations: list[str] = attrs.field(factory=list)  # "renamed a -> b", ...
+    renamed: dict[Path, Path] = attrs.field(factory=dict)
+
+    def writes(self) -> dict[Path, bytes | None]:
+        out: dict[Path, bytes | None] = {}
+        for path, text in self.contents.items():
+            snap = self.originals.get(path)
+            new = None if text is None else text.encode("utf-8")
+            old_exists = snap is not None and snap.exists
+            if new is None and not old_exists:
+                continue
+            if new is not None and old_exists and path.read_bytes() == new:
+                continue
+            out[path] = new
+        return out
+
+
+def _offset(text: str, line: int, units: int, encoding: str) -> int:
+    """Offset in ``text`` of an LSP position (past-the-end lines clamp to the end, as the spec allows)."""
+    lines = text.splitlines(keepends=True)
+    if line >= len(lines):
+        return len(text)
+    start = sum(len(s) for s in lines[:line])
+    body = lines[line].rstrip("\r\n")
+    return start + from_units(body, units, encoding)
+
+
+def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
+    spans = []
+    for i, e in enumerate(edits):
+        new_text = getattr(e, "new_text", None)
+        if new_text is None:  # a snippet edit: take its text literally
+            new_text = getattr(getattr(e, "snippet", None), "value", "")
+        start = _offset(text, e.range.start.line, e.range.start.character, encoding)
+        end = _offset(text, e.range.end.line, e.range.end.character, encoding)
+        spans.append((start, end, i, new_text))
+    spans.sort()
+    for a, b in zip(spans, spans[1:]):
+        if b[0] < a[1]:
+            raise ToolError("the server's edit has overlapping changes in one file; nothing was written", {"error": "bad_edit"})
+    for start, end, _, new_text in reversed(spans):
+        text = text[:start] + new_text + text[end:]
+    return text
+
+
+class Planner:
+    def __init__(self, run: Any, encoding: str) -> None:
+        self.run = run
+        self.encoding = encoding
+        self.plan = PlannedEdit()
+
+    def _path(self, uri: str) -> Path:
+        path = uri_to_path(uri)
+        if path is None or not path.resolve().is_relative_to(self.run.root):
+            shown = self.run.relpath(path) if path is not None else uri
+            raise ToolError(
+                f"the server's edit touches '{shown}', which is outside the root; nothing was written. "
+                "Rename symbols defined inside the project only.",
+                {"error": "edit_outside_root", "path": str(shown)},
+            )
+        return path.resolve()
+
+    def _load(self, path: Path) -> str | None:
+        if path not in self.plan.contents:
+            snap = Snapshot.take(path)
+            self.plan.originals[path] = snap
+            if snap.exists:
+                try:
+                    self.plan.contents[path] = path.read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    raise ToolError(f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written", {"error": "unreadable"}) from None
+            else:
+                self.plan.contents[path] = None
+        return self.plan.contents[path]
+
+    def text_edits(self, uri: str, edits: list[Any]) -> None:
+        path = self._path(uri)
+        text = self._load(path)
+        if text is None:
+            raise ToolError(f"the server's edit changes '{self.run.relpath(path)}', which does not exist; nothing was written", {"error": "bad_edit"})
+        self.plan.contents[path] = apply_text_edits(text, list(edits), self.encoding)
+        self.plan.edits[path] += len(edits)
+
+    def operation(self, op: Any) -> None:
+        kind = getattr(op, "kind", None)
+        options = getattr(op, "options", None)
+        overwrite = bool(getattr(options, "overwrite", False))
+        ignore = bool(getattr(options, "ignore_if_exists", False) or getattr(options, "ignore_if_not_exists", False))
+        if kind == "create":
+            path = self._path(op.uri)
+            if self._load(path) is not None and not overwrite:
+                if not ignore:
+                    raise ToolError(f"the server's edit creates '{self.run.relpath(path)}', which exists; nothing was written", {"error": "bad_edit"})
+                return
+            self.plan.contents[path] = ""
+            self.plan.operations.append(f"created {self.run.relpath(path)}")
+        elif kind == "rename":
+            old, new = self._path(op.old_uri), self._path(op.new_uri)
+            text = self._load(old)
+            if text is None:
+                if ignore:
+                    return
+                raise ToolError(f"the server's edit renames '{self.run.relpath(old)}', which does not exist; nothing was written", {"error": "bad_edit"})
+            if self._load(new) is not None and not overwrite:
+                if ignore:
+                    return
+                raise ToolError(f"the server's edit renames onto '{self.run.relpath(new)}', which exists; nothing was written", {"error": "bad_edit"})
+            self.plan.contents[new] = text
+            self.plan.contents[old] = None
+            self.plan.renamed[old] = new
+            self.plan.operations.append(f"renamed {self.run.relpath(old)} -> {self.run.relpath(new)}")
+        elif kind == "delete":
+            path = self._path(op.uri)
+            if path.is_dir():
+                raise ToolError(f"the server's edit deletes the directory '{self.run.relpath(path)}'; refused, nothing was written", {"error": "bad_edit"})
+            if self._load(path) is None:
+                if ignore:
+                    return
+                raise ToolError(f"the server's edit deletes '{self.run.relpath(path)}', which does not exist; nothing was written", {"error": "bad_edit"})
+            self.plan.contents[path] = None
+            self.plan.operations.append(f"deleted {self.run.relpath(path)}")
+
+
+def plan_workspace_edit(edit: Any, run: Any, encoding: str) -> PlannedEdit:
+    planner = Planner(run, encoding)
+    if edit is None:
+        return planner.plan
+    if getattr(edit, "document_changes", None):
+        for change in edit.document_changes:
+            if hasattr(change, "text_document"):
+                planner.text_edits(change.text_document.uri, change.edits)
+            else:
+                planner.operation(change)
+    elif getattr(edit, "changes", None):
+        for uri, edits in edit.changes.items():
+            planner.text_edits(uri, edits)
+    return planner.plan

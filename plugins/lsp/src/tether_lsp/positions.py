@@ -1,0 +1,96 @@
+"""Positions the model can get right: a line plus a substring of the symbol, never a column.
+
+A model asked for a column guesses, and a wrong guess lands on another symbol of the same line: an
+answer that looks right and is about something else. So the column is found here, and ambiguity is
+refused with the occurrences listed instead of guessed.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from tether.tools import ToolError
+
+
+def _ident(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+@attrs.frozen
+class Spot:
+    line: int  # 0-based
+    char: int  # 0-based index in code points
+
+
+def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: str) -> Spot:
+    """The position of ``symbol`` on 1-based ``line`` of ``text``, or a ToolError naming the fix."""
+    lines = text.splitlines()
+    if line > len(lines):
+        raise ToolError(
+            f"line {line} is beyond the end of '{rel}', which has {len(lines)} line(s); give a line between 1 and {len(lines)}",
+            {"error": "line_out_of_range", "lines": len(lines)},
+        )
+    source = lines[line - 1]
+    starts = []
+    i = source.find(symbol)
+    while i >= 0:
+        starts.append(i)
+        i = source.find(symbol, i + 1)
+    if not starts:
+        raise ToolError(
+            f"'{symbol}' does not occur on line {line} of '{rel}', which reads: {source.strip()[:200]!r}. "
+            "Give the line where the symbol is written and a substring of it exactly as it appears there.",
+            {"error": "symbol_not_on_line", "line_text": source},
+        )
+    if occurrence is not None:
+        if occurrence > len(starts):
+            raise ToolError(
+                f"occurrence {occurrence} asked, but '{symbol}' occurs {len(starts)} time(s) on line {line} of '{rel}'; "
+                f"give occurrence between 1 and {len(starts)}",
+                {"error": "occurrence_out_of_range", "occurrences": len(starts)},
+            )
+        return Spot(line - 1, starts[occurrence - 1])
+    if len(starts) == 1:
+        return Spot(line - 1, starts[0])
+
+    def whole(s: int) -> bool:
+        end = s + len(symbol)
+        left_ok = not _ident(symbol[0]) or s == 0 or not _ident(source[s - 1])
+        right_ok = not _ident(symbol[-1]) or end >= len(source) or not _ident(source[end])
+        return left_ok and right_ok
+
+    wholes = [s for s in starts if whole(s)]
+    if len(wholes) == 1:
+        return Spot(line - 1, wholes[0])
+    listed = "; ".join(
+        f"occurrence {n} at column {s + 1}: ...{source[max(0, s - 12): s + len(symbol) + 12].strip()}..."
+        for n, s in enumerate(starts, 1)
+    )
+    raise ToolError(
+        f"'{symbol}' occurs {len(starts)} times on line {line} of '{rel}' ({listed}). "
+        "Give a longer substring that occurs once, or pass occurrence (1-based) to pick one.",
+        {"error": "ambiguous_symbol", "columns": [s + 1 for s in starts]},
+    )
+
+
+def to_units(source_line: str, char: int, encoding: str) -> int:
+    """A code-point index on a line as the server counts it (UTF-16 code units unless utf-8/utf-32 was negotiated)."""
+    prefix = source_line[:char]
+    if encoding == "utf-8":
+        return len(prefix.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(prefix)
+    return len(prefix.encode("utf-16-le")) // 2
+
+
+def from_units(source_line: str, units: int, encoding: str) -> int:
+    """The code-point index of a server's character offset on a line (clamped to the line)."""
+    if encoding == "utf-32":
+        return min(units, len(source_line))
+    width = (lambda c: len(c.encode("utf-8"))) if encoding == "utf-8" else (lambda c: 2 if ord(c) > 0xFFFF else 1)
+    count = 0
+    for i, ch in enumerate(source_line):
+        if count >= units:
+            return i
+        count += width(ch)
+    return len(source_line)

@@ -1,0 +1,114 @@
+"""Server answers turned into what the model reads: `path:line:col` relative to the root, with the source line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import attrs
+
+from tether.diagnostics import Diagnostic
+from tether_lsp.positions import from_units
+
+SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+class Lines:
+    """Source lines of files, read once per answer (and from the open document when there is one)."""
+
+    def __init__(self, overrides: dict[Path, str] | None = None) -> None:
+        self._cache: dict[Path, list[str]] = {}
+        self._overrides = overrides or {}
+
+    def get(self, path: Path, line: int) -> str:
+        if path not in self._cache:
+            text = self._overrides.get(path)
+            if text is None:
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    text = ""
+            self._cache[path] = text.splitlines()
+        lines = self._cache[path]
+        return lines[line] if 0 <= line < len(lines) else ""
+
+
+@attrs.frozen(order=True)
+class Location:
+    file: str
+    line: int  # 1-based
+    column: int  # 1-based, in characters
+    text: str = attrs.field(order=False)
+
+    def render(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.text.strip()[:200]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def locations(result: Any, run: Any, encoding: str, lines: Lines) -> list[Location]:
+    """Location | Location[] | LocationLink[] | None -> sorted, deduplicated locations."""
+    if result is None:
+        return []
+    items = result if isinstance(result, (list, tuple)) else [result]
+    out: set[Location] = set()
+    for item in items:
+        uri = getattr(item, "target_uri", None) or getattr(item, "uri", None)
+        rng = getattr(item, "target_selection_range", None) or getattr(item, "range", None)
+        if uri is None or rng is None:
+            continue
+        out.add(location(uri, rng.start, run, encoding, lines))
+    return sorted(out)
+
+
+def location(uri: str, pos: Any, run: Any, encoding: str, lines: Lines) -> Location:
+    path = uri_to_path(uri)
+    if path is None:
+        return Location(uri, pos.line + 1, pos.character + 1, "")
+    source = lines.get(path, pos.line)
+    return Location(run.relpath(path), pos.line + 1, from_units(source, pos.character, encoding) + 1, source)
+
+
+def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Diagnostic:
+    start = d.range.start
+    source = lines.get(path, start.line)
+    code = d.code
+    severity = d.severity.value if hasattr(d.severity, "value") else d.severity
+    return Diagnostic(
+        file=run.relpath(path),
+        line=start.line + 1,
+        column=from_units(source, start.character, encoding) + 1,
+        severity=SEVERITIES.get(severity or 1, "error"),
+        message=str(d.message).strip(),
+        code=None if code is None else str(code),
+        source=d.source,
+    )
+
+
+def diagnostics(items: list[Any], path: Path, run: Any, encoding: str, lines: Lines, keep=("error", "warning")) -> list[Diagnostic]:
+    out = [diagnostic(d, path, run, encoding, lines) for d in items]
+    return [d for d in out if d.severity in keep]
+
+
+def hover_text(result: Any) -> str:
+    if result is None:
+        return ""
+    contents = result.contents
+    parts = contents if isinstance(contents, (list, tuple)) else [contents]
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif hasattr(part, "value"):
+            lang = getattr(part, "language", None)
+            texts.append(f"```{lang}\n{part.value}\n```" if lang else part.value)
+    return "\n\n".join(t.strip() for t in texts if t and t.strip())

@@ -1,0 +1,231 @@
+"""Server definitions, the built-in ones, and whether one can serve a root (marker AND binary).
+
+A definition says how to find and start a server and how its project checker runs; third parties add
+or replace definitions through the `tether_lsp_servers` hook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+# Where a project keeps its own tools; looked at before PATH so the project's version wins.
+LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
+
+LANGUAGE_IDS = {
+    ".py": "python", ".pyi": "python",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
+    ".go": "go", ".rs": "rust", ".dart": "dart",
+}
+
+
+def _tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen
+class ServerDef:
+    """How to run one language server, and the checker behind `lsp diagnostics "*"`."""
+
+    id: str
+    languages: tuple[str, ...] = attrs.field(converter=_tuple)
+    extensions: tuple[str, ...] = attrs.field(converter=_tuple)  # with the dot: ".py"
+    root_markers: tuple[str, ...] = attrs.field(converter=_tuple)
+    command: tuple[str, ...] = attrs.field(converter=_tuple)  # binary name, then arguments
+    version_args: tuple[str, ...] | None = ("--version",)  # None: the binary has no cheap version query
+    initialization_options: Mapping[str, Any] | None = None
+    settings: Mapping[str, Any] = attrs.field(factory=dict)  # answers workspace/configuration by section
+    # How to tell the server finished indexing: "initialize" (ready when initialized), "progress"
+    # (no $/progress work running) or "quiescent" (rust-analyzer's experimental/serverStatus).
+    ready: Literal["initialize", "progress", "quiescent"] = "progress"
+    checker: tuple[str, ...] | None = None  # the project checker command, binary first
+    checker_format: Literal["pyright-json", "tsc", "gnu", "cargo-json"] | None = None
+    default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
+    # Seconds to keep waiting after an EMPTY publish right after opening a file: basedpyright
+    # publishes an empty list for a newly opened file before it has checked it.
+    empty_open_grace: float = 0.0
+
+    def language_id(self, path: Path) -> str:
+        return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
+
+    def handles(self, path: Path) -> bool:
+        return path.suffix.lower() in self.extensions
+
+    def setting(self, section: str | None) -> Any:
+        """The value of a dotted configuration section ("basedpyright.analysis"), None when unset."""
+        if not section:
+            return dict(self.settings)
+        node: Any = self.settings
+        for part in section.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+
+PY_MARKERS = ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg", "pyrightconfig.json")
+
+BUILTIN_SERVERS: tuple[ServerDef, ...] = (
+    ServerDef(
+        id="basedpyright",
+        languages=("python",),
+        extensions=(".py", ".pyi"),
+        root_markers=PY_MARKERS,
+        command=("basedpyright-langserver", "--stdio"),
+        version_args=None,  # the langserver has no --version; its wheel ships its own Node
+        settings={
+            "basedpyright": {
+                # workspace mode: a changed signature's errors in files never opened are published too
+                "analysis": {"diagnosticMode": "workspace", "typeCheckingMode": "standard"},
+            },
+            "python": {"analysis": {"diagnosticMode": "workspace", "typeCheckingMode": "standard"}},
+        },
+        ready="progress",
+        checker=("basedpyright", "--outputjson"),
+        checker_format="pyright-json",
+        empty_open_grace=0.5,
+    ),
+    ServerDef(
+        id="ty",
+        languages=("python",),
+        extensions=(".py", ".pyi"),
+        root_markers=PY_MARKERS,
+        command=("ty", "server"),
+        ready="initialize",
+        checker=("ty", "check", "--output-format", "concise"),
+        checker_format="gnu",
+        default=False,
+    ),
+    ServerDef(
+        id="typescript-language-server",
+        languages=("typescript", "javascript"),
+        extensions=(".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"),
+        root_markers=("tsconfig.json", "jsconfig.json", "package.json"),
+        command=("typescript-language-server", "--stdio"),
+        ready="progress",
+        checker=("tsc", "--noEmit", "--pretty", "false"),
+        checker_format="tsc",
+    ),
+    ServerDef(
+        id="clangd",
+        languages=("c", "cpp"),
+        extensions=(".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"),
+        root_markers=("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"),
+        command=("clangd", "--log=error"),
+        ready="progress",
+    ),
+    ServerDef(
+        id="gopls",
+        languages=("go",),
+        extensions=(".go",),
+        root_markers=("go.mod", "go.work"),
+        command=("gopls",),
+        version_args=("version",),
+        ready="progress",
+        checker=("go", "vet", "./..."),
+        checker_format="gnu",
+    ),
+    ServerDef(
+        id="rust-analyzer",
+        languages=("rust",),
+        extensions=(".rs",),
+        root_markers=("Cargo.toml",),
+        command=("rust-analyzer",),
+        ready="quiescent",
+        checker=("cargo", "check", "--message-format=json"),
+        checker_format="cargo-json",
+    ),
+    ServerDef(
+        id="dart",
+        languages=("dart",),
+        extensions=(".dart",),
+        root_markers=("pubspec.yaml",),
+        command=("dart", "language-server", "--protocol=lsp"),
+        ready="progress",
+        checker=("dart", "analyze", "--format=machine"),
+        checker_format=None,
+    ),
+)
+
+
+def merge_definitions(batches: Iterable[Iterable[ServerDef] | None]) -> list[ServerDef]:
+    """Later definitions replace earlier ones with the same id; order of first appearance is kept."""
+    by_id: dict[str, ServerDef] = {}
+    for batch in batches:
+        for d in batch or ():
+            by_id[d.id] = d
+    return list(by_id.values())
+
+
+@attrs.frozen
+class Availability:
+    """Whether a server can serve a root: both a root marker and a (working) binary, or why not."""
+
+    server: ServerDef
+    root: Path | None  # the directory holding the marker (the server's workspace root)
+    binary: str | None
+    reason: str | None  # None when usable
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def find_root(server: ServerDef, start: Path, run_root: Path) -> Path | None:
+    """The nearest directory from ``start`` up to the run's root that holds one of the root markers."""
+    here = start if start.is_dir() else start.parent
+    while True:
+        if any((here / m).exists() for m in server.root_markers):
+            return here
+        if here == run_root or not here.is_relative_to(run_root) or here.parent == here:
+            return None
+        here = here.parent
+
+
+def find_binary(name: str, dirs: Iterable[Path]) -> str | None:
+    """Project-local bin directories first, then the interpreter's own (where the basedpyright
+    wheel puts its script even when that directory is not on PATH), then PATH."""
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) else None
+    for base in dirs:
+        for sub in LOCAL_BIN_DIRS:
+            candidate = base / sub / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    own = Path(sys.executable).parent / name
+    if own.is_file() and os.access(own, os.X_OK):
+        return str(own)
+    return shutil.which(name)
+
+
+def answers_version(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> str | None:
+    """None when ``binary args`` exits 0 in time; else why not (a rustup proxy without its component fails here)."""
+    from tether.procs import kill_tree
+
+    try:
+        proc = subprocess.Popen(
+            [binary, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return f"cannot run {binary}: {exc.strerror or exc}"
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid, 0.5)
+        proc.wait()
+        return f"`{Path(binary).name} {' '.join(args)}` did not answer within {timeout:g} s"
+    if proc.returncode != 0:
+        first = (err or b"").decode(errors="replace").strip().splitlines()[:1]
+        detail = f": {first[0][:200]}" if first else ""
+        return f"`{Path(binary).name} {' '.join(args)}` failed (exit {proc.returncode}){detail}"
+    return None

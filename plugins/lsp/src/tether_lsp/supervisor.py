@@ -1,0 +1,201 @@
+"""The run's language-server supervisor: which server serves a file, lazy start, restart, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tether.tools import ToolError
+from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
+from tether_lsp.servers import Availability, ServerDef, answers_version, find_binary, find_root, merge_definitions
+
+log = logging.getLogger("tether.lsp")
+
+T = TypeVar("T")
+
+# Run options (run.options) and their defaults.
+DEFAULTS = {
+    "lsp_request_timeout": 30.0,  # one request
+    "lsp_start_timeout": 60.0,  # process start + initialize
+    "lsp_shutdown_grace": 2.0,  # shutdown/exit before the tree is killed
+    "diagnostics_timeout": 5.0,  # the capped wait for a write's diagnostics (shared with the core)
+    "lsp_dependents_quiet": 0.1,  # after a write, the quiet period that ends collecting other files' diagnostics
+    "lsp_checker_timeout": 300.0,  # `diagnostics "*"`: the project checker
+}
+
+
+class Supervisor:
+    """One per run. Cheap to create: nothing starts before the first query."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.connections: dict[tuple[str, Path], Connection] = {}
+        self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
+        self._versions: dict[str, str | None] = {}
+        self._definitions: list[ServerDef] | None = None
+        self.baseline: dict[str, dict[str, list[Any]]] = {}  # per written path: every known file's diagnostics
+        self._closed = False
+
+    # -- options and definitions ---------------------------------------------------------------
+
+    def option(self, name: str) -> float:
+        return float(self.run.options.get(name, DEFAULTS[name]))
+
+    def definitions(self) -> list[ServerDef]:
+        if self._definitions is None:
+            batches = self.run.hook.tether_lsp_servers(run=self.run)
+            # pluggy answers last-registered first; the built-ins are trylast, so reverse to put them first
+            self._definitions = merge_definitions(reversed(batches))
+        return self._definitions
+
+    def enabled(self, server: ServerDef) -> bool:
+        chosen = self.run.options.get("lsp_servers")
+        if chosen is not None:
+            return server.id in chosen
+        return server.default
+
+    # -- availability --------------------------------------------------------------------------
+
+    async def availability(self, server: ServerDef, start: Path) -> Availability:
+        root = find_root(server, start, self.run.root)
+        dirs = [d for d in (root, self.run.root) if d is not None]
+        binary = find_binary(server.command[0], dirs)
+        problems = []
+        if root is None:
+            problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
+        if binary is None:
+            problems.append(f"binary missing: {server.command[0]}")
+        elif server.version_args is not None:
+            if binary not in self._versions:
+                self._versions[binary] = await asyncio.to_thread(answers_version, binary, server.version_args)
+            if self._versions[binary]:
+                problems.append(f"binary does not work: {self._versions[binary]}")
+        return Availability(server, root, binary, "; ".join(problems) or None)
+
+    async def choose(self, path: Path) -> Availability:
+        """The server for a file, or a ToolError saying which half (marker, binary) is missing."""
+        candidates = [d for d in self.definitions() if d.handles(path)]
+        if not candidates:
+            known = sorted({e for d in self.definitions() for e in d.extensions})
+            raise ToolError(
+                f"no language server handles '{path.suffix or path.name}' files; servers are defined for {', '.join(known)}",
+                {"error": "no_server"},
+            )
+        enabled = [d for d in candidates if self.enabled(d)]
+        if not enabled:
+            ids = ", ".join(d.id for d in candidates)
+            raise ToolError(
+                f"the servers for '{path.suffix}' files ({ids}) are not enabled in this run (run option lsp_servers)",
+                {"error": "no_server"},
+            )
+        reasons = []
+        for server in enabled:
+            avail = await self.availability(server, path.parent)
+            if avail.ok:
+                return avail
+            reasons.append(f"{server.id}: {avail.reason}")
+        raise ToolError(
+            f"no language server can serve '{self.run.relpath(path)}': {'; '.join(reasons)}. "
+            "Add the missing root marker or install the server; `lsp` with action status shows every server.",
+            {"error": "server_unavailable", "reasons": reasons},
+        )
+
+    # -- connections ---------------------------------------------------------------------------
+
+    async def connection(self, avail: Availability) -> Connection:
+        assert avail.root is not None and avail.binary is not None
+        key = (avail.server.id, avail.root)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if self._closed:
+                raise ToolError("the run is closing; no language server is started any more")
+            conn = self.connections.get(key)
+            if conn is not None and conn.alive:
+                return conn
+            reopen = [d.path for d in conn.docs.values()] if conn is not None else []
+            restarts = conn.restarts + 1 if conn is not None else 0
+            if conn is not None:
+                await conn.close(0.2)
+            conn = Connection(avail.server, avail.binary, avail.root, self.run)
+            conn.restarts = restarts
+            self.connections[key] = conn
+            try:
+                await conn.start(self.option("lsp_start_timeout"))
+            except StartFailed as exc:
+                self.connections.pop(key, None)
+                await conn.close(0.2)
+                raise ToolError(
+                    f"{exc}. Check that the server works (`lsp` action status), or reload after fixing it.",
+                    {"error": "start_failed", "server": avail.server.id},
+                ) from None
+            for path in reopen:
+                conn.open(path)
+            return conn
+
+    async def with_file(self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
+        """Run ``fn`` against the file's server with the file open and everything re-synced.
+
+        A server that died is restarted with its documents re-opened and ``fn`` retried once.
+        """
+        avail = await self.choose(path)
+        for attempt in (1, 2):
+            conn = await self.connection(avail)
+            try:
+                conn.refresh()
+                doc = conn.open(path)
+                if doc is None:
+                    raise ToolError(f"'{self.run.relpath(path)}' is not a readable UTF-8 text file", {"error": "unreadable"})
+                return await fn(conn, doc)
+            except ServerDied:
+                if attempt == 2:
+                    tail = " | ".join(list(conn.stderr_tail)[-3:])
+                    raise ToolError(
+                        f"{avail.server.id} died again after a restart{': ' + tail if tail else ''}. "
+                        "Try `lsp` action reload, or check the server with action status.",
+                        {"error": "server_died"},
+                    ) from None
+                log.warning("%s died; restarting it", avail.server.id)
+            except RequestTimeout as exc:
+                raise ToolError(
+                    f"{avail.server.id} timed out: {exc}. The server may be busy indexing a large project; "
+                    "retry shortly, or raise the run option lsp_request_timeout.",
+                    {"error": "timeout", "method": exc.method, "timeout": exc.timeout},
+                ) from None
+            except ServerError as exc:
+                raise ToolError(f"{avail.server.id} answered with an error: {exc}", {"error": "server_error"}) from None
+        raise AssertionError("unreachable")
+
+    async def request(self, conn: Connection, method: str, params: Any) -> Any:
+        return await conn.request(method, params, self.option("lsp_request_timeout"))
+
+    async def reload(self, root: Path | None = None) -> list[str]:
+        """Restart the running servers (for servers rooted under ``root``); return what was restarted."""
+        done = []
+        for key, conn in list(self.connections.items()):
+            if root is not None and not key[1].is_relative_to(root):
+                continue
+            paths = [d.path for d in conn.docs.values()]
+            self.connections.pop(key, None)
+            await conn.close(self.option("lsp_shutdown_grace"))
+            avail = await self.availability(conn.server, key[1])
+            if avail.ok and avail.root == key[1]:
+                new = await self.connection(avail)
+                new.restarts = conn.restarts + 1
+                for p in paths:
+                    new.open(p)
+            done.append(f"{conn.server.id} for {self.run.relpath(key[1])}")
+        return done
+
+    async def aclose(self) -> None:
+        self._closed = True
+        grace = self.option("lsp_shutdown_grace")
+        conns = list(self.connections.values())
+        self.connections.clear()
+        await asyncio.gather(*(c.close(grace) for c in conns), return_exceptions=True)
+
+    def uptime(self, conn: Connection) -> float:
+        return time.monotonic() - conn.started_at

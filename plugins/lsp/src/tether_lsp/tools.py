@@ -1,0 +1,435 @@
+"""The `lsp` tool (read) and the `lsp_rename` tool (write): arguments and handlers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from tether.args import arg
+from tether.diagnostics import sort_diagnostics
+from tether.output import cap_items, cap_text
+from tether.tools import ToolError, ToolResult
+from tether_lsp import render
+from tether_lsp.positions import Spot, find_symbol, to_units
+
+Action = Literal[
+    "diagnostics", "definition", "type_definition", "implementation", "references", "hover",
+    "symbols", "code_actions", "status", "reload",
+]
+NAVIGATION = {
+    "definition": ("textDocument/definition", "DefinitionParams", "definition_provider", "definition"),
+    "type_definition": ("textDocument/typeDefinition", "TypeDefinitionParams", "type_definition_provider", "type definition"),
+    "implementation": ("textDocument/implementation", "ImplementationParams", "implementation_provider", "implementation"),
+    "references": ("textDocument/references", "ReferenceParams", "references_provider", "reference"),
+    "hover": ("textDocument/hover", "HoverParams", "hover_provider", "hover"),
+    "code_actions": ("textDocument/codeAction", "CodeActionParams", "code_action_provider", "code action"),
+}
+REFERENCES_CAP = 50
+WORKSPACE_SYMBOLS_CAP = 100
+DOCUMENT_SYMBOLS_CAP = 200
+HOVER_CHARS = 6000
+
+
+@attrs.frozen
+class LspArgs:
+    action: Action = arg(
+        "What to ask: diagnostics (file, or \"*\" for the whole project), definition, type_definition, "
+        "implementation, references, hover, code_actions (these take file, line, symbol), symbols (query for a "
+        "workspace search, or file for its outline), status, reload."
+    )
+    file: str | None = arg("File relative to the root; \"*\" with diagnostics checks the whole project.", default=None, min_length=1)
+    line: int | None = arg("1-based line on which the symbol is written.", default=None, minimum=1)
+    symbol: str | None = arg(
+        "The symbol as written on that line (or a substring of it that occurs once there); positions are "
+        "found from this, never from a column.", default=None, min_length=1,
+    )
+    occurrence: int | None = arg("Which occurrence of symbol on the line (1-based), when it occurs more than once.", default=None, minimum=1)
+    query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
+
+
+@attrs.frozen
+class RenameArgs:
+    file: str = arg("File where the symbol is written, relative to the root.", min_length=1)
+    line: int = arg("1-based line on which the symbol is written.", minimum=1)
+    symbol: str = arg("The symbol as written on that line (a substring that occurs once there).", min_length=1)
+    new_name: str = arg("The new name.", min_length=1)
+    occurrence: int | None = arg("Which occurrence of symbol on the line (1-based), when it occurs more than once.", default=None, minimum=1)
+
+
+def supervisor(run: Any) -> Any:
+    sup = run.resource("tether_lsp_supervisor")
+    if sup is None:
+        raise ToolError("no language-server supervisor in this run", {"error": "unavailable"})
+    return sup
+
+
+def source_file(run: Any, file: str) -> tuple[Path, str, str]:
+    """(path, relpath, text) of an existing text file under the root, or a clear error."""
+    path = run.resolve_path(file, must_exist=True)
+    rel = run.relpath(path)
+    if not path.is_file():
+        raise ToolError(f"'{rel}' is a directory; give a file", {"error": "not_a_file"})
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"'{rel}' is not UTF-8 text", {"error": "unreadable"}) from None
+    return path, rel, text
+
+
+def _need(args: Any, action: str, *names: str) -> None:
+    missing = [n for n in names if getattr(args, n) is None]
+    if missing:
+        what = " and ".join(missing)
+        hint = " (the symbol as written on that line, e.g. symbol: 'parse_config'); a column is never guessed" if "symbol" in missing else ""
+        raise ToolError(f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing})
+
+
+def _position(conn: Any, text: str, spot: Spot) -> Any:
+    lines = text.splitlines()
+    source = lines[spot.line] if spot.line < len(lines) else ""
+    return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
+
+
+def _still_indexing(conn: Any, what: str) -> ToolError:
+    return ToolError(
+        f"{conn.server.id} is still indexing and answered no {what}; still indexing: retry in a few seconds",
+        {"error": "indexing"},
+    )
+
+
+async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
+    run = ctx.run
+    sup = supervisor(run)
+    action = args.action
+    if action == "status":
+        return await status(run, sup)
+    if action == "reload":
+        done = await sup.reload()
+        text = ("restarted: " + ", ".join(done)) if done else "no server was running; servers start on the next query"
+        return ToolResult.text(text, {"restarted": done})
+    if action == "symbols":
+        return await symbols(run, sup, args)
+    if action == "diagnostics":
+        _need(args, action, "file")
+        if args.file == "*":
+            return await project_diagnostics(run, sup)
+        return await file_diagnostics(run, sup, args.file)
+    _need(args, action, "file", "line", "symbol")
+    return await navigate(run, sup, args)
+
+
+async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+    path, rel, text = source_file(run, args.file)
+    spot = find_symbol(text, args.line, args.symbol, args.occurrence, rel)
+    method, params_name, capability, noun = NAVIGATION[args.action]
+
+    async def ask(conn: Any, doc: Any) -> ToolResult:
+        lsp = conn.lsp
+        if not getattr(conn.capabilities, capability, None):
+            raise ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
+        spot_now = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)  # the text the server has
+        pos = _position(conn, doc.text, spot_now)
+        ident = lsp.TextDocumentIdentifier(uri=doc.uri)
+        if args.action == "references":
+            params = lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))
+        elif args.action == "code_actions":
+            end = lsp.Position(line=pos.line, character=pos.character + len(args.symbol.encode("utf-16-le")) // 2)
+            on_line = [d for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
+                       if d.range.start.line <= pos.line <= d.range.end.line]
+            params = lsp.CodeActionParams(
+                text_document=ident, range=lsp.Range(start=pos, end=end), context=lsp.CodeActionContext(diagnostics=on_line)
+            )
+        else:
+            params = getattr(lsp, params_name)(text_document=ident, position=pos)
+        result = await sup.request(conn, method, params)
+        where = f"'{args.symbol}' at {rel}:{args.line}"
+        if args.action == "hover":
+            hover = render.hover_text(result)
+            if not hover:
+                if conn.indexing:
+                    raise _still_indexing(conn, "hover")
+                return ToolResult.text(f"no hover information for {where}", {"hover": ""})
+            return ToolResult.text(cap_text(hover, HOVER_CHARS, "The rest is in the definition."), {"hover": hover})
+        if args.action == "code_actions":
+            return _code_actions(result, where)
+        lines = render.Lines({doc.path: doc.text})
+        locs = render.locations(result, run, conn.encoding, lines)
+        if not locs:
+            if conn.indexing:
+                raise _still_indexing(conn, noun + "s")
+            return ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0})
+        shown, note = cap_items(locs, REFERENCES_CAP, f"{noun}s", "Narrow down with definition, or look at one file's symbols.")
+        head = f"{len(locs)} {noun}(s) of {where}:"
+        body = "\n".join(loc.render() for loc in shown)
+        return ToolResult.text(
+            "\n".join(x for x in (head, body, note) if x),
+            {"locations": [loc.to_json() for loc in shown], "total": len(locs)},
+        )
+
+    del spot  # validated before any server is asked; re-found on the text the server holds
+    return await sup.with_file(path, ask)
+
+
+def _code_actions(result: Any, where: str) -> ToolResult:
+    actions = []
+    for item in result or []:
+        title = getattr(item, "title", None)
+        if not title:
+            continue
+        kind = getattr(item, "kind", None)
+        kind = getattr(kind, "value", kind)
+        actions.append({"title": title, "kind": kind})
+    if not actions:
+        return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
+    lines = [f"{len(actions)} code action(s) for {where}:"]
+    lines += [f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") for n, a in enumerate(actions, 1)]
+    return ToolResult.text("\n".join(lines), {"actions": actions})
+
+
+def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, Any]]:
+    diags = sort_diagnostics(diags)
+    errors = sum(d.severity == "error" for d in diags)
+    warnings = sum(d.severity == "warning" for d in diags)
+    if not diags:
+        return f"no errors or warnings in {scope}", {"diagnostics": [], "total": 0}
+    shown, note = cap_items(diags, 200, "diagnostics", "Ask for one file at a time to see its diagnostics.")
+    text = "\n".join([f"{errors} error(s), {warnings} warning(s) in {scope}:", *(d.render() for d in shown), note]).strip()
+    return text, {"diagnostics": [d.to_json() for d in shown], "total": len(diags)}
+
+
+async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
+    path, rel, _ = source_file(run, file)
+    timeout = sup.option("diagnostics_timeout")
+
+    async def ask(conn: Any, doc: Any) -> ToolResult:
+        items = await conn.diagnostics(doc, timeout, sup.option("lsp_request_timeout"))
+        if items is None:
+            raise ToolError(
+                f"diagnostics still pending for {rel} after {timeout:g} s ({conn.server.id} has not checked it yet); retry",
+                {"error": "pending"},
+            )
+        lines = render.Lines({doc.path: doc.text})
+        diags = render.diagnostics(items, doc.path, run, conn.encoding, lines)
+        if not diags and conn.indexing:
+            raise _still_indexing(conn, "diagnostics")
+        text, data = _render_diagnostics(diags, rel)
+        return ToolResult.text(text, data)
+
+    return await sup.with_file(path, ask)
+
+
+async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
+    from tether_lsp.checker import run_checker
+
+    usable, reasons = [], []
+    for server in sup.definitions():
+        if not sup.enabled(server) or not server.checker:
+            continue
+        avail = await sup.availability(server, run.root)
+        if avail.root is not None and (avail.ok or avail.binary is None):
+            usable.append(avail)
+        elif avail.reason:
+            reasons.append(f"{server.id}: {avail.reason}")
+    if not usable:
+        why = "; ".join(reasons) or "no server definition has a project checker"
+        raise ToolError(f"no project checker applies to this root ({why}); ask for diagnostics of one file", {"error": "no_checker"})
+    diags, commands = [], []
+    for avail in usable:
+        found, shown = await run_checker(avail.server, avail.root, run, sup.option("lsp_checker_timeout"))
+        diags += [d for d in found if d.severity in ("error", "warning")]
+        commands.append(shown)
+    text, data = _render_diagnostics(diags, "the project")
+    data["commands"] = commands
+    return ToolResult.text(f"checked with {', '.join(f'`{c}`' for c in commands)}\n{text}", data)
+
+
+def _symbol_kind(conn: Any, kind: Any) -> str:
+    try:
+        return conn.lsp.SymbolKind(kind).name.lower()
+    except ValueError:
+        return "symbol"
+
+
+async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+    if args.file is not None and args.file != "*":
+        path, rel, _ = source_file(run, args.file)
+
+        async def outline(conn: Any, doc: Any) -> ToolResult:
+            lsp = conn.lsp
+            if not getattr(conn.capabilities, "document_symbol_provider", None):
+                raise ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
+            result = await sup.request(conn, "textDocument/documentSymbol",
+                                       lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)))
+            lines = render.Lines({doc.path: doc.text})
+            rows: list[tuple[str, dict[str, Any]]] = []
+
+            def walk(items: Any, depth: int) -> None:
+                for s in items or []:
+                    rng = getattr(s, "selection_range", None) or s.location.range
+                    source = lines.get(doc.path, rng.start.line)
+                    col = render.from_units(source, rng.start.character, conn.encoding) + 1
+                    kind = _symbol_kind(conn, s.kind)
+                    rows.append((f"{'  ' * depth}{rng.start.line + 1}:{col} {kind} {s.name}",
+                                 {"name": s.name, "kind": kind, "line": rng.start.line + 1, "column": col, "depth": depth}))
+                    walk(getattr(s, "children", None), depth + 1)
+
+            walk(result, 0)
+            if not rows:
+                if conn.indexing:
+                    raise _still_indexing(conn, "symbols")
+                return ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0})
+            shown, note = cap_items(rows, DOCUMENT_SYMBOLS_CAP, "symbols", "Use a workspace query to find a symbol by name.")
+            text = "\n".join([f"{len(rows)} symbol(s) in {rel}:", *(r[0] for r in shown), note]).strip()
+            return ToolResult.text(text, {"symbols": [r[1] for r in shown], "total": len(rows)})
+
+        return await sup.with_file(path, outline)
+    if not args.query:
+        raise ToolError("action symbols needs query (a name to search the workspace for) or file (for its outline)",
+                        {"error": "missing_argument", "missing": ["query"]})
+    return await workspace_symbols(run, sup, args.query)
+
+
+async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
+    # the servers to ask: those running, else the first usable one for each language at the root
+    targets = [c for c in sup.connections.values() if c.alive]
+    if not targets:
+        for server in sup.definitions():
+            if sup.enabled(server):
+                avail = await sup.availability(server, run.root)
+                if avail.ok:
+                    targets.append(await sup.connection(avail))
+                    break
+    if not targets:
+        raise ToolError("no language server is usable at the root (see `lsp` action status); give file to get one file's symbols",
+                        {"error": "server_unavailable"})
+    found: dict[tuple, dict[str, Any]] = {}
+    indexing = False
+    lines = render.Lines()
+    for conn in targets:
+        if not getattr(conn.capabilities, "workspace_symbol_provider", None):
+            continue
+        conn.refresh()
+        try:
+            result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
+        except Exception as exc:  # noqa: BLE001 - one server failing must not hide the others' answers
+            from tether_lsp.connection import RequestTimeout
+
+            if isinstance(exc, RequestTimeout):
+                raise ToolError(f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
+                                {"error": "timeout"}) from None
+            raise
+        indexing |= conn.indexing
+        for s in result or []:
+            loc = s.location
+            rng = getattr(loc, "range", None)
+            path = render.uri_to_path(loc.uri)
+            if rng is not None and path is not None:
+                at = render.location(loc.uri, rng.start, run, conn.encoding, lines)
+                file, line, col = at.file, at.line, at.column
+            else:
+                file, line, col = (run.relpath(path) if path else loc.uri), 0, 0
+            kind = _symbol_kind(conn, s.kind)
+            row = {"name": s.name, "kind": kind, "container": getattr(s, "container_name", None) or "",
+                   "file": file, "line": line, "column": col}
+            found[(file, line, col, s.name)] = row
+    rows = sorted(found.values(), key=lambda r: (r["name"] != query, r["file"].startswith("/"), r["file"], r["line"], r["column"]))
+    if not rows:
+        if indexing:
+            raise ToolError("still indexing; retry in a few seconds (no symbols found yet)", {"error": "indexing"})
+        return ToolResult.text(f"no symbols match '{query}'", {"symbols": [], "total": 0})
+    shown, note = cap_items(rows, WORKSPACE_SYMBOLS_CAP, "symbols", "Use a more specific query.")
+    body = [f"{r['file']}:{r['line']}:{r['column']}: {r['kind']} {r['name']}" + (f" (in {r['container']})" if r["container"] else "") for r in shown]
+    return ToolResult.text("\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
+                           {"symbols": shown, "total": len(rows)})
+
+
+async def status(run: Any, sup: Any) -> ToolResult:
+    running = []
+    for (sid, root), conn in sup.connections.items():
+        if not conn.alive:
+            continue
+        running.append({
+            "server": sid, "root": run.relpath(root), "pid": conn.pid, "uptime_s": round(sup.uptime(conn), 1),
+            "open_documents": len(conn.docs), "restarts": conn.restarts, "position_encoding": conn.encoding,
+            "indexing": conn.indexing, "binary": conn.binary,
+        })
+    servers = []
+    for server in sup.definitions():
+        avail = await sup.availability(server, run.root)
+        servers.append({
+            "id": server.id, "languages": list(server.languages), "enabled": sup.enabled(server),
+            "available": avail.ok, "reason": avail.reason, "binary": avail.binary,
+            "root": run.relpath(avail.root) if avail.root else None,
+        })
+    lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
+    lines += [f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
+              f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''})" for r in running]
+    lines.append("servers (checked at the root; a subdirectory with its own marker is checked when a file there is asked about):")
+    for s in servers:
+        langs = ", ".join(s["languages"])
+        if not s["enabled"]:
+            state = "alternative, not enabled (name it in the run option lsp_servers to use it)"
+        elif s["available"]:
+            state = f"available ({s['binary']})"
+        else:
+            state = f"unavailable: {s['reason']}"
+        lines.append(f"  {s['id']} ({langs}): {state}")
+    return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
+
+
+IDENT_BREAK = re.compile(r"\s")
+
+
+async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
+    from tether.atomic import changed_since, write_all
+    from tether_lsp.edits import plan_workspace_edit
+
+    run = ctx.run
+    sup = supervisor(run)
+    path, rel, text = source_file(run, args.file)
+    find_symbol(text, args.line, args.symbol, args.occurrence, rel)
+    if IDENT_BREAK.search(args.new_name):
+        raise ToolError(f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"})
+
+    async def rename(conn: Any, doc: Any) -> ToolResult:
+        lsp = conn.lsp
+        if not getattr(conn.capabilities, "rename_provider", None):
+            raise ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"})
+        spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
+        pos = _position(conn, doc.text, spot)
+        params = lsp.RenameParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name)
+        edit = await sup.request(conn, "textDocument/rename", params)
+        plan = plan_workspace_edit(edit, run, conn.encoding)
+        writes = plan.writes()
+        if not writes:
+            if conn.indexing:
+                raise _still_indexing(conn, "rename edits")
+            raise ToolError(
+                f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the symbol's "
+                "name where it is defined or used", {"error": "nothing_to_rename"},
+            )
+        moved = changed_since(plan.originals.values())
+        if moved:
+            raise ToolError(
+                f"{', '.join(run.relpath(p) for p in moved)} changed while the rename was computed; nothing was written, retry",
+                {"error": "changed_meanwhile"},
+            )
+        write_all(writes)
+        # tell the server: open documents get their new text, renamed ones are closed and reopened
+        for old, new in plan.renamed.items():
+            d = conn.docs.get(old.as_uri())
+            if d is not None:
+                conn.close_doc(d)
+                conn.open(new)
+        conn.refresh()
+        files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
+        total = sum(f["edits"] for f in files)
+        lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
+        lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
+        lines += [f"  {op}" for op in plan.operations]
+        return ToolResult.text("\n".join(lines), {"files": files, "edits": total, "operations": plan.operations})
+
+    return await sup.with_file(path, rename)

@@ -1,0 +1,125 @@
+"""Diagnostics on write: the core's before/after-write hooks answered from the files' language servers.
+
+Before the write, each file is synced and its diagnostics awaited: that is the baseline, so errors
+that were already there are not reported as new. After the write, the new content is sent as the next
+version (didChange + didSave) and the diagnostics of THAT version awaited, bounded by the run option
+diagnostics_timeout. Other files whose diagnostics changed meanwhile (a changed signature breaks a
+caller) are reported too, bounded. The core's registry decides what is new.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tether.diagnostics import Diagnostic, WriteDiagnostics
+from tether.tools import ToolError
+from tether_lsp import render
+from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
+
+OTHER_FILES = 5
+PER_OTHER_FILE = 20
+
+
+def _convert(conn: Any, path: Path, items: list[Any]) -> list[Diagnostic]:
+    doc = conn.docs.get(path.as_uri())
+    lines = render.Lines({path: doc.text} if doc else None)
+    return render.diagnostics(items, path, conn.run, conn.encoding, lines)
+
+
+def _known(sup: Any) -> dict[str, list[Diagnostic]]:
+    """Every file's last published diagnostics, across the run's servers."""
+    out: dict[str, list[Diagnostic]] = {}
+    for conn in list(sup.connections.values()):
+        for uri, pub in list(conn.published.items()):
+            path = render.uri_to_path(uri)
+            if path is not None and path.is_relative_to(sup.run.root):
+                out[sup.run.relpath(path)] = _convert(conn, path, pub.items)
+    return out
+
+
+async def _connection_for(sup: Any, path: Path) -> Any | None:
+    try:
+        avail = await sup.choose(path)
+        return await sup.connection(avail)
+    except ToolError:
+        return None  # no server for this file: nothing to say about it
+
+
+async def before_write(run: Any, sup: Any, paths: list[str]) -> dict[str, list[Diagnostic]]:
+    timeout = sup.option("diagnostics_timeout")
+    out: dict[str, list[Diagnostic]] = {}
+    for rel in paths:
+        path = (run.root / rel).resolve()
+        if not path.is_file():
+            out[rel] = []
+            continue
+        conn = await _connection_for(sup, path)
+        if conn is None:
+            continue
+        try:
+            conn.refresh()
+            doc = conn.open(path)
+            if doc is None:
+                continue
+            items = await conn.diagnostics(doc, timeout, sup.option("lsp_request_timeout"))
+        except (ServerDied, RequestTimeout, ServerError):
+            continue
+        if items is None:  # not checked in time: the last known set is the best baseline there is
+            pub = conn.published.get(doc.uri)
+            items = pub.items if pub else []
+        out[rel] = _convert(conn, path, items)
+    known = _known(sup)
+    sup.baseline = known
+    return {**known, **out}
+
+
+async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
+    cap = sup.option("diagnostics_timeout")
+    deadline = time.monotonic() + cap
+    files: dict[str, list[Diagnostic]] = {}
+    notes: list[str] = []
+    used = []
+    for rel in paths:
+        path = (run.root / rel).resolve()
+        conn = await _connection_for(sup, path)
+        if conn is None:
+            continue
+        if conn not in used:
+            used.append(conn)
+        try:
+            conn.refresh()  # sees the write: didChange with the whole new content, didSave
+            if not path.is_file():
+                files[rel] = []
+                continue
+            doc = conn.open(path)
+            if doc is None:
+                continue
+            items = await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
+        except (ServerDied, RequestTimeout, ServerError) as exc:
+            notes.append(f"diagnostics unavailable for {rel}: {exc}")
+            continue
+        if items is None:
+            notes.append(f"diagnostics still pending for {rel} after {cap:g} s; run lsp diagnostics on it later")
+            continue
+        files[rel] = _convert(conn, path, items)
+    # dependents are published after the written file: collect until the server has been quiet a moment
+    for conn in used:
+        if not conn.pulls:
+            await conn.settle(sup.option("lsp_dependents_quiet"), max(0.0, min(1.0, deadline - time.monotonic())))
+    before = sup.baseline
+    changed = []
+    for rel, diags in _known(sup).items():
+        if rel in files:
+            continue
+        if sorted(d.key for d in diags) != sorted(d.key for d in before.get(rel, [])):
+            changed.append((rel, diags))
+    changed.sort(key=lambda item: (-sum(d.severity == "error" for d in item[1]), item[0]))
+    for rel, diags in changed[:OTHER_FILES]:
+        files[rel] = diags
+    if len(changed) > OTHER_FILES:
+        notes.append(f"diagnostics also changed in {len(changed) - OTHER_FILES} more file(s): "
+                     f"{', '.join(rel for rel, _ in changed[OTHER_FILES:OTHER_FILES + 10])}")
+    sup.baseline = _known(sup)
+    return WriteDiagnostics(files=files, notes=notes)
