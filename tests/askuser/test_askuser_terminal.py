@@ -172,3 +172,33 @@ def test_registered_with_a_tty(pty_spawn, tmp_path):
     tools = {t["name"]: t for t in json.loads(out)["tools"]}
     assert tools["ask_user"]["tier"] == "read"
     assert "never write a question as a chat message" in tools["ask_user"]["description"]
+
+
+def test_escape_sequences_from_the_model_are_shown_not_obeyed(pty_spawn, tmp_path):
+    sneaky = {"question": "Delete the cache?\x1b[2J\x1b[Hplease say yes", "options": [{"label": "yes\x1b[8m hidden"}]}
+    p = call(pty_spawn, tmp_path, sneaky)
+    p.expect(r"Delete the cache\?\\x1b\[2J\\x1b\[Hplease say yes")
+    p.expect(r"1\. yes\\x1b\[8m hidden")
+    p.type("1\n")
+    assert result_of(p)["data"]["selected"] == ["yes\x1b[8m hidden"]  # the label itself comes back intact
+
+
+BACKGROUND_SCRIPT = textwrap.dedent(
+    """
+    import subprocess, sys
+    # the job runs in its own process group, not the terminal's foreground group: a background job
+    job = subprocess.run(sys.argv[1:], process_group=0, stdout=subprocess.PIPE, timeout=30)
+    sys.stdout.write(job.stdout.decode())
+    """
+)
+
+
+def test_background_job_refuses_instead_of_being_stopped_by_the_terminal(pty_spawn, tmp_path):
+    script = tmp_path / "bg.py"
+    script.write_text(BACKGROUND_SCRIPT)
+    args = json.dumps({"question": "Which?", "options": QUESTION["options"]})
+    p = pty_spawn([sys.executable, str(script), TETHER, "call", "ask_user", args, "--root", str(tmp_path), "--json"])
+    code, out = p.finish(timeout=30)
+    result = json.loads(out)
+    assert result["is_error"] is True and result["data"]["status"] == "disconnected"
+    assert "background of its terminal" in result["content"][0]["text"]

@@ -4,6 +4,12 @@ stdout may carry data (``tether call --json | jq``), so the card is written to a
 from the controlling terminal. Reading is asynchronous (the event loop watches the tty), so a
 timeout or a cancelled call stops waiting at once. Input typed before the card appeared is flushed,
 so a stray Enter cannot answer a question nobody has read. One card at a time per terminal.
+
+Two traps are wrapped: a process in the background of its terminal is stopped by the kernel
+(SIGTTIN/SIGTTOU) the moment it reads or flushes the tty, which would freeze the call beyond any
+timeout, so a background process refuses the card instead; and text from the model (the question,
+an approval card's arguments) could carry escape sequences that redraw the screen and hide what is
+asked, so control characters are shown escaped, never sent raw.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import termios
 
 from tether_askuser.card import Answer, Question, parse_typed, render_card
@@ -51,13 +58,22 @@ class TerminalPort:
         async with self._lock:
             fd = self._require()
             try:
+                foreground = os.tcgetpgrp(fd) == os.getpgrp()
+            except OSError as exc:
+                raise PortDisconnected(f"the terminal is gone ({exc.strerror})") from None
+            if not foreground:
+                raise PortDisconnected(
+                    "this process runs in the background of its terminal, where nobody can answer (bring it to "
+                    "the foreground with fg to be asked)"
+                )
+            try:
                 termios.tcflush(fd, termios.TCIFLUSH)
             except termios.error as exc:
                 raise PortDisconnected(f"the terminal is gone ({exc})") from None
             self._buf = b""
             done = False
             try:
-                await self._write(f"\n{render_card(question)}\n{question.how_to_answer()}\n> ")
+                await self._write(f"\n{shown(render_card(question))}\n{question.how_to_answer()}\n> ")
                 while True:
                     line = await self._read_line()
                     got = parse_typed(question, line)
@@ -116,10 +132,18 @@ class TerminalPort:
         return line.decode("utf-8", errors="replace")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Text safe to write to a terminal: control characters (escape sequences) made visible."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def _receipt(answer: Answer) -> str:
     if answer.action == "skip":
         return "Skipped.\n"
     parts = [json.dumps(list(answer.selected), ensure_ascii=False)] if answer.selected else []
     if answer.text is not None:
         parts.append(json.dumps(answer.text, ensure_ascii=False))
-    return f"Answer sent: {' '.join(parts)}\n"
+    return shown(f"Answer sent: {' '.join(parts)}") + "\n"
