@@ -202,3 +202,40 @@ def test_background_job_refuses_instead_of_being_stopped_by_the_terminal(pty_spa
     result = json.loads(out)
     assert result["is_error"] is True and result["data"]["status"] == "disconnected"
     assert "background of its terminal" in result["content"][0]["text"]
+
+
+APPROVAL_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    import tether, tether.files
+
+    async def main():
+        options = {"approval_by_card": ["write"]}
+        async with tether.open_run(sys.argv[1], plugins=[tether.files], options=options) as run:
+            for name in ("a.txt", "b.txt"):
+                result = await run.call("write", {"path": name, "content": "x"})
+                print(json.dumps(result.to_json()), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
+    script = tmp_path / "approve.py"
+    script.write_text(APPROVAL_SCRIPT)
+    p = pty_spawn([sys.executable, str(script), str(tmp_path)])
+    p.expect(r"Permission needed")
+    p.expect(r"Allow the agent to call write \(write\)\?")
+    p.expect(r'"path": "a.txt"')
+    p.expect(r"1\. Allow - run this call\s+2\. Deny - refuse this call")
+    p.expect(r"\n> ")
+    p.type("1\n")
+    p.expect(r'"path": "b.txt"')
+    p.expect(r"\n> ")
+    p.type("not b, please\n")
+    code, out = p.finish()
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert first["is_error"] is False and (tmp_path / "a.txt").read_text() == "x"
+    assert second["is_error"] is True and 'the human refused it and said: "not b, please"' in second["content"][0]["text"]
+    assert not (tmp_path / "b.txt").exists()
