@@ -1,1 +1,59 @@
-"""Entry point of the vibe family (filled in by its issue)."""
+"""Hooks of the vibe family: its roster hook, the built-in command roster, and tool registration.
+
+Imports stay light here (no subprocess machinery): `tether tools` loads every family's entry point.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tether import hookimpl
+from tether_vibe import hookspecs
+
+if TYPE_CHECKING:
+    from tether.plugins import Registrar
+    from tether.run import Run
+
+FAMILY = "vibe"
+MODE = "vibe"
+
+
+@hookimpl
+def tether_addhooks(pluginmanager: Any) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_vibe_roster(run: Run) -> Any:
+    """The built-in command roster when a worker command is configured; no process starts before a spawn."""
+    from tether_vibe.config import load_config
+
+    config = load_config(run.root, run.options.get("vibe"))
+    if not config.commands:
+        return None
+    from tether_vibe.command_roster import CommandRoster
+
+    return CommandRoster(run, config)
+
+
+@hookimpl
+def tether_register_tools(run: Run, register: Registrar) -> None:
+    if MODE not in run.modes:
+        register.unavailable(FAMILY, "vibe mode is off for this run (the harness turns it on with the mode 'vibe')")
+        return
+    try:
+        roster = run.resource("tether_vibe_roster")
+    except Exception as exc:  # noqa: BLE001 - a bad configuration disables the family, not the run
+        register.unavailable(FAMILY, f"the worker roster could not be set up: {exc}")
+        return
+    if roster is None:
+        register.unavailable(
+            FAMILY,
+            "no worker roster: set fast and/or good (a worker command line) under [tool.tether.vibe] in the "
+            "root's pyproject.toml, or in the run's 'vibe' option",
+        )
+        return
+    from tether_vibe.tools import make_tools
+
+    for tool in make_tools(roster):
+        register(tool)

@@ -1,0 +1,98 @@
+"""Stopping a worker and everything it started.
+
+A worker runs as the leader of its own session and process group. While the leader lives, its tree
+is found through its children (children that moved to a session of their own too). Once the leader
+has exited, what it left behind is orphaned and only its process group still names it, so the
+group's remaining members are found by their group id.
+
+Why not `tether.procs.kill_tree` alone: it reaps the processes it killed with ``waitpid``, and the
+worker is a child of asyncio's child watcher, which then loses its exit status (it logs "Unknown child
+process" and reports 255). Here nothing is reaped: asyncio reaps the worker, init reaps orphans, and
+a zombie counts as stopped (an orphan's zombie may linger where init does not reap).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+POLL = 0.02
+
+
+def _alive(p) -> bool:
+    import psutil
+
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def group_members(pgid: int) -> list:
+    """Live (non-zombie) processes of process group ``pgid``."""
+    import psutil
+
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid and _alive(p):
+                out.append(p)
+        except (OSError, psutil.Error):
+            pass
+    return out
+
+
+def _tree(pid: int) -> list:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _signal_all(procs: list, groups: set[int], sig: int) -> None:
+    import psutil
+
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+        except OSError:
+            pass
+    for p in procs:  # a member may have left its group: signal it by pid as well
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def _stop(procs: list, groups: set[int], grace: float) -> None:
+    groups = groups - {os.getpgrp()}  # never our own group
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
+        procs = [p for p in procs if _alive(p)]
+        if not procs:
+            return
+        _signal_all(procs, groups, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and any(_alive(p) for p in procs):
+            time.sleep(POLL)
+
+
+def stop_group(pgid: int, grace: float) -> None:
+    """SIGTERM what is left of process group ``pgid``, SIGKILL it after ``grace`` s (blocking, bounded)."""
+    _stop(group_members(pgid), {pgid}, grace)
+
+
+def stop_worker(pid: int, grace: float) -> None:
+    """Stop the worker ``pid``, its descendants and its process group (blocking, bounded)."""
+    procs = _tree(pid)
+    groups = {pid}  # start_new_session made the worker's pid its group id
+    for p in procs:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except OSError:
+            pass
+    _stop(procs, groups, grace)
+    stop_group(pid, grace)  # members whose parent already exited are no longer in the tree

@@ -1,0 +1,121 @@
+"""What a roster of workers is: the small interface the vibe tools drive, and the worker's record.
+
+A roster runs workers in the background: `spawn` returns at once, the worker goes on by itself.
+Every method returns `WorkerInfo` snapshots, never live objects, so a tool can render them safely.
+The methods may be coroutines or plain functions (the tools await what needs awaiting). A roster
+signals problems the model can fix by raising `tether.ToolError` (the helpers below word the usual
+ones); anything else is a fault of the roster.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Awaitable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from tether.tools import ToolError
+
+WorkerTier = Literal["fast", "good"]
+TIERS: tuple[str, ...] = ("fast", "good")
+
+
+class Status(str, enum.Enum):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    KILLED = "killed"
+
+
+@attrs.frozen
+class WorkerInfo:
+    """A snapshot of one worker.
+
+    ``started_at``/``finished_at`` are epoch seconds of its latest run (a `send` runs it again);
+    ``finished_at`` is None while it runs. ``result`` is the bounded result of its latest finished
+    run, ``log`` the bounded tail of its log. ``queued`` counts messages its current run has not seen:
+    they are in its briefing and it runs again with them when the current run ends.
+    """
+
+    id: str
+    label: str
+    tier: str
+    status: Status = attrs.field(converter=Status)
+    started_at: float
+    finished_at: float | None = None
+    result: str = ""
+    log: str = ""
+    runs: int = 1
+    queued: int = 0
+    exit_code: int | None = None
+
+    def elapsed(self, now: float | None = None) -> float:
+        end = self.finished_at if self.finished_at is not None else (time.time() if now is None else now)
+        return max(0.0, end - self.started_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "worker_id": self.id,
+            "label": self.label,
+            "tier": self.tier,
+            "status": self.status.value,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "elapsed_seconds": round(self.elapsed(), 3),
+            "runs": self.runs,
+            "queued": self.queued,
+            "exit_code": self.exit_code,
+            "result": self.result,
+        }
+
+
+@runtime_checkable
+class Roster(Protocol):
+    """The roster the vibe tools drive. A harness implements these five (and optionally ``aclose``)."""
+
+    def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo | Awaitable[WorkerInfo]:
+        """Start a worker on ``brief`` and return at once (status running)."""
+
+    def send(self, worker_id: str, message: str) -> WorkerInfo | Awaitable[WorkerInfo]:
+        """Add ``message`` to the worker's briefing and run it again (see the roster for a running worker)."""
+
+    def wait(self, worker_id: str, timeout: float) -> WorkerInfo | Awaitable[WorkerInfo]:
+        """The worker once it is no longer running, or as it is after ``timeout`` seconds (still running)."""
+
+    def kill(self, worker_id: str) -> WorkerInfo | Awaitable[WorkerInfo]:
+        """Stop the worker and everything it started; a finished worker is left as it is."""
+
+    def list(self) -> Sequence[WorkerInfo] | Awaitable[Sequence[WorkerInfo]]:
+        """Every worker of the run, oldest first."""
+
+
+# -- the usual errors, worded for the model --------------------------------------------------------
+
+
+def unknown_worker(worker_id: str, known: Sequence[str]) -> ToolError:
+    have = ", ".join(known) if known else "none yet (start one with vibe_spawn)"
+    return ToolError(
+        f"no worker with id '{worker_id}' in this run; workers: {have}. Use an id exactly as vibe_spawn or "
+        "vibe_list gave it.",
+        {"error": "unknown_worker", "worker_id": worker_id, "workers": list(known)},
+    )
+
+
+def roster_full(max_workers: int, running: Sequence[str]) -> ToolError:
+    return ToolError(
+        f"the roster is full: {len(running)} of {max_workers} workers are running ({', '.join(running)}). "
+        "Wait for one to finish (vibe_wait) or stop one (vibe_kill), then try again; the project can raise "
+        "the cap with max_workers in [tool.tether.vibe].",
+        {"error": "roster_full", "max_workers": max_workers, "running": list(running)},
+    )
+
+
+def tier_unavailable(tier: str, configured: Sequence[str]) -> ToolError:
+    have = ", ".join(f"'{t}'" for t in configured) or "none"
+    return ToolError(
+        f"no worker command is configured for tier '{tier}' (configured tiers: {have}). Use one of those "
+        f"tiers, or set {tier} = \"<command line>\" under [tool.tether.vibe] in the root's pyproject.toml.",
+        {"error": "tier_unavailable", "tier": tier, "tiers": list(configured)},
+    )

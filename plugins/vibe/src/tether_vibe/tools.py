@@ -1,0 +1,240 @@
+"""The five vibe tools: spawn, send, wait, kill and list background workers of a roster.
+
+All are tier read: they only steer workers. The gate belongs on the worker's own tools, where the
+work happens; a worker runs with its own surface.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Literal
+
+import attrs
+
+from tether import Tool, ToolResult, arg
+from tether.output import cap_items, cap_text
+from tether_vibe.config import DEFAULT_WAIT
+from tether_vibe.roster import Roster, Status, WorkerInfo
+
+FAMILY = "vibe"
+LIST_CAP = 50  # workers shown by vibe_list
+LINE_CHARS = 160  # of a result, in a one-line summary
+TEXT_CHARS = 8_000  # of a result or log, in a wait/kill answer
+LOG_LINES = 20  # of a failed worker's log
+PROGRESS_EVERY = 5.0  # seconds between progress reports while waiting
+
+TIER_HELP = "'fast' for mechanical work with a clear spec, 'good' for design, review, or reviewing a fast worker's output"
+
+
+@attrs.frozen
+class SpawnArgs:
+    brief: str = arg("Everything the worker needs to know: the task, the files, what done looks like.", min_length=1)
+    label: str = arg("A short name for the worker, shown by vibe_list (e.g. 'tests for parser').", min_length=1, max_length=80)
+    tier: Literal["fast", "good"] = arg(f"Which kind of worker: {TIER_HELP}.", default="fast")
+
+
+@attrs.frozen
+class SendArgs:
+    worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
+    message: str = arg("What to add to the worker's briefing (a correction, the next step, review notes).", min_length=1)
+
+
+@attrs.frozen
+class WaitArgs:
+    worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
+    timeout_seconds: float | None = arg(
+        "How long to wait at most; when it passes the worker is still running (not an error). "
+        f"Default: the run's vibe wait_timeout ({DEFAULT_WAIT:.0f} s unless the harness set it).",
+        default=None,
+        minimum=0,
+        maximum=3600,
+    )
+
+
+@attrs.frozen
+class KillArgs:
+    worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
+
+
+@attrs.frozen
+class ListArgs:
+    pass
+
+
+# -- rendering ---------------------------------------------------------------------------------------
+
+
+def _seconds(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f} s"
+    m, s = divmod(int(s), 60)
+    return f"{m} min {s} s" if m < 60 else f"{m // 60} h {m % 60} min"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 3] + "..."
+
+
+def _head(w: WorkerInfo) -> str:
+    return f"{w.id} ('{w.label}', {w.tier})"
+
+
+def _state(w: WorkerInfo) -> str:
+    elapsed = _seconds(w.elapsed())
+    if w.status is Status.RUNNING:
+        queued = f", {w.queued} message(s) queued for its next run" if w.queued else ""
+        return f"is still running after {elapsed}{queued}"
+    if w.status is Status.DONE:
+        return f"is done after {elapsed}"
+    if w.status is Status.KILLED:
+        return f"was killed after {elapsed}"
+    code = f" with exit code {w.exit_code}" if w.exit_code is not None else ""
+    return f"failed{code} after {elapsed}"
+
+
+def _log_tail(w: WorkerInfo) -> str:
+    lines = w.log.rstrip("\n").splitlines()
+    tail = "\n".join(lines[-LOG_LINES:])
+    cut = f"[last {LOG_LINES} of {len(lines)} log lines]\n" if len(lines) > LOG_LINES else ""
+    return cut + cap_text(tail, TEXT_CHARS)
+
+
+def _report(w: WorkerInfo) -> str:
+    """A worker's state with its result (and, when it failed, the tail of its log)."""
+    parts = [f"Worker {_head(w)} {_state(w)}" + (f" (run {w.runs})." if w.runs > 1 else ".")]
+    if w.status is Status.FAILED:
+        parts.append("Last lines of its log (stderr):\n" + (_log_tail(w) or "(empty)"))
+    if w.status is not Status.RUNNING:
+        result = cap_text(w.result.rstrip("\n"), TEXT_CHARS, "The worker's full result is longer; ask it for less.")
+        parts.append("Result:\n" + result if result.strip() else "Result: (it wrote nothing to stdout)")
+    return "\n".join(parts)
+
+
+def _data(w: WorkerInfo, **extra: Any) -> dict[str, Any]:
+    return {**w.to_json(), **extra}
+
+
+# -- handlers ----------------------------------------------------------------------------------------
+
+
+async def _settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def make_tools(roster: Roster) -> list[Tool]:
+    """The five tools, bound to one run's roster."""
+
+    async def spawn(ctx, args: SpawnArgs) -> ToolResult:
+        w: WorkerInfo = await _settle(roster.spawn(args.brief, args.label, args.tier))
+        text = (
+            f"Started worker {_head(w)}. It works in the background: vibe_wait '{w.id}' for its result, "
+            "vibe_list to see every worker, vibe_send to add to its briefing, vibe_kill to stop it."
+        )
+        return ToolResult.text(text, _data(w))
+
+    async def send(ctx, args: SendArgs) -> ToolResult:
+        w: WorkerInfo = await _settle(roster.send(args.worker_id, args.message))
+        if w.queued:
+            text = (
+                f"Worker {_head(w)} is still running, so the message was added to its briefing and queued "
+                f"({w.queued} queued): when the current run ends it runs again with the whole briefing. To "
+                f"restart it now instead, vibe_kill '{w.id}' and then vibe_send."
+            )
+        else:
+            text = f"Worker {_head(w)} is running again (run {w.runs}) with the message added to its briefing."
+        return ToolResult.text(text, _data(w))
+
+    async def wait(ctx, args: WaitArgs) -> ToolResult:
+        timeout = args.timeout_seconds
+        if timeout is None:
+            timeout = float((ctx.run.options.get("vibe") or {}).get("wait_timeout", DEFAULT_WAIT))
+        begun = time.monotonic()
+        while True:  # in slices, to report progress on a long wait
+            left = timeout - (time.monotonic() - begun)
+            w: WorkerInfo = await _settle(roster.wait(args.worker_id, max(0.0, min(left, PROGRESS_EVERY))))
+            if w.status is not Status.RUNNING or left <= PROGRESS_EVERY:
+                break
+            await ctx.progress(time.monotonic() - begun, timeout, f"worker {w.id} still running")
+        waited = time.monotonic() - begun
+        if w.status is Status.RUNNING:
+            text = (
+                f"Worker {_head(w)} {_state(w)} (waited {_seconds(waited)}). This is not an error: call "
+                f"vibe_wait again, vibe_send to add to its briefing, or vibe_kill to stop it."
+            )
+            return ToolResult.text(text, _data(w, timed_out=True))
+        return ToolResult.text(_report(w), _data(w, timed_out=False))
+
+    async def kill(ctx, args: KillArgs) -> ToolResult:
+        before: list[WorkerInfo] = list(await _settle(roster.list()))
+        was = next((b for b in before if b.id == args.worker_id), None)
+        w: WorkerInfo = await _settle(roster.kill(args.worker_id))
+        if was is not None and was.status is not Status.RUNNING:
+            text = f"Worker {_head(w)} was not running (it is {w.status.value}); nothing was stopped."
+            return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=False))
+        dropped = f" {was.queued} queued message(s) stay in its briefing." if was is not None and was.queued else ""
+        text = (
+            f"Stopped worker {_head(w)} and every process it started.{dropped} vibe_send '{w.id}' runs it again "
+            "with its whole briefing."
+        )
+        return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=True))
+
+    async def list_(ctx, args: ListArgs) -> ToolResult:
+        workers: list[WorkerInfo] = list(await _settle(roster.list()))
+        if not workers:
+            return ToolResult.text("No workers yet in this run; start one with vibe_spawn.", {"workers": []})
+        # the running ones and the latest matter most: show those when there are too many
+        ordered = sorted(workers, key=lambda w: (w.status is not Status.RUNNING, -w.started_at))
+        shown, note = cap_items(ordered, LIST_CAP, "workers", "vibe_wait on an id shows that worker.")
+        counts = {s.value: sum(w.status is s for w in workers) for s in Status}
+        lines = [f"{len(workers)} worker(s): " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
+        for w in shown:
+            line = f"- {w.id} [{w.tier}] {w.status.value}, {_seconds(w.elapsed())}: {w.label}"
+            if w.status is Status.FAILED:
+                last = next((ln for ln in reversed(w.log.splitlines()) if ln.strip()), "")
+                line += f" | exit code {w.exit_code}; log ends: {_one_line(last) or '(empty)'}"
+            elif w.status is not Status.RUNNING or w.runs > 1:
+                line += f" | last result: {_one_line(w.result) or '(empty)'}"
+            if w.queued:
+                line += f" | {w.queued} message(s) queued"
+            lines.append(line)
+        if note:
+            lines.append(note)
+        return ToolResult.text("\n".join(lines), {"workers": [w.to_json() for w in workers]})
+
+    def tool(name: str, description: str, args: type, handler: Any) -> Tool:
+        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True)
+
+    return [
+        tool(
+            "vibe_spawn",
+            "Start a background worker on a brief and return at once with its worker_id. Tier 'fast' "
+            "(default) is for mechanical work with a clear spec; 'good' for design, review, or reviewing "
+            "a fast worker's output. The worker works on its own; collect its result with vibe_wait.",
+            SpawnArgs,
+            spawn,
+        ),
+        tool(
+            "vibe_send",
+            "Add a message to a worker's briefing and run it again with the whole briefing. If it is still "
+            "running, the message is queued and it reruns when its current run ends.",
+            SendArgs,
+            send,
+        ),
+        tool(
+            "vibe_wait",
+            "Wait until a worker is done and return its result (a failed worker shows the end of its log). "
+            "If the timeout passes first, says it is still running and for how long; that is not an error.",
+            WaitArgs,
+            wait,
+        ),
+        tool("vibe_kill", "Stop a worker and every process it started.", KillArgs, kill),
+        tool(
+            "vibe_list",
+            "Every worker of this run: tier, status (running, done, failed, killed), elapsed time and last result.",
+            ListArgs,
+            list_,
+        ),
+    ]
+
