@@ -1,1 +1,40 @@
-"""Entry point of the astgrep family (filled in by its issue)."""
+"""Entry point of the astgrep family: hooks and tool registration (nothing heavy is imported here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.hookspecs import hookimpl
+
+
+@hookimpl
+def tether_addhooks(pluginmanager: Any) -> None:
+    from tether_astgrep import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_astgrep_parsers(run: Any) -> Any:
+    from tether_astgrep.parsers import ParserPool
+
+    return ParserPool(run)  # cheap: grammars load and workers start on first use
+
+
+@hookimpl(trylast=True)
+def tether_astgrep_grammars(run: Any) -> Any:
+    from tether_astgrep.grammars import builtin_grammars
+
+    return builtin_grammars()
+
+
+@hookimpl
+def tether_register_tools(run: Any, register: Any) -> None:
+    handle = run.resource("tether_astgrep_parsers")
+    if handle is None:
+        register.unavailable("astgrep", "no tree-sitter parser pool for this run (the harness turned it off)")
+        return
+    from tether_astgrep.tools import tools_for
+
+    for tool in tools_for(handle):
+        register(tool)

@@ -1,0 +1,116 @@
+"""Searching files: the work a worker process does (and the run's own process for small jobs).
+
+Everything here is module-level so a process pool can call it; each process keeps its own parsers
+and queries (a tree-sitter parser is not shareable across processes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from tether_astgrep.matcher import Match, find_matches
+from tether_astgrep.pattern import Pattern
+
+MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (generated code, data)
+
+_languages: dict[str, Any] = {}
+_parsers: dict[str, Any] = {}
+_queries: dict[tuple[str, str, bool], Any] = {}
+
+
+@attrs.frozen
+class FileResult:
+    path: str  # as given (absolute)
+    status: str  # "searched", "binary", "non-utf8", "too large", "unreadable"
+    matches: tuple[Match, ...] = ()
+
+
+def language(grammar_id: str, loader: Callable[[], Any]) -> Any:
+    lang = _languages.get(grammar_id)
+    if lang is None:
+        from tree_sitter import Language
+
+        raw = loader()
+        lang = raw if isinstance(raw, Language) else Language(raw)
+        _languages[grammar_id] = lang
+    return lang
+
+
+def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
+    p = _parsers.get(grammar_id)
+    if p is None:
+        from tree_sitter import Parser
+
+        p = _parsers[grammar_id] = Parser(language(grammar_id, loader))
+    return p
+
+
+def forget(grammar_id: str) -> None:
+    """Drop what this process cached for a grammar id (a run replaced the grammar)."""
+    _languages.pop(grammar_id, None)
+    _parsers.pop(grammar_id, None)
+    for key in [k for k in _queries if k[0] == grammar_id]:
+        del _queries[key]
+
+
+def _query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
+    if pattern.root_kind is None:
+        return None
+    key = (pattern.lang_key, pattern.root_kind, pattern.root_named)
+    q = _queries.get(key)
+    if q is None:
+        from tree_sitter import Query
+
+        lang = language(pattern.lang_key, loader)
+        kind = pattern.root_kind
+        source = f"({kind}) @c" if pattern.root_named else '"' + kind.replace("\\", "\\\\").replace('"', '\\"') + '" @c'
+        q = _queries[key] = Query(lang, source)
+    return q
+
+
+def classify(data: bytes) -> str | None:
+    """Why a file cannot be searched, or None."""
+    if len(data) > MAX_FILE_BYTES:
+        return "too large"
+    if b"\0" in data:
+        return "binary"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "non-utf8"
+    return None
+
+
+def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> list[Match]:
+    tree = parser(pattern.lang_key, loader).parse(data)
+    return find_matches(tree, data, pattern, _query(pattern, loader))
+
+
+def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileResult:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return FileResult(path, "unreadable")
+    why = classify(data)
+    if why is not None:
+        return FileResult(path, why)
+    for needle in pattern.needles:  # cheaper than parsing: most files cannot match
+        if needle not in data:
+            return FileResult(path, "searched")
+    return FileResult(path, "searched", tuple(search_source(data, pattern, loader)))
+
+
+def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:
+    return [search_file(p, pattern, loader) for p in paths]
+
+
+def warm(grammar_id: str, loader: Callable[[], Any]) -> int:
+    """Load a grammar in a worker ahead of the first chunk; returns the worker's pid."""
+    import os
+
+    parser(grammar_id, loader)
+    return os.getpid()

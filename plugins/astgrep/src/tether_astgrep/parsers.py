@@ -1,0 +1,245 @@
+"""The run's resource: grammars, compiled patterns, a result cache, worker processes, staged edits.
+
+Creating it is cheap (nothing is loaded, no process starts). The first search that needs more than
+a few files starts the worker pool (one process per core, forked so the grammars need not load
+again); the run's close shuts it down, and the run kills whatever is left of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import pickle
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import attrs
+
+from tether_astgrep import engine
+from tether_astgrep.files import FileEntry
+from tether_astgrep.grammars import Grammar, Registry, builtin_grammars
+from tether_astgrep.pattern import Pattern, compile_pattern
+
+SMALL_JOB_BYTES = 1_500_000  # below this, searching in the run's own process beats starting workers
+CACHE_MATCHES = 200_000  # result cache bound: matches kept (+1 per file) across patterns
+CACHE_PATTERNS = 64
+SHUTDOWN_TIMEOUT = 5.0
+
+Progress = Callable[[float, float, str], Awaitable[None]]
+
+
+def loader_key(grammar: Grammar) -> str:
+    """A stable name for a grammar's loader: the engine caches languages by it, in every process."""
+    fn = grammar.language
+    args = ""
+    if hasattr(fn, "func"):  # functools.partial
+        args = repr(getattr(fn, "args", ())) + repr(getattr(fn, "keywords", {}))
+        fn = fn.func
+    return f"{grammar.id}@{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}{args}"
+
+
+class ResultCache:
+    """Per (pattern, file) results, valid while the file's size, mtime and inode stay the same."""
+
+    def __init__(self, max_matches: int = CACHE_MATCHES, max_patterns: int = CACHE_PATTERNS) -> None:
+        self.max_matches = max_matches
+        self.max_patterns = max_patterns
+        self._data: collections.OrderedDict[Any, dict[str, tuple[tuple, engine.FileResult]]] = collections.OrderedDict()
+        self._weight: dict[Any, int] = {}
+
+    @staticmethod
+    def _stamp(f: FileEntry) -> tuple:
+        return (f.size, f.mtime_ns, f.inode)
+
+    def get(self, key: Any, f: FileEntry) -> engine.FileResult | None:
+        files = self._data.get(key)
+        if files is None:
+            return None
+        hit = files.get(f.path)
+        if hit is None or hit[0] != self._stamp(f):
+            return None
+        return hit[1]
+
+    def put(self, key: Any, results: Sequence[tuple[FileEntry, engine.FileResult]]) -> None:
+        files = self._data.setdefault(key, {})
+        self._data.move_to_end(key)
+        weight = self._weight.get(key, 0)
+        for f, r in results:
+            old = files.get(f.path)
+            if old is not None:
+                weight -= 1 + len(old[1].matches)
+            files[f.path] = (self._stamp(f), r)
+            weight += 1 + len(r.matches)
+        self._weight[key] = weight
+        while self._data and (len(self._data) > self.max_patterns or sum(self._weight.values()) > self.max_matches):
+            old_key, _ = self._data.popitem(last=False)
+            self._weight.pop(old_key, None)
+
+
+@attrs.define
+class StagedEdit:
+    edit_id: str
+    changes: dict[Any, bytes]  # Path -> new content
+    snapshots: list[Any]  # tether.atomic.Snapshot of each file as it was when staged
+    replacements: int
+    state: str = "pending"  # pending | accepted | discarded
+
+
+class ParserPool:
+    """The astgrep resource of one run."""
+
+    def __init__(self, run: Any, workers: int | None = None) -> None:
+        self.run = run
+        opts = getattr(run, "options", {}) or {}
+        self.workers = int(workers or opts.get("astgrep_workers") or len(os.sched_getaffinity(0)) or 1)
+        self.cache = ResultCache()
+        self.edits: dict[str, StagedEdit] = {}
+        self._registry: Registry | None = None
+        self._patterns: dict[tuple[str, str], Pattern] = {}
+        self._pool: Any = None
+        self._picklable: dict[str, bool] = {}
+        self._lock = asyncio.Lock()
+
+    # -- grammars and patterns -----------------------------------------------------------------
+
+    def registry(self) -> Registry:
+        if self._registry is None:
+            contributed: list[Grammar] = []
+            hook = getattr(self.run.hook, "tether_astgrep_grammars", None)
+            answers = hook(run=self.run) if hook is not None else [builtin_grammars()]
+            for answer in answers:  # pluggy order: tryfirst plugins first, our built-ins (trylast) last
+                contributed.extend(answer or ())
+            self._registry = Registry.build(contributed)
+        return self._registry
+
+    def pattern(self, source: str, grammar: Grammar) -> Pattern:
+        """Compile (and remember) a pattern; raises `PatternError`."""
+        key = loader_key(grammar)
+        cached = self._patterns.get((key, source))
+        if cached is None:
+            lang = engine.language(key, grammar.language)
+            cached = compile_pattern(source, grammar, lang, engine.parser(key, grammar.language), key)
+            if len(self._patterns) > 256:
+                self._patterns.clear()
+            self._patterns[(key, source)] = cached
+        return cached
+
+    # -- searching -------------------------------------------------------------------------------
+
+    async def search(
+        self, pattern: Pattern, grammar: Grammar, files: Sequence[FileEntry], progress: Progress | None = None
+    ) -> list[engine.FileResult]:
+        """Results for every file, in the order given; cached results are reused."""
+        key = pattern.key
+        results: dict[str, engine.FileResult] = {}
+        todo: list[FileEntry] = []
+        for f in files:
+            hit = self.cache.get(key, f)
+            if hit is not None:
+                results[f.path] = hit
+            else:
+                todo.append(f)
+        if todo:
+            fresh = await self._search_files(pattern, grammar, todo, progress)
+            by_path = {f.path: f for f in todo}
+            self.cache.put(key, [(by_path[r.path], r) for r in fresh])
+            for r in fresh:
+                results[r.path] = r
+        return [results[f.path] for f in files if f.path in results]
+
+    def _can_fork_out(self, grammar: Grammar) -> bool:
+        key = loader_key(grammar)
+        if key not in self._picklable:
+            try:
+                pickle.dumps(grammar.language)
+                self._picklable[key] = True
+            except Exception:  # noqa: BLE001 - a lambda or a bound method: search in this process
+                self._picklable[key] = False
+        return self._picklable[key]
+
+    async def _search_files(
+        self, pattern: Pattern, grammar: Grammar, todo: list[FileEntry], progress: Progress | None
+    ) -> list[engine.FileResult]:
+        loader = grammar.language
+        total = sum(f.size for f in todo)
+        if self.workers <= 1 or total < SMALL_JOB_BYTES or not self._can_fork_out(grammar):
+            paths = [f.path for f in todo]
+            return await asyncio.to_thread(engine.search_chunk, paths, pattern, loader)
+        pool = await self._ensure_pool()
+        chunks = _chunks(todo, total, self.workers)
+        loop = asyncio.get_running_loop()
+        futures = [asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop) for c in chunks]
+        out: list[engine.FileResult] = []
+        done = 0
+        try:
+            for fut in asyncio.as_completed(futures):
+                part = await fut
+                out.extend(part)
+                done += len(part)
+                if progress is not None:
+                    await progress(done, len(todo), "files searched")
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        return out
+
+    async def _ensure_pool(self) -> Any:
+        async with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                # fork: the workers start in milliseconds with the grammars already loaded; they only
+                # run engine code (no threads, no event loop), which is what makes forking safe here
+                method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+                pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context(method))
+                self._pool = pool
+                loop = asyncio.get_running_loop()
+                warm = [asyncio.wrap_future(pool.submit(os.getpid), loop=loop) for _ in range(self.workers)]
+                await asyncio.wait_for(asyncio.gather(*warm), 30)
+                for pid in list(getattr(pool, "_processes", {}) or {}):
+                    self.run.track_process(pid)
+            return self._pool
+
+    # -- staged edits ---------------------------------------------------------------------------
+
+    def stage(self, changes: dict[Any, bytes], snapshots: list[Any], replacements: int) -> StagedEdit:
+        edit_id = f"edit_{len(self.edits) + 1}"
+        edit = StagedEdit(edit_id, changes, snapshots, replacements)
+        self.edits[edit_id] = edit
+        return edit
+
+    def edit_files(self, edit_id: str) -> list[str]:
+        edit = self.edits.get(edit_id)
+        if edit is None or edit.state != "pending":
+            return []
+        return [self.run.relpath(p) for p in edit.changes]
+
+    # -- closing -----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
+            except Exception:  # noqa: BLE001 - the run kills the tracked workers anyway
+                pass
+
+
+def _chunks(todo: list[FileEntry], total: int, workers: int) -> list[list[str]]:
+    """Largest files first, in chunks small enough to keep every worker busy to the end."""
+    target = max(64_000, total // (workers * 8))
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for f in sorted(todo, key=lambda f: -f.size):
+        current.append(f.path)
+        size += f.size
+        if size >= target:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks

@@ -1,0 +1,238 @@
+"""Compiling a pattern: the ladder of contexts, metavariables, and what a file must contain to match.
+
+A compiled pattern is a tree of plain tuples (cheap to pickle to the worker processes):
+
+- ``(META, kind, name, named)``: a metavariable; kind is CAPTURE (``$A``), DROPPED (``$_``, ``$_X``),
+  ELLIPSIS (``$$$``, ``$$$_X``) or MULTI (``$$$A``); ``named`` is False for ``$$A`` (may match a token).
+- ``(TERM, kind_id, text, is_named)``: a leaf; named leaves must match by text, tokens by kind only.
+- ``(INNER, kind_id, children)``: an inner node.
+
+The rules follow ast-grep's pattern compiler (so results agree with the anchor), except that the
+fragment is parsed inside a context that fits it instead of always as a whole file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+from tether_astgrep.grammars import Grammar
+
+META, TERM, INNER = 0, 1, 2
+CAPTURE, DROPPED, ELLIPSIS, MULTI = 0, 1, 2, 3
+
+# Languages whose keyword tokens always read as the keyword: their word-like tokens can prefilter
+# files. (tree-sitter-typescript gives some tokens wrong spans, so its tokens are not used.)
+_KEYWORD_PREFILTER = {"python", "javascript", "go", "rust", "c", "cpp", "java", "dart"}
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]+")
+_VAR_CHARS = re.compile(r"[A-Z0-9_]*")
+
+
+class PatternError(ValueError):
+    """The pattern cannot be used; the message says why and what to do."""
+
+
+@attrs.frozen
+class Pattern:
+    source: str
+    grammar_id: str
+    lang_key: str  # which loaded language (engine caches by it)
+    rung: str  # the context that accepted the fragment
+    root: tuple
+    root_kind: str | None  # the query that finds candidate nodes; None: every named node
+    root_named: bool
+    needles: tuple[bytes, ...]  # literal texts a file must contain for any match
+    names: frozenset[str]  # metavariables that capture (usable in a rewrite)
+    comment_kinds: frozenset[int]
+
+    @property
+    def key(self) -> tuple:
+        return (self.lang_key, self.root)
+
+
+def preprocess(source: str, expando: str) -> str:
+    """Replace the ``$`` of metavariables by ``expando`` (ast-grep's rule, so both parse alike)."""
+    if expando == "$":
+        return source
+    out: list[str] = []
+    dollars = 0
+    for ch in source:
+        if ch == "$":
+            dollars += 1
+            continue
+        sigil = expando if ("A" <= ch <= "Z" or ch == "_" or dollars == 3) else "$"
+        out.append(sigil * dollars)
+        dollars = 0
+        out.append(ch)
+    out.append((expando if dollars == 3 else "$") * dollars)
+    return "".join(out)
+
+
+def metavariable(text: str, expando: str) -> tuple[int, str | None, bool] | None:
+    """(kind, name, named) when ``text`` is a metavariable, else None."""
+    if not text.startswith(expando):
+        return None
+    three = expando * 3
+    if text == three:
+        return (ELLIPSIS, None, True)
+    if text.startswith(three):
+        rest = text[len(three):]
+        if not _VAR_CHARS.fullmatch(rest):
+            return None
+        return (ELLIPSIS, None, True) if rest.startswith("_") else (MULTI, rest, True)
+    rest = text[len(expando):]
+    named = True
+    if rest.startswith(expando):
+        rest, named = rest[len(expando):], False
+    if not rest or not ("A" <= rest[0] <= "Z" or rest[0] == "_") or not _VAR_CHARS.fullmatch(rest):
+        return None
+    return (DROPPED, None, named) if rest.startswith("_") else (CAPTURE, rest, named)
+
+
+def _is_single(node: Any) -> bool:
+    n = node.child_count
+    if n == 1:
+        return True
+    if n == 2:
+        second = node.child(1)
+        return second.is_missing or second.type == ""
+    return False
+
+
+def _convert(node: Any, src: bytes, expando: str) -> tuple:
+    text = src[node.start_byte : node.end_byte]
+    if text.startswith(expando.encode()):
+        mv = metavariable(text.decode("utf-8", "replace"), expando)
+        if mv is not None:
+            return (META, *mv)
+    if node.child_count == 0:
+        return (TERM, node.kind_id, text, node.is_named)
+    children = tuple(_convert(c, src, expando) for c in node.children if not c.is_missing)
+    return (INNER, node.kind_id, children)
+
+
+def _first_problem(node: Any) -> Any:
+    """The first ERROR or MISSING node under ``node`` (pre-order), or None."""
+    if node.is_error or node.is_missing:
+        return node
+    if not node.has_error:
+        return None
+    for child in node.children:
+        found = _first_problem(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _only_missing_tokens(node: Any) -> bool:
+    """True when the tree's only defects are MISSING tokens (e.g. a `;` left off a Rust `let`)."""
+    if node.is_error or (node.is_missing and node.is_named):
+        return False
+    return all(_only_missing_tokens(c) for c in node.children if c.has_error or c.is_missing or c.is_error)
+
+
+def _walk(p: tuple, names: set[str], needles: list[bytes], words: bool) -> None:
+    if p[0] == META:
+        if p[2]:
+            names.add(p[2])
+    elif p[0] == TERM:
+        text = p[2]
+        if text and (p[3] or (words and _WORD.fullmatch(text))):
+            needles.append(text)
+    else:
+        for c in p[2]:
+            _walk(c, names, needles, words)
+
+
+def comment_kinds(language: Any) -> frozenset[int]:
+    kinds = set()
+    for i in range(language.node_kind_count):
+        name = language.node_kind_for_id(i) or ""
+        if "comment" in name and language.node_kind_is_named(i):
+            kinds.add(i)
+    return frozenset(kinds)
+
+
+def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, lang_key: str = "") -> Pattern:
+    """Parse ``source`` with the first rung of the grammar's ladder that accepts it."""
+    stripped = source.strip()
+    if not stripped:
+        raise PatternError("the pattern is empty; give code with metavariables, e.g. 'print($A)'")
+    processed = preprocess(stripped, grammar.expando)
+    lines = stripped.split("\n")
+    nearest: tuple[int, str] | None = None  # (offset in the pattern, rung) of the furthest first error
+    tolerated = None
+    for strict in (True, False):
+        for rung in grammar.ladder:
+            wrapped, offset = rung.wrap(processed)
+            src = wrapped.encode()
+            start = len(wrapped[:offset].encode())
+            body = processed.replace("\n", "\n" + rung.indent) if rung.indent else processed
+            end = start + len(body.encode())
+            tree = parser.parse(src)
+            root = tree.root_node
+            if root.has_error:
+                if strict:
+                    bad = _first_problem(root)
+                    if bad is not None and start <= bad.start_byte:
+                        pos = len(src[start : bad.start_byte].decode("utf-8", "replace"))
+                        if nearest is None or pos > nearest[0]:
+                            nearest = (pos, rung.name)
+                    continue
+                if not _only_missing_tokens(root):
+                    continue
+            node = root.descendant_for_byte_range(start, end)
+            ends = (end, end + len(rung.tail.encode())) if rung.tail else (end,)
+            if node is None or node.start_byte != start or node.end_byte not in ends:
+                continue
+            span_end = node.end_byte
+            while node.parent is not None and node.parent.start_byte == start and node.parent.end_byte == span_end:
+                node = node.parent
+            if node.parent is None and not _is_single(node):
+                # the whole file is the pattern and holds several nodes: ast-grep refuses this too
+                raise PatternError(
+                    f"the pattern holds several {grammar.id} statements or nodes; search for one node at a "
+                    "time (inside a body, $$$ stands for the statements around it)"
+                )
+            while _is_single(node):
+                node = node.child(0)
+            tolerated = (rung, node, src)
+            break
+        if tolerated is not None:
+            break
+    if tolerated is None:
+        where = ""
+        if nearest is not None:
+            before = stripped[: nearest[0]] if nearest[0] <= len(stripped) else stripped
+            line = before.count("\n") + 1
+            col = len(before.rsplit("\n", 1)[-1]) + 1
+            where = f" (nearest error at line {line}, column {col} of the pattern, as a {nearest[1]})"
+        shown = lines[0] if len(lines) == 1 else lines[0] + " ..."
+        raise PatternError(
+            f"the pattern {shown!r} does not parse as {grammar.id} code in any context tried "
+            f"({', '.join(r.name for r in grammar.ladder)}){where}. Write it as valid {grammar.id} code, "
+            "with $NAME where any single node may stand and $$$NAME for a list"
+        )
+    rung, node, src = tolerated
+    root = _convert(node, src, grammar.expando)
+    names: set[str] = set()
+    needles: list[bytes] = []
+    _walk(root, names, needles, grammar.id in _KEYWORD_PREFILTER)
+    if root[0] == META:
+        root_kind, named = None, True
+    else:
+        root_kind, named = language.node_kind_for_id(root[1]), bool(node.is_named)
+    return Pattern(
+        source=stripped,
+        grammar_id=grammar.id,
+        lang_key=lang_key or grammar.id,
+        rung=rung.name,
+        root=root,
+        root_kind=root_kind,
+        root_named=named,
+        needles=tuple(dict.fromkeys(needles)),
+        names=frozenset(names),
+        comment_kinds=comment_kinds(language),
+    )

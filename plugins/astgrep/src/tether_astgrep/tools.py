@@ -1,0 +1,390 @@
+"""The tools: ast_grep (search by shape), ast_edit (stage a rewrite), resolve (accept or discard it)."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import tether
+from tether import Tool, ToolError, ToolResult
+from tether.output import cap_items
+
+if TYPE_CHECKING:
+    from tether_astgrep.engine import FileResult
+    from tether_astgrep.files import FileEntry
+    from tether_astgrep.grammars import Grammar
+    from tether_astgrep.parsers import ParserPool
+    from tether_astgrep.pattern import Pattern
+
+MAX_RESULTS = 1000
+SHOWN_LINES = 3  # of a long match
+LINE_CHARS = 200
+CAPTURE_CHARS = 80
+DIFF_LINES = 120
+
+
+@attrs.frozen
+class GrepArgs:
+    pattern: str = tether.arg(
+        "Code with metavariables, parsed with the file's grammar: $NAME matches one node, $$$NAME a "
+        "list of nodes (arguments, statements), $_ matches without capturing; a repeated $NAME must "
+        "match the same code",
+        examples=["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"],
+    )
+    path: str = tether.arg("File or folder to search, relative to the root", default=".")
+    language: str | None = tether.arg(
+        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, dart, ...); "
+        "inferred from the extension when path is a file or when the folder holds one language",
+        default=None,
+    )
+    max_results: int = tether.arg("Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS)
+
+
+@attrs.frozen
+class EditArgs:
+    pattern: str = tether.arg("Code with metavariables, as for ast_grep", examples=["$X.append($Y)"])
+    rewrite: str = tether.arg(
+        "Replacement template: $NAME and $$$NAME are replaced by what the pattern captured",
+        examples=["$X.extend([$Y])"],
+    )
+    path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
+    language: str | None = tether.arg("Grammar id; inferred as for ast_grep", default=None)
+
+
+@attrs.frozen
+class ResolveArgs:
+    edit_id: str = tether.arg("The id ast_edit gave, e.g. edit_1", min_length=1)
+    action: Literal["accept", "discard"] = tether.arg("accept writes the staged change, discard drops it")
+
+
+# -- shared: which grammar, which files ---------------------------------------------------------------
+
+
+@attrs.frozen
+class Target:
+    grammar: Grammar
+    files: list[FileEntry]
+    ignored: int
+    base: str  # the path as shown
+
+
+async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
+    from tether_astgrep.files import FileEntry, walk
+
+    run = pool.run
+    target = run.resolve_path(path or ".", must_exist=True)
+    registry = pool.registry()
+    known = ", ".join(sorted(registry.by_id))
+    grammar = None
+    if language is not None:
+        grammar = registry.by_id.get(language.strip().lower())
+        if grammar is None:
+            close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ToolError(f"unknown language '{language}'{hint}; known grammar ids: {known}", {"error": "unknown_language"})
+    shown = run.relpath(target)
+    if target.is_file():
+        if grammar is None:
+            gid = registry.for_path(target.name)
+            if gid is None:
+                raise ToolError(
+                    f"cannot tell the language of '{shown}' from its extension; pass language (one of: {known})",
+                    {"error": "unknown_language"},
+                )
+            grammar = registry.by_id[gid]
+        st = target.stat()
+        return Target(grammar, [FileEntry(str(target), st.st_size, st.st_mtime_ns, st.st_ino)], 0, shown)
+    if not target.is_dir():
+        raise ToolError(f"'{shown}' is neither a file nor a folder", {"error": "bad_path"})
+    if grammar is not None:
+        gid = grammar.id
+        found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) == gid)
+        return Target(grammar, found.files, found.ignored, shown)
+    found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) is not None)
+    counts: dict[str, int] = {}
+    for f in found.files:
+        gid = registry.for_path(Path(f.path).name) or "?"
+        counts[gid] = counts.get(gid, 0) + 1
+    if not counts:
+        raise ToolError(
+            f"no source files of a known language under '{shown}' (after .gitignore); check the path, or pass "
+            f"language (one of: {known})",
+            {"error": "no_files"},
+        )
+    if len(counts) > 1:
+        listing = ", ".join(f"{g}: {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        raise ToolError(
+            f"'{shown}' holds files of several languages ({listing}); pass language to say which to search",
+            {"error": "language_required", "languages": counts},
+        )
+    return Target(registry.by_id[next(iter(counts))], found.files, found.ignored, shown)
+
+
+def _compile(pool: ParserPool, source: str, grammar: Grammar) -> Pattern:
+    from tether_astgrep.pattern import PatternError
+
+    try:
+        return pool.pattern(source, grammar)
+    except PatternError as exc:
+        raise ToolError(str(exc), {"error": "bad_pattern", "language": grammar.id}) from None
+
+
+def _skipped(results: list[FileResult]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in results:
+        if r.status != "searched":
+            out[r.status] = out.get(r.status, 0) + 1
+    return out
+
+
+def _skip_note(skipped: dict[str, int], ignored: int) -> str:
+    parts = [f"{n} {why}" for why, n in sorted(skipped.items())]
+    if ignored:
+        parts.append(f"{ignored} ignored (.gitignore, hidden, venv, node_modules)")
+    return f"; skipped: {', '.join(parts)}" if parts else ""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 'es' if word.endswith('ch') else 's'}"
+
+
+async def _progress(ctx: Any):
+    async def report(done: float, total: float, message: str) -> None:
+        await ctx.progress(done, total, message)
+
+    return report
+
+
+# -- ast_grep -------------------------------------------------------------------------------------------
+
+
+def _show_text(text: str) -> list[str]:
+    lines = text.split("\n")
+    shown = [ln if len(ln) <= LINE_CHARS else ln[: LINE_CHARS - 3] + "..." for ln in lines[:SHOWN_LINES]]
+    if len(lines) > SHOWN_LINES:
+        shown.append(f"... ({len(lines) - SHOWN_LINES} more lines)")
+    return shown
+
+
+def _show_capture(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= CAPTURE_CHARS else one[: CAPTURE_CHARS - 3] + "..."
+
+
+async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
+    run = pool.run
+    target = await _target(pool, args.path, args.language)
+    pattern = _compile(pool, args.pattern, target.grammar)
+    results = await pool.search(pattern, target.grammar, target.files, await _progress(ctx))
+    matches = []
+    for r in results:
+        rel = run.relpath(r.path)
+        for m in r.matches:
+            matches.append((rel, m))
+    total = len(matches)
+    shown, cut = cap_items(
+        matches, args.max_results, "matches",
+        f"Narrow path or the pattern, or raise max_results (at most {MAX_RESULTS}).",
+    )
+    skipped = _skipped(results)
+    searched = len(results) - sum(skipped.values())
+    files_with = len({rel for rel, _ in matches})
+    head = (
+        f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
+        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)})"
+    )
+    lines = [head]
+    for rel, m in shown:
+        text = _show_text(m.text)
+        lines.append(f"{rel}:{m.start[0]}:{m.start[1]}: {text[0]}")
+        lines.extend(f"    {t}" for t in text[1:])
+        caps = [f"${'$$' if c.multi else ''}{name}={_show_capture(c.text)}" for name, c in m.captures.items()]
+        if caps:
+            lines.append("    " + "  ".join(caps))
+    if cut:
+        lines.append(cut)
+    data = {
+        "matches": [
+            {
+                "file": rel,
+                "start": {"line": m.start[0], "column": m.start[1]},
+                "end": {"line": m.end[0], "column": m.end[1]},
+                "byte_range": [m.start_byte, m.end_byte],
+                "text": m.text,
+                "captures": {name: c.text for name, c in m.captures.items()},
+            }
+            for rel, m in shown
+        ],
+        "total": total,
+        "files_searched": searched,
+        "skipped": skipped,
+        "ignored": target.ignored,
+        "language": target.grammar.id,
+        "context": pattern.rung,
+    }
+    return ToolResult.text("\n".join(lines), data)
+
+
+# -- ast_edit -------------------------------------------------------------------------------------------
+
+
+def _diff(rel: str, old: bytes, new: bytes) -> list[str]:
+    a = old.decode("utf-8", "replace").splitlines()
+    b = new.decode("utf-8", "replace").splitlines()
+    return list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", n=1, lineterm=""))
+
+
+def _rewrite_files(pool: ParserPool, pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> list[tuple]:
+    """(path, old bytes, new bytes, replacements, kept tails) for each file the rewrite changes.
+
+    Each file is read once more and matched again here, so the change and the snapshot taken for
+    `resolve` come from the same bytes.
+    """
+    from tether_astgrep import engine, rewrite
+
+    out = []
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue
+        if engine.classify(data) is not None:
+            continue
+        matches = engine.search_source(data, pattern, grammar.language)
+        if not matches:
+            continue
+        done = rewrite.apply(data, matches, template)
+        if done.content != data:
+            out.append((path, data, done.content, done.replacements, done.kept_tails))
+    return out
+
+
+async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
+    from tether.atomic import Snapshot
+
+    from tether_astgrep.rewrite import template_names
+
+    run = pool.run
+    target = await _target(pool, args.path, args.language)
+    pattern = _compile(pool, args.pattern, target.grammar)
+    unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
+    if unbound:
+        defined = ", ".join(f"${n}" for n in sorted(pattern.names)) or "none"
+        raise ToolError(
+            f"the rewrite uses {', '.join('$' + n for n in unbound)}, which the pattern does not capture "
+            f"(it captures: {defined}); capture it in the pattern or write the code out in the rewrite",
+            {"error": "unbound_metavariable", "names": unbound},
+        )
+    results = await pool.search(pattern, target.grammar, target.files, await _progress(ctx))
+    paths = [r.path for r in results if r.matches]
+    changed = await asyncio.to_thread(_rewrite_files, pool, pattern, target.grammar, paths, args.rewrite)
+    if not changed:
+        return ToolResult.text(
+            f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
+            "nothing was staged",
+            {"edit_id": None, "replacements": 0, "files": []},
+        )
+    replacements = sum(c[3] for c in changed)
+    tails = sum(c[4] for c in changed)
+    snapshots = [Snapshot(Path(p), True, hashlib.sha256(old).hexdigest()) for p, old, *_ in changed]
+    edit = pool.stage({Path(p): new for p, _, new, *_ in changed}, snapshots, replacements)
+    rels = [run.relpath(p) for p, *_ in changed]
+    lines = [
+        f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is written "
+        f'until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
+    ]
+    if tails:
+        lines.append(
+            f"{tails} of the matched nodes went on past the end of the pattern; that code is kept after the "
+            "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
+        )
+    diff: list[str] = []
+    for (path, old, new, *_), rel in zip(changed, rels):
+        diff.extend(_diff(rel, old, new))
+    shown, cut = cap_items(diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less.")
+    lines.extend(shown)
+    if cut:
+        lines.append(cut)
+    data = {"edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": tails}
+    return ToolResult.text("\n".join(lines), data)
+
+
+# -- resolve --------------------------------------------------------------------------------------------
+
+
+async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
+    from tether.atomic import changed_since, write_all
+
+    run = pool.run
+    edit = pool.edits.get(args.edit_id.strip())
+    if edit is None:
+        pending = [e.edit_id for e in pool.edits.values() if e.state == "pending"]
+        listing = f"pending edits: {', '.join(pending)}" if pending else "no edit is pending in this run"
+        raise ToolError(f"unknown edit_id '{args.edit_id}'; {listing}. ast_edit gives the id", {"error": "unknown_edit"})
+    if edit.state != "pending":
+        raise ToolError(
+            f"{edit.edit_id} was already {edit.state}; stage the change again with ast_edit if you still want it",
+            {"error": "already_resolved", "state": edit.state},
+        )
+    rels = [run.relpath(p) for p in edit.changes]
+    if args.action == "discard":
+        edit.state = "discarded"
+        return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
+    moved = await asyncio.to_thread(changed_since, edit.snapshots)
+    if moved:
+        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in moved]
+        raise ToolError(
+            f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
+            "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
+            "against the current files",
+            {"error": "changed_since_staged", "files": [run.relpath(p) for p in moved]},
+        )
+    try:
+        await asyncio.to_thread(write_all, dict(edit.changes))
+    except OSError as exc:
+        raise ToolError(
+            f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
+            "were restored). Fix the cause (permissions, disk space) and call resolve again",
+            {"error": "write_failed", "files": rels},
+        ) from None
+    edit.state = "accepted"
+    return ToolResult.text(
+        f"accepted {edit.edit_id}: {_plural(edit.replacements, 'replacement')} written to {_plural(len(rels), 'file')}: "
+        + ", ".join(rels),
+        {"edit_id": edit.edit_id, "replacements": edit.replacements, "files": rels},
+    )
+
+
+def tools_for(pool: ParserPool) -> list[Tool]:
+    def bind(fn):
+        async def handler(ctx: Any, args: Any) -> ToolResult:
+            return await fn(ctx, args, pool)
+
+        return handler
+
+    return [
+        Tool(
+            "ast_grep", "read",
+            "Find code by its syntax shape, not its text: the pattern is code with metavariables ($A, $$$ARGS), "
+            "so `dispose($X)` matches every call to dispose however it is spaced, and never a string or comment. "
+            "Answers file:line:col, the matched code and the captures.",
+            GrepArgs, bind(ast_grep), family="astgrep",
+        ),
+        Tool(
+            "ast_edit", "write",
+            "Stage a structural rewrite: every match of pattern is replaced by rewrite, with captured "
+            "metavariables substituted. Writes nothing: answers a diff preview and an edit_id for resolve.",
+            EditArgs, bind(ast_edit), family="astgrep",
+        ),
+        Tool(
+            "resolve", "write",
+            "Accept (write all files at once, refused if any changed since staging) or discard a change "
+            "staged by ast_edit.",
+            ResolveArgs, bind(resolve), family="astgrep", parallel_safe=False,
+            touches=lambda args: pool.edit_files(args.edit_id) if args.action == "accept" else [],
+        ),
+    ]
