@@ -110,3 +110,14 @@ async def test_tier_list_gates_only_those_tiers_and_never_ask_user(tmp_path):
         assert card.question.kind == "approval"
         card.choose("Allow")
         assert not (await write).is_error
+
+
+@pytest.mark.parametrize("setting, gated", [("write", True), (["exec"], False), (["wirte"], True), (False, False)])
+async def test_tier_settings_and_unreadable_ones_fail_closed(tmp_path, setting, gated):
+    async def deny(q):
+        return Answer.choose("Deny")
+
+    async with opened(tmp_path, ask_user_port=deny, approval_by_card=setting) as run:
+        result = await run.call("write", WRITE)
+    assert result.is_error is gated
+    assert (tmp_path / "notes.txt").exists() is not gated

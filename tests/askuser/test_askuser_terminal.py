@@ -239,3 +239,37 @@ def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
     assert first["is_error"] is False and (tmp_path / "a.txt").read_text() == "x"
     assert second["is_error"] is True and 'the human refused it and said: "not b, please"' in second["content"][0]["text"]
     assert not (tmp_path / "b.txt").exists()
+
+
+CLOSE_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, os, sys, time
+    import tether
+
+    async def main():
+        root = sys.argv[1]
+        async with tether.open_run(root) as run:
+            call = asyncio.create_task(run.call("ask_user", {"question": "Waiting?"}))
+            while not os.path.exists(os.path.join(root, "close-now")):
+                await asyncio.sleep(0.02)
+            t0 = time.monotonic()
+        result = await asyncio.wait_for(call, 10)  # the run closed under the waiting question
+        print(json.dumps({**result.to_json(), "took": time.monotonic() - t0}), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_run_closing_under_a_waiting_question_ends_it(pty_spawn, tmp_path):
+    script = tmp_path / "close.py"
+    script.write_text(CLOSE_SCRIPT)
+    p = pty_spawn([sys.executable, str(script), str(tmp_path)])
+    p.expect(r"Waiting\?")
+    p.expect(r"\n> ")
+    (tmp_path / "close-now").touch()
+    code, out = p.finish()
+    result = json.loads(out)
+    assert result["is_error"] is True and result["data"]["status"] == "disconnected"
+    assert "the run closed while the question was waiting" in result["content"][0]["text"]
+    assert result["took"] < 5

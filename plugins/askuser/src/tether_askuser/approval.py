@@ -25,10 +25,13 @@ def wants_card(run: Run, tool: Tool) -> bool:
     setting = run.options.get("approval_by_card")
     if not setting or tool.name == "ask_user":  # asking the human needs no permission to ask the human
         return False
-    if setting is True:
-        return True
+    if isinstance(setting, str):
+        setting = [setting]
     if isinstance(setting, (list, tuple, set, frozenset)):
-        return tool.tier.value in {str(getattr(t, "value", t)) for t in setting}
+        tiers = {str(getattr(t, "value", t)) for t in setting}
+        known = {"read", "write", "exec"}
+        # a setting we cannot read gates everything rather than nothing (fail closed)
+        return tool.tier.value in tiers if tiers <= known else True
     return bool(setting)
 
 

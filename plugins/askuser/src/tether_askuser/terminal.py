@@ -31,6 +31,7 @@ class TerminalPort:
         self._fd: int | None = fd
         self._buf = b""
         self._lock = asyncio.Lock()
+        self._reading: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         self.target = "terminal"
 
     @classmethod
@@ -47,7 +48,14 @@ class TerminalPort:
         return cls(fd)
 
     def close(self) -> None:
+        """Release a question still waiting (it ends as disconnected), then the terminal."""
         fd, self._fd = self._fd, None
+        reading, self._reading = self._reading, None
+        if reading is not None and fd is not None:
+            loop, ready = reading
+            loop.remove_reader(fd)  # before the fd number is freed and possibly reused
+            if not ready.done():
+                ready.set_exception(PortDisconnected("the run closed while the question was waiting"))
         if fd is not None:
             try:
                 os.close(fd)
@@ -113,10 +121,14 @@ class TerminalPort:
             fd = self._require()
             ready = loop.create_future()
             loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            self._reading = (loop, ready)
             try:
                 await ready
             finally:
-                loop.remove_reader(fd)
+                if self._fd == fd:  # close() already removed it otherwise
+                    loop.remove_reader(fd)
+                self._reading = None
+            fd = self._require()
             try:
                 chunk = os.read(fd, 4096)
             except BlockingIOError:
