@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 import attrs
-
 import tether
 import tether.files
 from tether import Tier, Tool, ToolResult, hookimpl

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 import tether
 import tether.files
 from tether_askuser import Answer, PortDisconnected, QueuePort

@@ -10,10 +10,9 @@ import time
 
 import mcp_types as types
 import pytest
+import tether
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-
-import tether
 from tether_askuser.card import make_question
 from tether_askuser.elicitation import requested_schema
 
@@ -194,7 +193,7 @@ async def test_client_leaving_mid_question_ends_the_server(tmp_path, no_leftover
             call = asyncio.create_task(session.call_tool("ask_user", {"question": "Still there?"}))
             await asyncio.wait_for(asyncio.shield(asked.wait()), 15)
             call.cancel()
-            with pytest.raises(BaseException):
+            with pytest.raises(asyncio.CancelledError):
                 await call
         left = time.monotonic()
     # leaving closed the server's stdin mid-question; the SDK kills a server still alive after 2 s, so

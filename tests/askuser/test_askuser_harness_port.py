@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-
 import tether
 from tether_askuser import Answer, PortDisconnected, Question, QueuePort
 

@@ -141,6 +141,7 @@ def test_terminal_hang_up_mid_question_is_an_error_not_a_hang(pty_spawn, tmp_pat
     p.expect(r"\n> ")
     p.hang_up()
     code, out = p.finish(timeout=20)
+    assert code == 0
     result = json.loads(out)
     assert result["is_error"] is True
     assert result["data"]["status"] == "disconnected"
@@ -160,6 +161,7 @@ def test_not_registered_when_stdin_is_not_a_tty(pty_spawn, tmp_path):
     # a controlling terminal exists (stderr), but stdin is a pipe, as under an MCP client
     p = pty_spawn([TETHER, "tools", "--json", "--root", str(tmp_path)], stdin_tty=False)
     code, out = p.finish()
+    assert code == 0
     listing = json.loads(out)
     assert "ask_user" not in [t["name"] for t in listing["tools"]]
     reasons = {u["family"]: u["reason"] for u in listing["unavailable"]}
@@ -169,6 +171,7 @@ def test_not_registered_when_stdin_is_not_a_tty(pty_spawn, tmp_path):
 def test_registered_with_a_tty(pty_spawn, tmp_path):
     p = pty_spawn([TETHER, "tools", "--json", "--root", str(tmp_path)])
     code, out = p.finish()
+    assert code == 0
     tools = {t["name"]: t for t in json.loads(out)["tools"]}
     assert tools["ask_user"]["tier"] == "read"
     assert "never write a question as a chat message" in tools["ask_user"]["description"]
@@ -199,6 +202,7 @@ def test_background_job_refuses_instead_of_being_stopped_by_the_terminal(pty_spa
     args = json.dumps({"question": "Which?", "options": QUESTION["options"]})
     p = pty_spawn([sys.executable, str(script), TETHER, "call", "ask_user", args, "--root", str(tmp_path), "--json"])
     code, out = p.finish(timeout=30)
+    assert code == 0
     result = json.loads(out)
     assert result["is_error"] is True and result["data"]["status"] == "disconnected"
     assert "background of its terminal" in result["content"][0]["text"]
@@ -235,6 +239,7 @@ def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
     p.expect(r"\n> ")
     p.type("not b, please\n")
     code, out = p.finish()
+    assert code == 0
     first, second = (json.loads(line) for line in out.splitlines())
     assert first["is_error"] is False and (tmp_path / "a.txt").read_text() == "x"
     assert second["is_error"] is True and 'the human refused it and said: "not b, please"' in second["content"][0]["text"]
@@ -269,6 +274,7 @@ def test_run_closing_under_a_waiting_question_ends_it(pty_spawn, tmp_path):
     p.expect(r"\n> ")
     (tmp_path / "close-now").touch()
     code, out = p.finish()
+    assert code == 0
     result = json.loads(out)
     assert result["is_error"] is True and result["data"]["status"] == "disconnected"
     assert "the run closed while the question was waiting" in result["content"][0]["text"]

@@ -18,7 +18,7 @@ _HOME = {
     "QueuePort": "programmatic",
 }
 
-__all__ = sorted(_HOME)
+__all__ = ["Answer", "CallbackPort", "Choice", "PendingQuestion", "PortDisconnected", "Question", "QuestionPort", "QueuePort"]
 
 
 def __getattr__(name: str):

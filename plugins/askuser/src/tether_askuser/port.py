@@ -62,7 +62,7 @@ async def ask_human(port: QuestionPort, question: Question, timeout: float) -> O
     """Put the card to the human through ``port``; never raises, never waits longer than ``timeout``."""
     try:
         raw = await asyncio.wait_for(port.ask(question), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Outcome("timeout", detail=f"nobody answered within {timeout:g} s")
     except PortDisconnected as exc:
         return Outcome("disconnected", detail=str(exc) or "the human side disconnected")

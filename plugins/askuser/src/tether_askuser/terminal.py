@@ -120,7 +120,7 @@ class TerminalPort:
         while b"\n" not in self._buf and b"\r" not in self._buf:
             fd = self._require()
             ready = loop.create_future()
-            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            loop.add_reader(fd, _wake, ready)
             self._reading = (loop, ready)
             try:
                 await ready
@@ -142,6 +142,11 @@ class TerminalPort:
         cut = min(i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0)
         line, self._buf = self._buf[:cut], self._buf[cut + 1 :]
         return line.decode("utf-8", errors="replace")
+
+
+def _wake(ready: asyncio.Future) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -6,8 +6,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import attrs
-
 from tether import Tier, Tool, ToolError, ToolResult, arg
+
 from tether_askuser.card import MAX_OPTIONS, InvalidQuestion, Question, make_question
 from tether_askuser.port import Outcome, QuestionPort, ask_human, timeout_of
 
