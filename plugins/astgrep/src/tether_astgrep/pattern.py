@@ -113,24 +113,32 @@ def _convert(node: Any, src: bytes, expando: str) -> tuple:
     return (INNER, node.kind_id, children)
 
 
-def _first_problem(node: Any) -> Any:
-    """The first ERROR or MISSING node under ``node`` (pre-order), or None."""
-    if node.is_error or node.is_missing:
+def _is_metavariable_error(node: Any, src: bytes, expando: str) -> bool:
+    """An ERROR node that is just a metavariable (`$$$ARMS` where a grammar wants a match arm).
+
+    ast-grep reads such a node as the metavariable (it goes by the node's text), and so do we.
+    """
+    text = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    return metavariable(text, expando) is not None
+
+
+def _first_problem(node: Any, src: bytes, expando: str, lenient: bool = False) -> Any:
+    """The first ERROR or MISSING node under ``node`` (pre-order), or None.
+
+    ``lenient`` lets through MISSING tokens (a `;` left off) and ERROR nodes that are only a
+    metavariable, which ast-grep accepts too; a context without them is always preferred.
+    """
+    if node.is_error and not (lenient and _is_metavariable_error(node, src, expando)):
         return node
-    if not node.has_error:
+    if node.is_missing and not (lenient and not node.is_named):
+        return node
+    if not node.has_error or node.is_error:
         return None
     for child in node.children:
-        found = _first_problem(child)
+        found = _first_problem(child, src, expando, lenient)
         if found is not None:
             return found
     return None
-
-
-def _only_missing_tokens(node: Any) -> bool:
-    """True when the tree's only defects are MISSING tokens (e.g. a `;` left off a Rust `let`)."""
-    if node.is_error or (node.is_missing and node.is_named):
-        return False
-    return all(_only_missing_tokens(c) for c in node.children if c.has_error or c.is_missing or c.is_error)
 
 
 def _walk(p: tuple, names: set[str], needles: list[bytes], words: bool) -> None:
@@ -173,16 +181,13 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
             end = start + len(body.encode())
             tree = parser.parse(src)
             root = tree.root_node
-            if root.has_error:
-                if strict:
-                    bad = _first_problem(root)
-                    if bad is not None and start <= bad.start_byte:
-                        pos = len(src[start : bad.start_byte].decode("utf-8", "replace"))
-                        if nearest is None or pos > nearest[0]:
-                            nearest = (pos, rung.name)
-                    continue
-                if not _only_missing_tokens(root):
-                    continue
+            bad = _first_problem(root, src, grammar.expando, lenient=not strict)
+            if bad is not None:
+                if strict and start <= bad.start_byte:
+                    pos = len(src[start : bad.start_byte].decode("utf-8", "replace"))
+                    if nearest is None or pos > nearest[0]:
+                        nearest = (pos, rung.name)
+                continue
             node = root.descendant_for_byte_range(start, end)
             ends = (end, end + len(rung.tail.encode())) if rung.tail else (end,)
             if node is None or node.start_byte != start or node.end_byte not in ends:

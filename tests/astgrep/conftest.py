@@ -1,0 +1,63 @@
+"""Fixtures of the astgrep tests: the ast-grep CLI (the anchor) and a project in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import require_binary
+
+
+def _sg_path() -> str:
+    beside = Path(sys.executable).parent / "ast-grep"  # the ast-grep-cli wheel puts it beside python
+    if beside.exists():
+        return str(beside)
+    return require_binary("ast-grep", "sg")
+
+
+@pytest.fixture(scope="session")
+def sg():
+    """Call ``sg(pattern, path, lang, rewrite=None, update=False)`` to run the ast-grep CLI."""
+    binary = _sg_path()
+    return lambda *a, **k: _run_sg(binary, *a, **k)
+
+
+def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = None, update: bool = False) -> list[dict]:
+    """ast-grep's matches as JSON objects (with --rewrite, its replacements)."""
+    cmd = [sg, "run", "-p", pattern, "-l", lang, "--json=stream"]
+    if rewrite is not None:
+        cmd += ["-r", rewrite]
+    if update:
+        cmd = [sg, "run", "-p", pattern, "-l", lang, "-r", rewrite or "", "-U"]
+    cmd.append(str(path))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"})
+    if update:
+        return []
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+def has_cli() -> bool:
+    return shutil.which("ast-grep") is not None or (Path(sys.executable).parent / "ast-grep").exists()

@@ -1,0 +1,180 @@
+"""Conformance with ast-grep (the anchor): the same pattern on the same source finds the same matches.
+
+Each case runs the ast-grep CLI and tether's ast_grep on one file and compares the match ranges
+(byte offsets) and every non-empty capture. Rewrites compare ast-grep's updated file with the file
+tether writes after ast_edit + resolve accept.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import tether
+
+
+EXT = {"python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs"}
+
+# (language, pattern, source)
+SEARCH = [
+    # -- python
+    ("python", "print($A)", "print(1)\nprint( 2 )\nprint(\n    3)\nprint()\nprint(1, 2)\n"),
+    ("python", "print($A)", 'x = "print(1)"\n# print(2)\ny = f"{print}(3)"\nprint(4)\n'),
+    ("python", "print($A)", "print(print(1))\nprint(len(print(2)))\n"),
+    ("python", "$X.append($Y)", "a.append(1)\nb.c.append(d(2))\nappend(3)\nx.append(1, 2)\n"),
+    ("python", "foo($$$ARGS)", "foo()\nfoo(1)\nfoo(1, 2, *a, **k)\nbar(1)\n"),
+    ("python", "foo($A, $$$REST)", "foo(1)\nfoo(1, 2, 3)\nfoo()\n"),
+    ("python", "foo($$$A, last)", "foo(last)\nfoo(1, last)\nfoo(1, 2)\nfoo(1, last, 2)\n"),
+    ("python", "foo($$$A, b, $$$C)", "foo(b)\nfoo(a, b)\nfoo(a, b, c)\nfoo(a, c)\n"),
+    ("python", "$A == $A", "x == x\nx == y\nf(1) == f( 1 )\na.b == a . b\n"),
+    ("python", "def $F($$$ARGS): $$$BODY", "def f(a, b):\n    return 1\n\nasync def g(): pass\n\ndef h() -> int:\n    pass\n\nclass C:\n    def m(self):\n        def inner(): pass\n"),
+    ("python", "foo($A, $B)", "foo(a, # first\n    b)\nfoo(a,b)\nfoo(a, b, c)\n"),
+    ("python", "foo(a, b)", "foo(a, # note\n    b)\nfoo(a, b)\n"),
+    ("python", "if $C:\n    $$$B", "if x:\n    a()\n    b()\nif y: pass\nif z:\n    c()\nelse:\n    d()\n"),
+    ("python", "class $C($$$BASES):\n    $$$BODY", "class A(B, C):\n    x = 1\n\nclass D:\n    pass\n\nclass E(F):\n    def g(self): pass\n"),
+    ("python", "return $A", "def f():\n    return 1\n    return\n    return a, b\n"),
+    ("python", "$A = $B", "x = 1\ny: int = 2\na, b = 1, 2\nc = d = 3\nz += 1\n"),
+    ("python", "lambda $$$A: $B", "f = lambda: 0\ng = lambda x, y: x + y\n"),
+    ("python", "with open($F) as $H:\n    $$$B", "with open('a') as f:\n    f.read()\nwith open('b', 'w') as g:\n    pass\n"),
+    ("python", "[$X for $X in $Y]", "[a for a in b]\n[a for c in b]\n[f(a) for a in b]\n"),
+    ("python", "import $M", "import os\nimport os.path\nimport a, b\nfrom x import y\n"),
+    ("python", "$F(x=$V)", "f(x=1)\ng(y=1)\nh(x=1, y=2)\n"),
+    ("python", "await $X", "async def f():\n    await g()\n    x = await h(1)\n"),
+    ("python", "{'a': $V}", "d = {'a': 1}\ne = {'a': 1, 'b': 2}\nf = {'b': 1}\n"),
+    ("python", "$A.$B($$$)", "a.b()\nc.d(1, 2)\ne()\n"),
+    ("python", "raise $E($$$)", "raise ValueError('x')\nraise KeyError\nraise E()\n"),
+    ("python", "assert $A, $B", "assert x, 'msg'\nassert y\n"),
+    ("python", "try:\n    $$$A\nexcept $E:\n    $$$B", "try:\n    a()\nexcept ValueError:\n    b()\ntry:\n    c()\nexcept (A, B) as e:\n    d()\n"),
+    # -- javascript
+    ("javascript", "console.log($$$A)", "console.log();\nconsole.log(1, 'two', x);\nconsole.error(1);\n"),
+    ("javascript", "foo($A, b)", "foo(a, /* why */ b);\nfoo(a, b);\nfoo(a, c);\n"),
+    ("javascript", "const $A = $B", "const a = 1;\nlet b = 2;\nconst c = 3, d = 4;\n"),
+    ("javascript", "$A === $A", "x === x;\nx === y;\nf(1) === f(1);\n"),
+    ("javascript", "function $F($$$P) { $$$B }", "function f(a, b) { return a; }\nfunction g() {}\nconst h = function () {};\n"),
+    ("javascript", "($P) => $F($P)", "(x) => bar(x);\n(x) => bar(y);\n"),
+    ("javascript", "bar($A)", 'foo("bar(1)");\nbar(2);\n// bar(3)\n'),
+    ("javascript", "new $C($$$)", "new Map();\nnew Set([1, 2]);\nMap();\n"),
+    ("javascript", "if ($C) { $$$B }", "if (a) { b(); }\nif (c) d();\nif (e) { f(); } else { g(); }\n"),
+    ("javascript", "try {\n  $$$A\n} catch ($E) {\n  $$$B\n}", "try {\n  a();\n} catch (e) {\n  b();\n}\ntry { c(); } finally { d(); }\n"),
+    ("javascript", "await $P", "async function f() {\n  await g();\n  const x = await h;\n}\n"),
+    ("javascript", "$A && $A.b", "x && x.b;\nx && y.b;\n"),
+    ("javascript", "$A.then($B)", "p.then(f);\np.then(f, g);\nq.catch(h);\n"),
+    # -- typescript
+    ("typescript", "let $A: $T = $V", "let a: number = 1;\nlet b = 2;\nlet c: string[] = [];\n"),
+    ("typescript", "function $F($$$P): $R { $$$B }", "function f(a: number): string { return ''; }\nfunction g() {}\n"),
+    ("typescript", "interface $I { $$$B }", "interface A { x: number }\ninterface B extends A {}\n"),
+    ("typescript", "$A as $T", "const x = y as string;\nconst z = <string>w;\n"),
+    ("typescript", "type $T = $U", "type A = string;\ntype B<T> = T[];\n"),
+    ("typescript", "foo<$T>($A)", "foo<string>(x);\nfoo(x);\n"),
+    ("typescript", "enum $E { $$$M }", "enum Color { Red, Green }\nconst enum D { A = 1 }\n"),
+    ("typescript", "$A?.$B", "a?.b;\na.b;\nc?.d?.e;\n"),
+    # -- go
+    ("go", "if err != nil { $$$B }", "package main\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\tif x != nil { return nil }\n\treturn nil\n}\n"),
+    ("go", "func $F($$$P) $R { $$$B }", "package main\nfunc f(a int) int { return a }\nfunc g() {}\nfunc h() (int, error) { return 0, nil }\n"),
+    ("go", "$A := $B", "package main\nfunc f() {\n\ta := 1\n\tb, c := 2, 3\n\td = 4\n}\n"),
+    ("go", "for $I := 0; $I < $N; $I++ { $$$B }", "package main\nfunc f() {\n\tfor i := 0; i < n; i++ {\n\t\tg(i)\n\t}\n\tfor j := 0; k < n; j++ {}\n}\n"),
+    ("go", "return $A, nil", "package main\nfunc f() (int, error) {\n\treturn 1, nil\n\treturn 0, err\n}\n"),
+    ("go", "defer $F()", "package main\nfunc f() {\n\tdefer g()\n\tdefer h(1)\n}\n"),
+    ("go", "$X.Close()", "package main\nfunc f() {\n\tf.Close()\n\tdefer g.Close()\n\tf.Open()\n}\n"),
+    ("go", "go $F($$$A)", "package main\nfunc f() {\n\tgo g(1, 2)\n\tg(3)\n}\n"),
+    ("go", "$A == $A", "package main\nfunc f() bool { return x == x || x == y }\n"),
+    # -- rust
+    ("rust", "let $A = $B;", "fn main() {\n    let x = 1;\n    let mut y = 2;\n    let z: u8 = 3;\n}\n"),
+    ("rust", "println!($$$A)", 'fn main() {\n    println!("{}", x);\n    println!();\n    print!("x");\n}\n'),
+    ("rust", "fn $F($$$P) -> $R { $$$B }", "fn f(a: u8) -> u8 { a }\nfn g() {}\nfn h() -> Result<(), E> { Ok(()) }\n"),
+    ("rust", "$A.unwrap()", "fn main() {\n    let a = b.unwrap();\n    c.d().unwrap();\n    e.expect(\"x\");\n}\n"),
+    ("rust", "match $X { $$$ARMS }", "fn main() {\n    match x { 1 => a(), _ => b() }\n}\n"),
+    ("rust", "impl $T for $U { $$$B }", "impl Display for Foo {\n    fn fmt(&self) {}\n}\nimpl Foo {}\n"),
+    ("rust", "Some($A)", "fn main() {\n    let a = Some(1);\n    if let Some(x) = y {}\n    None;\n}\n"),
+    ("rust", "$A?", "fn f() -> R {\n    let a = g()?;\n    h(x?)\n}\n"),
+    ("rust", "use $P;", "use std::fmt;\nuse a::{b, c};\n"),
+    ("rust", "if let Some($X) = $Y { $$$B }", "fn main() {\n    if let Some(x) = y { z(x); }\n    if let Ok(x) = y {}\n}\n"),
+]
+
+# (language, pattern, rewrite, source): ast-grep's rewrite and tether's accepted edit must agree
+REWRITE = [
+    ("python", "print($A)", "log($A)", "print(1)\nx = print( 2 )\n"),
+    ("python", "$X.append($Y)", "$X.extend([$Y])", "a.append(1)\nfor i in r:\n    b.c.append(f(i))\n"),
+    ("python", "def $F($$$A):\n    $$$B", "async def $F($$$A):\n    $$$B",
+     "class C:\n    def m(self, x):\n        if x:\n            return 1\n        return 2\n"),
+    ("python", "foo($$$ARGS)", "bar(\n    $$$ARGS\n)", "def f():\n    foo(1,\n        2)\n"),
+    ("javascript", "console.log($$$A)", "logger.info($$$A)", "console.log(1, 'a');\nfunction f() {\n  console.log(x);\n}\n"),
+    ("typescript", "let $A: $T = $V", "const $A: $T = $V", "let a: number = 1\nlet b: string = 'x'\n"),
+    ("go", "$A.Close()", "_ = $A.Close()", "package main\nfunc f() {\n\tf.Close()\n}\n"),
+    ("rust", "$A.unwrap()", '$A.expect("checked")', "fn main() {\n    let a = b.unwrap();\n}\n"),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("conformance")
+    for i, (lang, _pattern, source) in enumerate(SEARCH):
+        (root / f"case{i}.{EXT[lang]}").write_text(source)
+    return root
+
+
+@pytest.fixture(scope="module")
+def run(corpus):
+    with tether.open_run_sync(corpus) as r:
+        yield r
+
+
+def _sg_matches(found: list[dict], source: bytes) -> list[tuple]:
+    out = []
+    for m in found:
+        caps = {}
+        mv = m.get("metaVariables") or {}
+        for name, v in (mv.get("single") or {}).items():
+            caps[name] = v["text"]
+        for name, nodes in (mv.get("multi") or {}).items():
+            if nodes:
+                s, e = nodes[0]["range"]["byteOffset"]["start"], nodes[-1]["range"]["byteOffset"]["end"]
+                caps[name] = source[s:e].decode()
+        off = m["range"]["byteOffset"]
+        out.append((off["start"], off["end"], tuple(sorted((k, v) for k, v in caps.items() if v))))
+    return sorted(out)
+
+
+def _tether_matches(data: dict) -> list[tuple]:
+    return sorted(
+        (m["byte_range"][0], m["byte_range"][1], tuple(sorted((k, v) for k, v in m["captures"].items() if v)))
+        for m in data["matches"]
+    )
+
+
+@pytest.mark.parametrize("i", range(len(SEARCH)), ids=[f"{c[0]}:{c[1][:30]}" for c in SEARCH])
+def test_same_matches_as_ast_grep(i, sg, corpus, run):
+    lang, pattern, source = SEARCH[i]
+    path = corpus / f"case{i}.{EXT[lang]}"
+    expected = _sg_matches(sg(pattern, path, lang), source.encode())
+    result = run.call("ast_grep", {"pattern": pattern, "path": path.name, "language": lang, "max_results": 1000})
+    assert not result.is_error, result.plain
+    assert _tether_matches(result.data) == expected, result.plain
+    assert result.data["total"] == len(expected)
+
+
+def test_the_cases_find_something(sg, corpus, run):
+    """Guard against a vacuous suite: most cases must match at least once in both tools."""
+    found = sum(1 for i, (lang, p, _s) in enumerate(SEARCH) if sg(p, corpus / f"case{i}.{EXT[lang]}", lang))
+    assert len(SEARCH) >= 60
+    assert found >= len(SEARCH) - 2
+
+
+@pytest.mark.parametrize("i", range(len(REWRITE)), ids=[f"{c[0]}:{c[1][:30]}" for c in REWRITE])
+def test_same_rewrite_as_ast_grep(i, sg, tmp_path):
+    lang, pattern, template, source = REWRITE[i]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for d in (ours, theirs):
+        d.mkdir()
+        (d / f"f.{EXT[lang]}").write_text(source)
+    sg(pattern, theirs / f"f.{EXT[lang]}", lang, rewrite=template, update=True)
+    expected = (theirs / f"f.{EXT[lang]}").read_text()
+    assert expected != source, "ast-grep changed nothing: the case is vacuous"
+    with tether.open_run_sync(ours) as r:
+        staged = r.call("ast_edit", {"pattern": pattern, "rewrite": template, "language": lang})
+        assert not staged.is_error, staged.plain
+        assert (ours / f"f.{EXT[lang]}").read_text() == source  # staging writes nothing
+        done = r.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+        assert not done.is_error, done.plain
+    assert (ours / f"f.{EXT[lang]}").read_text() == expected
