@@ -26,7 +26,8 @@ class PtyProcess:
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], stdin_tty: bool = True) -> None:
         self.master, slave = os.openpty()
-        self.screen = ""
+        self.screen = ""  # what has not been matched yet
+        self.history = ""  # everything the terminal showed
         self.proc = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -48,7 +49,9 @@ class PtyProcess:
                 chunk = os.read(self.master, 65536)
             except OSError:
                 chunk = b""
-            self.screen += chunk.decode("utf-8", errors="replace").replace("\r", "")
+            text = chunk.decode("utf-8", errors="replace").replace("\r", "")
+            self.screen += text
+            self.history += text
 
     def expect(self, pattern: str, timeout: float = 15.0) -> re.Match:
         """Wait until the terminal shows ``pattern`` (a regex) after what was already matched."""

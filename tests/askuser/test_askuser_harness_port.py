@@ -189,3 +189,25 @@ async def test_sync_run_works_with_a_callable_port(tmp_path):
     with tether.open_run_sync(tmp_path, options={"ask_user_port": human}) as run:
         result = run.call("ask_user", {"question": "Which?", "options": OPTIONS})
     assert result.data["selected"] == ["Postgres"]
+
+
+async def test_progress_heartbeat_while_the_human_thinks(tmp_path):
+    port = QueuePort()
+    beats = []
+
+    async def sink(done, total, message):
+        beats.append((done, total, message))
+
+    options = {"ask_user_port": port, "ask_user_timeout": 30, "ask_user_heartbeat": 0.05}
+    async with tether.open_run(tmp_path, options=options) as run:
+        call = asyncio.create_task(run.call("ask_user", {"question": "Name?"}, progress=sink))
+        pending = await asyncio.wait_for(port.questions.get(), 5)
+        while len(beats) < 3:
+            await asyncio.sleep(0.02)
+        pending.type("x")
+        await asyncio.wait_for(call, 5)
+        count = len(beats)
+        await asyncio.sleep(0.2)
+    assert len(beats) == count  # the heartbeat stops with the answer
+    assert beats[0][1] == 30 and "waiting for the human's answer (30 s left)" == beats[0][2]
+    assert beats[-1][0] > beats[0][0]

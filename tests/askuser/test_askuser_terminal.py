@@ -102,6 +102,7 @@ def test_timeout_is_an_error_with_the_same_instruction(pty_spawn, tmp_path):
     p = call(pty_spawn, tmp_path, QUESTION, env={"TETHER_ASK_USER_TIMEOUT": "1"})
     p.expect(r"\n> ")
     p.expect(r"this question is closed: no answer was taken", timeout=10)
+    assert "waiting for the human" not in p.history  # no progress line drawn over the prompt
     result = result_of(p)
     assert result["is_error"] is True
     assert result["data"]["status"] == "timeout" and result["data"]["error"] == "timeout"

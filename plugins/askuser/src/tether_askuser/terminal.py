@@ -33,6 +33,7 @@ class TerminalPort:
         self._lock = asyncio.Lock()
         self._reading: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         self.target = "terminal"
+        self.owns_terminal = True  # nothing else may draw on the terminal while a card waits (no progress lines)
 
     @classmethod
     def open(cls, path: str = TTY) -> TerminalPort | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -58,7 +60,14 @@ def make_tool(port: QuestionPort) -> Tool:
         except InvalidQuestion as exc:
             raise ToolError(str(exc), {"error": "invalid_question"}) from None
         timeout = timeout_of(ctx.run.options)
-        outcome = await ask_human(port, question, timeout)
+        beat = None
+        if not getattr(port, "owns_terminal", False):
+            beat = asyncio.create_task(_heartbeat(ctx, timeout, ctx.run.options.get("ask_user_heartbeat", HEARTBEAT)))
+        try:
+            outcome = await ask_human(port, question, timeout)
+        finally:
+            if beat is not None:
+                beat.cancel()
         return result_for(question, outcome, port.target)
 
     return Tool(
@@ -70,6 +79,25 @@ def make_tool(port: QuestionPort) -> Tool:
         family="askuser",
         parallel_safe=True,
     )
+
+
+HEARTBEAT = 15.0
+
+
+async def _heartbeat(ctx: CallContext, timeout: float, every: float) -> None:
+    """Progress while the human thinks: clients see the call alive (some reset their request timeout on it).
+
+    Not for the terminal port: `tether call` draws progress on the same terminal, over the prompt.
+    """
+    try:
+        every = max(float(every), 0.05)
+    except (TypeError, ValueError):
+        every = HEARTBEAT
+    start = time.monotonic()
+    while True:
+        waited = time.monotonic() - start
+        await ctx.progress(round(waited, 1), timeout, f"waiting for the human's answer ({timeout - waited:.0f} s left)")
+        await asyncio.sleep(every)
 
 
 GO_ON = "Do not ask this again: go on under an assumption you state explicitly in your next message."
