@@ -20,8 +20,8 @@ import time
 from typing import TYPE_CHECKING
 
 import attrs
-
 from tether.tools import ToolError
+
 from tether_vibe.config import VibeConfig
 from tether_vibe.procgroup import stop_group, stop_worker
 from tether_vibe.roster import Status, WorkerInfo, roster_full, tier_unavailable, unknown_worker
@@ -106,7 +106,12 @@ class CommandRoster:
             self._check_open()
             self._check_room()
             worker = _Worker(
-                id=f"w{next(self._ids)}", label=label, tier=tier, argv=argv, brief=brief, log=Tail(self.config.log_chars)
+                id=f"w{next(self._ids)}",
+                label=label,
+                tier=tier,
+                argv=argv,
+                brief=brief,
+                log=Tail(self.config.log_chars),
             )
             proc = await self._start(worker)  # raises before the worker is on the roster
             self._workers[worker.id] = worker
@@ -139,7 +144,7 @@ class CommandRoster:
         worker = self._get(worker_id)
         try:
             await asyncio.wait_for(asyncio.shield(worker.settled.wait()), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         return worker.info()
 
@@ -220,8 +225,10 @@ class CommandRoster:
                 if not worker.queued:
                     worker.status = Status.DONE if code == 0 else Status.FAILED
                     break
-                worker.log.add_text(f"\n[tether: run {worker.runs} ended with exit code {code}; rerunning with "
-                                    f"{worker.queued} new message(s)]\n")
+                worker.log.add_text(
+                    f"\n[tether: run {worker.runs} ended with exit code {code}; rerunning with "
+                    f"{worker.queued} new message(s)]\n"
+                )
                 try:
                     proc = await self._start(worker)
                 except ToolError as exc:
@@ -230,7 +237,7 @@ class CommandRoster:
                     break
                 if worker.killing:  # killed while the rerun was starting
                     await asyncio.to_thread(stop_worker, proc.pid, self.config.kill_grace)
-        except Exception as exc:  # noqa: BLE001 - the worker fails, the roster and the run go on
+        except Exception as exc:
             log.exception("vibe worker %s broke", worker.id)
             worker.log.add_text(f"\n[tether: the roster lost this worker: {type(exc).__name__}: {exc}]\n")
             worker.status = Status.KILLED if worker.killing else Status.FAILED
@@ -274,7 +281,7 @@ class CommandRoster:
         if worker.driver is not None:
             try:  # the driver settles as soon as the pipes close; bounded in case a pipe is held
                 await asyncio.wait_for(asyncio.shield(worker.driver), DRAIN_TIMEOUT + 2)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - the process is gone either way
+            except (TimeoutError, Exception):  # noqa: BLE001 - the process is gone either way
                 worker.driver.cancel()
                 worker.status = Status.KILLED
                 worker.finished_at = worker.finished_at or time.time()

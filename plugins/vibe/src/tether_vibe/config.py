@@ -43,7 +43,9 @@ def _command(value: Any, where: str, tier: str) -> tuple[str, ...]:
         try:
             argv = shlex.split(value)
         except ValueError as exc:
-            raise ConfigError(f"{where} {tier} = {value!r} cannot be split into words ({exc}); fix its quoting") from None
+            raise ConfigError(
+                f"{where} {tier} = {value!r} cannot be split into words ({exc}); fix its quoting"
+            ) from None
     elif isinstance(value, list) and all(isinstance(a, str) for a in value):
         argv = list(value)
     else:
@@ -54,8 +56,14 @@ def _command(value: Any, where: str, tier: str) -> tuple[str, ...]:
 
 
 def _number(value: Any, where: str, key: str, kind: type, minimum: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not float(value).is_integer()):
-        raise ConfigError(f"{where} {key} must be a{'n integer' if kind is int else ' number'}, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (kind is int and not float(value).is_integer())
+    ):
+        raise ConfigError(
+            f"{where} {key} must be a{'n integer' if kind is int else ' number'}, got {value!r}"
+        )
     if value < minimum:
         raise ConfigError(f"{where} {key} must be at least {minimum}, got {value!r}")
     return kind(value)
@@ -81,7 +89,9 @@ def load_config(root: Path, options: Any) -> VibeConfig:
         try:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"pyproject.toml is not valid TOML ({exc}); fix it to configure vibe workers") from None
+            raise ConfigError(
+                f"pyproject.toml is not valid TOML ({exc}); fix it to configure vibe workers"
+            ) from None
         table = data.get("tool", {}).get("tether", {}).get("vibe")
         if table is not None:
             if not isinstance(table, dict):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tether import hookimpl
+
 from tether_vibe import hookspecs
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ def tether_vibe_roster(run: Run) -> Any:
 @hookimpl
 def tether_register_tools(run: Run, register: Registrar) -> None:
     if MODE not in run.modes:
-        register.unavailable(FAMILY, "vibe mode is off for this run (the harness turns it on with the mode 'vibe')")
+        register.unavailable(
+            FAMILY, "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
+        )
         return
     try:
         roster = run.resource("tether_vibe_roster")

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
-
 from tether.tools import ToolError
 
 WorkerTier = Literal["fast", "good"]
@@ -116,6 +115,6 @@ def tier_unavailable(tier: str, configured: Sequence[str]) -> ToolError:
     have = ", ".join(f"'{t}'" for t in configured) or "none"
     return ToolError(
         f"no worker command is configured for tier '{tier}' (configured tiers: {have}). Use one of those "
-        f"tiers, or set {tier} = \"<command line>\" under [tool.tether.vibe] in the root's pyproject.toml.",
+        f'tiers, or set {tier} = "<command line>" under [tool.tether.vibe] in the root\'s pyproject.toml.',
         {"error": "tier_unavailable", "tier": tier, "tiers": list(configured)},
     )

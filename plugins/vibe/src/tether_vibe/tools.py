@@ -11,9 +11,9 @@ import time
 from typing import Any, Literal
 
 import attrs
-
 from tether import Tool, ToolResult, arg
 from tether.output import cap_items, cap_text
+
 from tether_vibe.config import DEFAULT_WAIT
 from tether_vibe.roster import Roster, Status, WorkerInfo
 
@@ -29,15 +29,23 @@ TIER_HELP = "'fast' for mechanical work with a clear spec, 'good' for design, re
 
 @attrs.frozen
 class SpawnArgs:
-    brief: str = arg("Everything the worker needs to know: the task, the files, what done looks like.", min_length=1)
-    label: str = arg("A short name for the worker, shown by vibe_list (e.g. 'tests for parser').", min_length=1, max_length=80)
+    brief: str = arg(
+        "Everything the worker needs to know: the task, the files, what done looks like.", min_length=1
+    )
+    label: str = arg(
+        "A short name for the worker, shown by vibe_list (e.g. 'tests for parser').",
+        min_length=1,
+        max_length=80,
+    )
     tier: Literal["fast", "good"] = arg(f"Which kind of worker: {TIER_HELP}.", default="fast")
 
 
 @attrs.frozen
 class SendArgs:
     worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
-    message: str = arg("What to add to the worker's briefing (a correction, the next step, review notes).", min_length=1)
+    message: str = arg(
+        "What to add to the worker's briefing (a correction, the next step, review notes).", min_length=1
+    )
 
 
 @attrs.frozen
@@ -107,7 +115,9 @@ def _report(w: WorkerInfo) -> str:
     if w.status is Status.FAILED:
         parts.append("Last lines of its log (stderr):\n" + (_log_tail(w) or "(empty)"))
     if w.status is not Status.RUNNING:
-        result = cap_text(w.result.rstrip("\n"), TEXT_CHARS, "The worker's full result is longer; ask it for less.")
+        result = cap_text(
+            w.result.rstrip("\n"), TEXT_CHARS, "The worker's full result is longer; ask it for less."
+        )
         parts.append("Result:\n" + result if result.strip() else "Result: (it wrote nothing to stdout)")
     return "\n".join(parts)
 
@@ -143,7 +153,9 @@ def make_tools(roster: Roster) -> list[Tool]:
                 f"restart it now instead, vibe_kill '{w.id}' and then vibe_send."
             )
         else:
-            text = f"Worker {_head(w)} is running again (run {w.runs}) with the message added to its briefing."
+            text = (
+                f"Worker {_head(w)} is running again (run {w.runs}) with the message added to its briefing."
+            )
         return ToolResult.text(text, _data(w))
 
     async def wait(ctx, args: WaitArgs) -> ToolResult:
@@ -173,7 +185,9 @@ def make_tools(roster: Roster) -> list[Tool]:
         if was is not None and was.status is not Status.RUNNING:
             text = f"Worker {_head(w)} was not running (it is {w.status.value}); nothing was stopped."
             return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=False))
-        dropped = f" {was.queued} queued message(s) stay in its briefing." if was is not None and was.queued else ""
+        dropped = (
+            f" {was.queued} queued message(s) stay in its briefing." if was is not None and was.queued else ""
+        )
         text = (
             f"Stopped worker {_head(w)} and every process it started.{dropped} vibe_send '{w.id}' runs it again "
             "with its whole briefing."
@@ -237,4 +251,3 @@ def make_tools(roster: Roster) -> list[Tool]:
             list_,
         ),
     ]
-

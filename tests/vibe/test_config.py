@@ -1,0 +1,82 @@
+"""The command roster's configuration: pyproject.toml, run options, and every way it can be wrong."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import pytest
+
+
+def write_pyproject(root, body: str) -> None:
+    (root / "pyproject.toml").write_text(body)
+
+
+async def spawn_and_wait(run, **args):
+    spawned = await run.call("vibe_spawn", {"brief": "@env", "label": "cfg", **args})
+    assert not spawned.is_error, spawned.plain
+    return await run.call("vibe_wait", {"worker_id": spawned.data["worker_id"], "timeout_seconds": 30})
+
+
+async def test_pyproject_command_line_is_split_like_a_shell(open_vibe, project):
+    # the worker's path has a space: shlex quoting keeps it one word, and no shell runs it
+    line = f"{shlex.quote(sys.executable)} {shlex.quote(str(project / 'worker.py'))}"
+    write_pyproject(project, f"[tool.tether.vibe]\nfast = {json.dumps(line)}\ngood = {json.dumps(line)}\n")
+    async with open_vibe(project) as run:
+        done = await spawn_and_wait(run, tier="good")
+    assert done.data["status"] == "done", done.plain
+    assert f"cwd={project}" in done.data["result"]
+    assert "env=w1,good,cfg" in done.data["result"]
+
+
+async def test_pyproject_list_and_run_option_override(open_vibe, project, worker_cmd):
+    write_pyproject(project, '[tool.tether.vibe]\nfast = ["no-such-program-tether-vibe"]\nmax_workers = 1\n')
+    async with open_vibe(project) as run:  # the project's command alone does not exist
+        failed = await run.call("vibe_spawn", {"brief": "x", "label": "y"})
+        assert failed.is_error and "no-such-program-tether-vibe" in failed.plain
+    async with open_vibe(project, {"fast": worker_cmd}) as run:  # the run's option wins, key by key
+        done = await spawn_and_wait(run)
+        assert done.data["status"] == "done"
+        assert run.resource("tether_vibe_roster").config.max_workers == 1  # still the project's
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[tool.tether.vibe]\nfast = 3\n", "fast must be a command line string or a list of strings, got 3"),
+        ('[tool.tether.vibe]\nfast = ""\n', "fast is empty"),
+        ('[tool.tether.vibe]\nfast = "python \'unclosed"\n', "cannot be split into words"),
+        ('[tool.tether.vibe]\nfastt = "x"\n', "unknown key 'fastt' in [tool.tether.vibe]"),
+        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = 0\n', "max_workers must be at least 1, got 0"),
+        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = "4"\n', "max_workers must be an integer"),
+        ("[tool.tether.vibe\nfast = 1\n", "pyproject.toml is not valid TOML"),
+    ],
+)
+async def test_bad_configuration_disables_the_family_with_the_reason(open_vibe, project, body, expected):
+    write_pyproject(project, body)
+    async with open_vibe(project) as run:  # the run itself opens fine
+        assert not [t for t in run.tools() if t.name.startswith("vibe_")]
+        (reason,) = [u.reason for u in run.unavailable if u.family == "vibe"]
+    assert reason.startswith("the worker roster could not be set up: ")
+    assert expected in reason
+
+
+@pytest.mark.parametrize(
+    ("vibe", "expected"),
+    [
+        ({"fast": ["x"], "wait_timeout": -1}, "wait_timeout must be at least 0"),
+        ({"fast": ["x"], "colour": "red"}, "unknown key 'colour' in the run option 'vibe'"),
+        ({"fast": [1, 2]}, "must be a command line string or a list of strings"),
+    ],
+)
+async def test_bad_run_option(open_vibe, project, vibe, expected):
+    async with open_vibe(project, vibe) as run:
+        (reason,) = [u.reason for u in run.unavailable if u.family == "vibe"]
+    assert expected in reason
+
+
+async def test_run_option_must_be_a_dict(open_vibe, project):
+    async with open_vibe(project, options={"vibe": "fast"}) as run:
+        (reason,) = [u.reason for u in run.unavailable if u.family == "vibe"]
+    assert "the run option 'vibe' must be a dict" in reason

@@ -1,0 +1,75 @@
+"""When the vibe tools are on offer: vibe mode on AND a roster; on every surface, since they are tier read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import tether
+
+VIBE_TOOLS = ["vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"]
+
+
+def vibe_names(run) -> list[str]:
+    return [t.name for t in run.tools() if t.name.startswith("vibe_")]
+
+
+def reasons(run) -> list[str]:
+    return [u.reason for u in run.unavailable if u.family == "vibe"]
+
+
+async def test_tools_registered_when_vibe_mode_and_roster(open_vibe, project, worker_cmd):
+    async with open_vibe(project, {"fast": worker_cmd}) as run:
+        assert vibe_names(run) == VIBE_TOOLS
+        assert reasons(run) == []
+        tools = {t.name: t for t in run.tools()}
+        assert {t.tier for t in tools.values()} == {tether.Tier.READ}
+        spawn = tools["vibe_spawn"].input_schema
+        assert spawn["required"] == ["brief", "label"]
+        assert spawn["properties"]["tier"]["enum"] == ["fast", "good"]
+        assert spawn["properties"]["tier"]["default"] == "fast"
+        assert tools["vibe_list"].input_schema["properties"] == {}
+
+
+async def test_vibe_mode_off_means_no_tools(open_vibe, project, worker_cmd):
+    async with open_vibe(project, {"fast": worker_cmd}, modes=()) as run:
+        assert vibe_names(run) == []
+        assert reasons(run) == [
+            "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
+        ]
+        result = await run.call("vibe_spawn", {"brief": "x", "label": "y"})
+        assert result.is_error and "vibe mode is off" in result.plain
+
+
+async def test_no_roster_means_no_tools(open_vibe, project):
+    async with open_vibe(project) as run:  # no command anywhere: the built-in roster does not exist
+        assert vibe_names(run) == []
+        (reason,) = reasons(run)
+        assert reason.startswith("no worker roster") and "[tool.tether.vibe]" in reason
+
+
+@pytest.mark.parametrize("surface", ["plan", "readonly", "full"])
+async def test_tools_visible_on_every_surface(open_vibe, project, worker_cmd, surface):
+    async with open_vibe(project, {"fast": worker_cmd}, surface=surface) as run:
+        assert vibe_names(run) == VIBE_TOOLS
+        spawned = await run.call("vibe_spawn", {"brief": "hello", "label": "on " + surface})
+        assert not spawned.is_error
+        done = await run.call("vibe_wait", {"worker_id": spawned.data["worker_id"], "timeout_seconds": 30})
+        assert done.data["status"] == "done"
+
+
+async def test_found_through_its_entry_point(project, worker_cmd, monkeypatch):
+    monkeypatch.setenv("TETHER_PLUGINS", "vibe")
+    async with tether.open_run(project, modes={"vibe"}, options={"vibe": {"fast": worker_cmd}}) as run:
+        assert vibe_names(run) == VIBE_TOOLS
+
+
+def test_entry_point_imports_nothing_heavy():
+    code = (
+        "import sys, tether_vibe.plugin as p; "
+        "heavy = [m for m in ('tether_vibe.command_roster', 'tether_vibe.tools', 'psutil', 'asyncio.subprocess') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == ""
