@@ -47,7 +47,7 @@ async def test_accept_single_choice(tmp_path):
     result = await ask(tmp_path, elicit, {"question": "Which DB?", "context": "for tests", "options": OPTIONS})
     assert result.data == {"status": "answered", "selected": ["SQLite"], "text": None, "port": "MCP client (elicitation)"}
     message, schema = sent[0]
-    assert "Which DB?" in message and "for tests" in message and "1. Postgres - production default" in message
+    assert message == "Which DB?\n\nfor tests"
     assert schema["properties"]["choice"]["oneOf"][0] == {"const": "Postgres", "title": "1. Postgres - production default"}
     assert "required" not in schema  # free text is allowed, so neither field is required
 
@@ -147,7 +147,7 @@ async def test_serve_with_elicitation_asks_through_the_client(tmp_path, no_lefto
             assert first.is_error is False
             assert first.structured_content["selected"] == ["Postgres"]
             assert '["Postgres"]' in first.content[0].text
-            assert "Which DB?" in seen[0].message
+            assert seen[0].message == "Which DB?"
             assert seen[0].requested_schema["properties"]["choice"]["oneOf"][1]["const"] == "SQLite"
 
             multi = await session.call_tool("ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True})

@@ -211,3 +211,17 @@ async def test_progress_heartbeat_while_the_human_thinks(tmp_path):
     assert len(beats) == count  # the heartbeat stops with the answer
     assert beats[0][1] == 30 and "waiting for the human's answer (30 s left)" == beats[0][2]
     assert beats[-1][0] > beats[0][0]
+
+
+def test_timeout_defaults_to_ten_minutes_and_bad_settings_do_not_mean_forever(monkeypatch):
+    from tether_askuser.port import timeout_of
+
+    monkeypatch.delenv("TETHER_ASK_USER_TIMEOUT", raising=False)
+    assert timeout_of({}) == 600
+    assert timeout_of({"ask_user_timeout": 5}) == 5
+    assert timeout_of({"ask_user_timeout": "soon"}) == 600
+    assert timeout_of({"ask_user_timeout": 0}) == 600
+    assert timeout_of({"ask_user_timeout": 5}, "approval_timeout") == 5
+    assert timeout_of({"ask_user_timeout": 5, "approval_timeout": 2}, "approval_timeout") == 2
+    monkeypatch.setenv("TETHER_ASK_USER_TIMEOUT", "7")
+    assert timeout_of({}) == 7 and timeout_of({"ask_user_timeout": 3}) == 3

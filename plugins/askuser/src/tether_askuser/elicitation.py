@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tether_askuser.card import Answer, Question, render_card
+from tether_askuser.card import Answer, Question
 from tether_askuser.port import PortDisconnected
 
 Elicit = Callable[[str, dict[str, Any]], Awaitable[tuple[str, "dict[str, Any] | None"]]]
@@ -19,6 +19,12 @@ Elicit = Callable[[str, dict[str, Any]], Awaitable[tuple[str, "dict[str, Any] | 
 CHOICE = "choice"
 CHOICES = "choices"
 TEXT = "answer"
+
+
+def elicitation_message(question: Question) -> str:
+    """The question and its context; the numbered options are the form's own fields."""
+    title = "Permission needed: " if question.kind == "approval" else ""
+    return f"{title}{question.question}" + (f"\n\n{question.context}" if question.context else "")
 
 
 def requested_schema(question: Question) -> dict[str, Any]:
@@ -57,7 +63,7 @@ class ElicitationPort:
 
     async def ask(self, question: Question) -> Answer:
         try:
-            reply = await self._elicit(render_card(question), requested_schema(question))
+            reply = await self._elicit(elicitation_message(question), requested_schema(question))
         except Exception as exc:  # noqa: BLE001 - any failure of the request means no human answered
             raise PortDisconnected(f"the MCP client did not answer the elicitation ({type(exc).__name__}: {exc})") from exc
         try:
