@@ -67,6 +67,7 @@ class AdapterDef:
     stdout_is_program_output: bool = False  # delve: no output events; the program writes to dlv's stdout
     comment_prefixes: tuple[str, ...] = ("#",)
     output_categories: tuple[str, ...] = ("stdout", "stderr", "important")
+    evaluate_context: str = "repl"  # debugpy's repl also runs statements; lldb-dap's repl decorates values
 
     def availability(self, root: Path) -> Availability:
         present = [m for m in self.markers if (root / m).exists()]
@@ -189,6 +190,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         handles=_is_native_binary,
         skip_scopes=("Registers",),
         comment_prefixes=("//",),
+        evaluate_context="watch",
     ),
     AdapterDef(
         id="delve",

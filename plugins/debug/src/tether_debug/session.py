@@ -105,6 +105,7 @@ class Session:
         self.generation = 0
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
         self.references: set[int] = set()  # variable references handed out at the current stop
+        self.top_frame: int | None = None  # innermost frame of the stopped thread: evaluate's default
         self.breakpoints: dict[str, list[dict[str, Any]]] = {}  # path -> adapter's answer
         self.program: str = ""
         self.attached = False
@@ -334,6 +335,7 @@ class Session:
         if thread_id is not None:
             frames = await self.stack_trace(thread_id, 30)
             frame = frames[0] if frames else None
+        self.top_frame = frame["id"] if frame else None
         description = None
         reason = body.get("reason", "unknown")
         if reason == "exception":

@@ -418,7 +418,7 @@ async def _launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: s
         await new.initialize()
         config = adapter.launch_config(program, list(args.args or ()), run.root, availability.located)
         await new.configure("launch", config, dict(supervisor.pending_for(conversation)), timeout)
-        outcome = await new.wait_stop(0, timeout)
+        outcome = await new.wait_stop(0, _stop_timeout(run))
     except (SessionError, DapError) as exc:
         output, _ = new.output.take()
         await new.close()
@@ -671,14 +671,14 @@ async def _evaluate(session: Session, expression: str | None, frame_id: int | No
     if not expression:
         raise ToolError("action='evaluate' needs expression, e.g. expression='len(items)'.")
     if frame_id is None:
-        top = next(iter(session.frames), None)
-        if top is None:
+        top = session.top_frame
+        if top is None or top not in session.frames:
             raise ToolError("no frame to evaluate in; call action='stack' and pass frame_id.")
         frame = top
     else:
         frame = _check_frame(session, frame_id)
     try:
-        body = await session.client.request("evaluate", {"expression": expression, "frameId": frame, "context": "repl"})
+        body = await session.client.request("evaluate", {"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context})
     except DapError as exc:
         # debugpy answers with the debuggee's whole traceback; its last line is the error itself
         lines = [line for line in exc.message.strip().splitlines() if line.strip()]

@@ -1,0 +1,256 @@
+"""The debug tool on real debugpy: stops, frames, variables with their caps, stepping, output, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+
+
+async def test_breakpoint_hit_stack_and_variables(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[5])
+    launched = await debug.ok(action="launch", program="app.py")
+    assert launched.data["stopped"] == {"reason": "breakpoint", "thread_id": launched.data["stopped"]["thread_id"], "file": "app.py", "line": 5}
+    assert "c = a + b" in launched.plain
+    assert "line 5 verified" in launched.plain
+
+    stack = await debug.ok(action="stack")
+    frames = stack.data["frames"]
+    assert [(f["name"], f["file"], f["line"]) for f in frames[:3]] == [("add", "app.py", 5), ("main", "app.py", 13), ("<module>", "app.py", 18)]
+
+    scopes = await debug.ok(action="scopes", frame_id=frames[0]["id"])
+    locals_ref = next(s["reference"] for s in scopes.data["scopes"] if s["name"] == "Locals")
+    variables = await debug.ok(action="variables", reference=locals_ref)
+    values = {v["name"]: (v["value"], v["type"]) for v in variables.data["variables"]}
+    assert values == {"a": ("2", "int"), "b": ("3", "int")}
+    assert variables.data["total"] == 2
+
+
+async def test_variable_caps_are_applied_and_said(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    frame = (await debug.ok(action="stack")).data["frames"][0]["id"]
+    scopes = await debug.ok(action="scopes", frame_id=frame)
+    locals_ref = next(s["reference"] for s in scopes.data["scopes"] if s["name"] == "Locals")
+    variables = await debug.ok(action="variables", reference=locals_ref)
+    by_name = {v["name"]: v for v in variables.data["variables"]}
+
+    text = by_name["text"]
+    assert text["value"].startswith("'xxxx")
+    assert "value cut: showed 400 of 5,002 characters" in text["value"]
+    assert len(text["value"].split("...")[0]) == 400
+    assert "cut at 400 characters" in variables.plain
+
+    items = by_name["items"]
+    assert items["reference"] > 0
+    children = await debug.ok(action="variables", reference=items["reference"])
+    # debugpy hands over the first 100 elements (plus its special entries); tether shows 50 of them
+    assert children.data["total"] > 100
+    names = [v["name"] for v in children.data["variables"]]
+    assert "000" in names and "040" in names and "060" not in names
+    assert len(children.data["variables"]) == 50
+    assert f"showing 50 of {children.data['total']}" in children.plain
+    assert "evaluate" in children.plain
+
+
+async def test_evaluate_in_a_frame(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[5])
+    await debug.ok(action="launch", program="app.py")
+    frames = (await debug.ok(action="stack")).data["frames"]
+    add_frame, main_frame = frames[0]["id"], frames[1]["id"]
+    inner = await debug.ok(action="evaluate", expression="a * 10 + b")
+    assert inner.data["result"] == "23"
+    outer = await debug.ok(action="evaluate", expression="len(items)", frame_id=main_frame)
+    assert outer.data["result"] == "1000"
+    missing = await debug.err(action="evaluate", expression="items", frame_id=add_frame)
+    assert "NameError" in missing.plain and "name 'items' is not defined" in missing.plain
+
+
+async def test_step_in_over_out(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    step_in = await debug.ok(action="step_in")
+    assert step_in.data["stopped"]["line"] == 5 and step_in.data["stopped"]["reason"] == "step"
+    step_over = await debug.ok(action="step_over")
+    assert step_over.data["stopped"]["line"] == 6
+    step_out = await debug.ok(action="step_out")
+    assert step_out.data["stopped"]["file"] == "app.py"
+    assert step_out.data["stopped"]["line"] in (13, 14)  # back in main, at or after the call
+    over = await debug.ok(action="step_over")
+    assert over.data["stopped"]["line"] > step_out.data["stopped"]["line"] or over.data["stopped"]["line"] == 14
+
+
+async def test_output_capture_since_last_read(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    collected = ""
+    deadline = time.monotonic() + 5
+    while "hello out\n" not in collected and time.monotonic() < deadline:  # output events trail the stop
+        collected += (await debug.ok(action="output")).data["output"]
+        await asyncio.sleep(0.05)
+    assert collected == "hello out\n"
+    again = await debug.ok(action="output")
+    assert again.data["output"] == "" and "no new output" in again.plain
+    ended = await debug.ok(action="continue")
+    assert ended.data["ended"]["exit_code"] == 0
+    assert "total 5" in ended.data["output"]
+    status = await debug.ok(action="status")
+    assert status.data["session"] is None and "exit code 0" in status.plain
+
+
+async def test_uncaught_exception_stops_and_status_shows_it(pyproject, no_leftover_processes, open_debug, write_files):
+    write_files(pyproject, {"boom.py": "def f(x):\n    raise ValueError(f'bad value {x}')\n\nf(7)\n"})
+    async with open_debug(pyproject) as debug:
+        stopped = await debug.ok(action="launch", program="boom.py")
+        assert stopped.data["stopped"]["reason"] == "exception"
+        assert stopped.data["stopped"]["line"] == 2
+        status = await debug.ok(action="status")
+        assert "ValueError" in status.plain and "bad value 7" in status.plain
+        assert status.data["stopped"]["file"] == "boom.py"
+
+
+async def test_program_that_spawns_a_subprocess_does_not_hang(pyproject, no_leftover_processes, open_debug, write_files):
+    write_files(pyproject, {"spawn.py": (
+        "import subprocess, sys\n"
+        "out = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout\n"
+        "answer = out.strip()\n"
+        "print('child said', answer)\n"
+    )})
+    async with open_debug(pyproject, debug_stop_timeout=20) as debug:
+        await debug.ok(action="breakpoints", file="spawn.py", lines=[4])
+        started = time.monotonic()
+        stopped = await debug.ok(action="launch", program="spawn.py")
+        assert time.monotonic() - started < 15
+        assert stopped.data["stopped"]["line"] == 4
+        answer = await debug.ok(action="evaluate", expression="answer")
+        assert answer.data["result"] == "'42'"
+
+
+async def test_run_to_end_without_breakpoints_reports_exit_and_output(debug):
+    result = await debug.ok(action="launch", program="app.py", args=["--flag"])
+    assert result.data["stopped"] is None
+    assert result.data["ended"]["exit_code"] == 0
+    # stdout and stderr reach debugpy on separate threads: their chunks may interleave
+    assert "hello out" in result.data["output"]
+    assert "total" in result.data["output"] and "5\n" in result.data["output"]
+    again = await debug.ok(action="launch", program="app.py")  # the ended session does not block a new one
+    assert again.data["ended"]["exit_code"] == 0
+
+
+async def test_breakpoints_while_running_say_where_they_landed(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    placed = await debug.ok(action="breakpoints", file="app.py", lines=[5, 14])
+    assert placed.data["sent"] is True
+    assert [(b["requested"], b["verified"]) for b in placed.data["breakpoints"]] == [(5, True), (14, True)]
+    hit = await debug.ok(action="continue")
+    assert hit.data["stopped"]["line"] == 5
+    cleared = await debug.ok(action="breakpoints", file="app.py", lines=[])
+    assert cleared.data["breakpoints"] == []
+    ended = await debug.ok(action="continue")
+    assert ended.data["ended"]["exit_code"] == 0
+
+
+async def test_threads_and_pause_of_a_running_program(pyproject, no_leftover_processes, open_debug, write_files):
+    write_files(pyproject, {"loop.py": "import time\n\nn = 0\nwhile True:\n    n += 1\n    time.sleep(0.01)\n"})
+    async with open_debug(pyproject, debug_stop_timeout=1.5) as debug:
+        running = await debug.ok(action="launch", program="loop.py")
+        assert running.data["running"] is True and "pause" in running.plain
+        refused = await debug.err(action="stack")
+        assert "running" in refused.plain and "pause" in refused.plain
+        threads = await debug.ok(action="threads")
+        assert threads.data["threads"] and all("id" in t for t in threads.data["threads"])
+        paused = await debug.ok(action="pause")
+        assert paused.data["stopped"]["reason"] == "pause"
+        n = await debug.ok(action="evaluate", expression="n > 0")
+        assert n.data["result"] == "True"
+        await debug.ok(action="terminate")
+
+
+async def test_second_launch_is_refused(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    first = await debug.ok(action="launch", program="app.py")
+    refused = await debug.err(action="launch", program="app.py")
+    assert "already running" in refused.plain and "terminate" in refused.plain
+    assert refused.data["error"] == "session_exists"
+    status = await debug.ok(action="status")  # the first session is untouched
+    assert status.data["stopped"] == first.data["stopped"]
+
+
+async def test_ttl_expiry_terminates_and_the_next_call_says_so(pyproject, no_leftover_processes, open_debug, write_files):
+    async with open_debug(pyproject, debug_ttl=2) as debug:
+        await debug.ok(action="breakpoints", file="app.py", lines=[13])
+        await debug.ok(action="launch", program="app.py")
+        supervisor = debug.run.resource("tether_debug_supervisor")
+        adapter = supervisor.sessions["conv-1"].proc.pid
+        tree = [adapter, *(p.pid for p in psutil.Process(adapter).children(recursive=True))]
+        assert len(tree) >= 2  # adapter, launcher and debuggee
+        await asyncio.sleep(3.5)
+        assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree)
+        expired = await debug.err(action="stack")
+        assert "time limit" in expired.plain and "terminated" in expired.plain
+        assert "no debug session" in expired.plain
+        status = await debug.ok(action="status")
+        assert status.data["session"] is None
+        relaunched = await debug.ok(action="launch", program="app.py")  # a new one may start
+        assert relaunched.data["stopped"]["line"] == 13
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, open_debug, write_files):
+    port = _free_port()
+    write_files(pyproject, {"served.py": (
+        "import sys\n"
+        "import debugpy\n"
+        "debugpy.listen(('127.0.0.1', int(sys.argv[1])))\n"
+        "print('ready', flush=True)\n"
+        "debugpy.wait_for_client()\n"
+        "value = 21 * 2\n"
+        "print('value', value, flush=True)\n"
+    )})
+    proc = subprocess.Popen([sys.executable, str(pyproject / "served.py"), str(port)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        async with open_debug(pyproject) as debug:
+            await debug.ok(action="breakpoints", file="served.py", lines=[7])
+            attached = await debug.ok(action="attach", port=port)
+            assert "attached" in attached.plain
+            assert attached.data["stopped"]["line"] == 7
+            value = await debug.ok(action="evaluate", expression="value")
+            assert value.data["result"] == "42"
+            await debug.ok(action="terminate")
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+async def test_terminate_leaves_no_process_behind(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    session = debug.run.resource("tether_debug_supervisor").sessions["conv-1"]
+    tree = [session.proc.pid, *(p.pid for p in psutil.Process(session.proc.pid).children(recursive=True))]
+    done = await debug.ok(action="terminate")
+    assert done.data["terminated"] is True
+    for pid in tree:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    after = await debug.err(action="stack")
+    assert "no debug session" in after.plain
+
+
+async def test_run_close_ends_a_live_session(pyproject, no_leftover_processes, open_debug, write_files):
+    async with open_debug(pyproject) as debug:
+        await debug.ok(action="breakpoints", file="app.py", lines=[13])
+        await debug.ok(action="launch", program="app.py")
+    # no_leftover_processes checks the adapter and the debuggee are gone
