@@ -88,7 +88,7 @@ async def vibe_run(
         surface=surface,
         options=options,
         load_entry_points=False,
-        plugins=[_vibe_plugin()],
+        plugins=[_vibe_plugin(), *kwargs.pop("plugins", ())],
         **kwargs,
     ) as run:
         yield run

@@ -72,7 +72,11 @@ class WorkerInfo:
 
 @runtime_checkable
 class Roster(Protocol):
-    """The roster the vibe tools drive. A harness implements these five (and optionally ``aclose``)."""
+    """The roster the vibe tools drive. A harness implements these five methods.
+
+    Optional: a ``tiers`` attribute (the tiers it can run, named in vibe_spawn's description), and
+    ``aclose()`` or ``close()``, which the run calls when it closes (stop every worker there).
+    """
 
     def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Start a worker on ``brief`` and return at once (status running)."""

@@ -6,12 +6,13 @@ work happens; a worker runs with its own surface.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from typing import Any, Literal
 
 import attrs
-from tether import Tool, ToolResult, arg
+from tether import Tool, ToolError, ToolResult, arg
 from tether.output import cap_items, cap_text
 
 from tether_vibe.config import DEFAULT_WAIT
@@ -23,6 +24,7 @@ LINE_CHARS = 160  # of a result, in a one-line summary
 TEXT_CHARS = 8_000  # of a result or log, in a wait/kill answer
 LOG_LINES = 20  # of a failed worker's log
 PROGRESS_EVERY = 5.0  # seconds between progress reports while waiting
+ROSTER_TIMEOUT = 60.0  # bound on a roster's answer (beyond the asked wait); the command roster answers in ms
 
 TIER_HELP = "'fast' for mechanical work with a clear spec, 'good' for design, review, or reviewing a fast worker's output"
 
@@ -129,15 +131,28 @@ def _data(w: WorkerInfo, **extra: Any) -> dict[str, Any]:
 # -- handlers ----------------------------------------------------------------------------------------
 
 
-async def _settle(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+async def _ask(what: str, value: Any, extra: float = 0.0) -> Any:
+    """A roster's answer, awaited within a bound: a roster that hangs must not hang the model's call."""
+    if not inspect.isawaitable(value):
+        return value
+    timeout = extra + ROSTER_TIMEOUT
+    try:
+        return await asyncio.wait_for(value, timeout)
+    except TimeoutError:
+        raise ToolError(
+            f"the worker roster did not answer {what} within {timeout:g} s; the worker may still be running. "
+            "Check it with vibe_list, or try again later.",
+            {"error": "roster_timeout"},
+        ) from None
 
 
 def make_tools(roster: Roster) -> list[Tool]:
     """The five tools, bound to one run's roster."""
+    tiers = getattr(roster, "tiers", None)  # optional: the tiers this roster can run
+    tiers_note = f" Tiers configured for this run: {', '.join(tiers)}." if tiers else ""
 
     async def spawn(ctx, args: SpawnArgs) -> ToolResult:
-        w: WorkerInfo = await _settle(roster.spawn(args.brief, args.label, args.tier))
+        w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, args.label, args.tier))
         text = (
             f"Started worker {_head(w)}. It works in the background: vibe_wait '{w.id}' for its result, "
             "vibe_list to see every worker, vibe_send to add to its briefing, vibe_kill to stop it."
@@ -145,7 +160,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(text, _data(w))
 
     async def send(ctx, args: SendArgs) -> ToolResult:
-        w: WorkerInfo = await _settle(roster.send(args.worker_id, args.message))
+        w: WorkerInfo = await _ask("vibe_send", roster.send(args.worker_id, args.message))
         if w.queued:
             text = (
                 f"Worker {_head(w)} is still running, so the message was added to its briefing and queued "
@@ -165,7 +180,8 @@ def make_tools(roster: Roster) -> list[Tool]:
         begun = time.monotonic()
         while True:  # in slices, to report progress on a long wait
             left = timeout - (time.monotonic() - begun)
-            w: WorkerInfo = await _settle(roster.wait(args.worker_id, max(0.0, min(left, PROGRESS_EVERY))))
+            chunk = max(0.0, min(left, PROGRESS_EVERY))
+            w: WorkerInfo = await _ask("vibe_wait", roster.wait(args.worker_id, chunk), chunk)
             if w.status is not Status.RUNNING or left <= PROGRESS_EVERY:
                 break
             await ctx.progress(time.monotonic() - begun, timeout, f"worker {w.id} still running")
@@ -179,9 +195,9 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(_report(w), _data(w, timed_out=False))
 
     async def kill(ctx, args: KillArgs) -> ToolResult:
-        before: list[WorkerInfo] = list(await _settle(roster.list()))
+        before: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         was = next((b for b in before if b.id == args.worker_id), None)
-        w: WorkerInfo = await _settle(roster.kill(args.worker_id))
+        w: WorkerInfo = await _ask("vibe_kill", roster.kill(args.worker_id))
         if was is not None and was.status is not Status.RUNNING:
             text = f"Worker {_head(w)} was not running (it is {w.status.value}); nothing was stopped."
             return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=False))
@@ -195,7 +211,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=True))
 
     async def list_(ctx, args: ListArgs) -> ToolResult:
-        workers: list[WorkerInfo] = list(await _settle(roster.list()))
+        workers: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         if not workers:
             return ToolResult.text("No workers yet in this run; start one with vibe_spawn.", {"workers": []})
         # the running ones and the latest matter most: show those when there are too many
@@ -225,7 +241,8 @@ def make_tools(roster: Roster) -> list[Tool]:
             "vibe_spawn",
             "Start a background worker on a brief and return at once with its worker_id. Tier 'fast' "
             "(default) is for mechanical work with a clear spec; 'good' for design, review, or reviewing "
-            "a fast worker's output. The worker works on its own; collect its result with vibe_wait.",
+            "a fast worker's output. The worker works on its own; collect its result with vibe_wait."
+            + tiers_note,
             SpawnArgs,
             spawn,
         ),

@@ -1,0 +1,141 @@
+"""A harness plugs in its own roster through the hook: the tools drive any object with the five methods."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from tether import ToolError, hookimpl
+from tether_vibe.roster import Status, WorkerInfo, unknown_worker
+
+
+class SessionRoster:
+    """Workers as asyncio tasks, as a harness whose workers are its own agent sessions might run them."""
+
+    tiers = ("good",)
+
+    def __init__(self) -> None:
+        self.workers: dict[str, WorkerInfo] = {}
+        self.tasks: dict[str, asyncio.Task] = {}
+        self.closed = False
+
+    def _get(self, worker_id: str) -> WorkerInfo:
+        if worker_id not in self.workers:
+            raise unknown_worker(worker_id, list(self.workers))
+        return self.workers[worker_id]
+
+    async def _work(self, worker_id: str, brief: str) -> None:
+        await asyncio.sleep(0.2)
+        w = self.workers[worker_id]
+        self.workers[worker_id] = WorkerInfo(
+            w.id, w.label, w.tier, Status.DONE, w.started_at, time.time(), result=f"session says: {brief}"
+        )
+
+    def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo:  # a plain function is fine too
+        if tier not in self.tiers:
+            raise ToolError(f"this harness runs only 'good' workers, not '{tier}'")
+        wid = f"s{len(self.workers) + 1}"
+        self.workers[wid] = WorkerInfo(wid, label, tier, "running", time.time())
+        self.tasks[wid] = asyncio.ensure_future(self._work(wid, brief))
+        return self.workers[wid]
+
+    async def send(self, worker_id: str, message: str) -> WorkerInfo:
+        w = self._get(worker_id)
+        self.tasks[worker_id] = asyncio.ensure_future(self._work(worker_id, message))
+        self.workers[worker_id] = WorkerInfo(w.id, w.label, w.tier, "running", time.time(), runs=w.runs + 1)
+        return self.workers[worker_id]
+
+    async def wait(self, worker_id: str, timeout: float) -> WorkerInfo:
+        self._get(worker_id)
+        await asyncio.wait([self.tasks[worker_id]], timeout=timeout)
+        return self.workers[worker_id]
+
+    async def kill(self, worker_id: str) -> WorkerInfo:
+        w = self._get(worker_id)
+        self.tasks[worker_id].cancel()
+        if w.status is Status.RUNNING:
+            self.workers[worker_id] = WorkerInfo(w.id, w.label, w.tier, "killed", w.started_at, time.time())
+        return self.workers[worker_id]
+
+    async def list(self) -> list[WorkerInfo]:
+        return list(self.workers.values())
+
+    async def aclose(self) -> None:
+        self.closed = True
+        for task in self.tasks.values():
+            task.cancel()
+
+
+class Harness:
+    def __init__(self, roster) -> None:
+        self.roster = roster
+
+    @hookimpl(tryfirst=True)
+    def tether_vibe_roster(self, run):
+        return self.roster
+
+
+async def test_harness_roster_replaces_the_command_roster(open_vibe, project, worker_cmd):
+    roster = SessionRoster()
+    # a worker command is configured too: the harness's roster wins all the same
+    async with open_vibe(project, {"fast": worker_cmd}, plugins=[Harness(roster)]) as run:
+        spawn_tool = next(t for t in run.tools() if t.name == "vibe_spawn")
+        assert "Tiers configured for this run: good." in spawn_tool.description
+
+        refused = await run.call("vibe_spawn", {"brief": "b", "label": "l"})  # tier defaults to fast
+        assert refused.is_error and refused.plain == "this harness runs only 'good' workers, not 'fast'"
+
+        spawned = await run.call("vibe_spawn", {"brief": "review w1", "label": "review", "tier": "good"})
+        assert spawned.data["worker_id"] == "s1" and spawned.data["status"] == "running"
+        done = await run.call("vibe_wait", {"worker_id": "s1", "timeout_seconds": 10})
+        assert done.data["status"] == "done" and "session says: review w1" in done.plain
+
+        again = await run.call("vibe_send", {"worker_id": "s1", "message": "look again"})
+        assert again.data["runs"] == 2
+        killed = await run.call("vibe_kill", {"worker_id": "s1"})
+        assert killed.data["status"] == "killed" and killed.data["stopped"] is True
+
+        unknown = await run.call("vibe_wait", {"worker_id": "w1"})
+        assert unknown.is_error and "workers: s1" in unknown.plain
+        listed = await run.call("vibe_list")
+        assert "- s1 [good] killed" in listed.plain
+    assert roster.closed  # the run closed the harness's roster
+
+
+class HangingRoster(SessionRoster):
+    async def list(self) -> list[WorkerInfo]:
+        await asyncio.sleep(3600)
+        return []
+
+
+async def test_a_roster_that_hangs_does_not_hang_the_call(open_vibe, project, monkeypatch):
+    from tether_vibe import tools
+
+    monkeypatch.setattr(tools, "ROSTER_TIMEOUT", 0.3)
+    async with open_vibe(project, plugins=[Harness(HangingRoster())]) as run:
+        begun = time.monotonic()
+        result = await run.call("vibe_list")
+    assert time.monotonic() - begun < 3
+    assert result.is_error and result.data == {"error": "roster_timeout"}
+    assert "the worker roster did not answer vibe_list within 0.3 s" in result.plain
+
+
+class BrokenRoster(SessionRoster):
+    async def list(self) -> list[WorkerInfo]:
+        raise RuntimeError("session store is gone")
+
+
+async def test_a_roster_fault_is_contained(open_vibe, project):
+    async with open_vibe(project, plugins=[Harness(BrokenRoster())]) as run:
+        result = await run.call("vibe_list")
+        assert result.is_error and "session store is gone" in result.plain and "Traceback" not in result.plain
+        # the run and its other tools go on
+        assert not (await run.call("vibe_spawn", {"brief": "b", "label": "l", "tier": "good"})).is_error
+
+
+@pytest.mark.parametrize("modes", [(), ("plan",)])
+async def test_harness_roster_still_needs_vibe_mode(open_vibe, project, modes):
+    roster = SessionRoster()
+    async with open_vibe(project, plugins=[Harness(roster)], modes=modes) as run:
+        assert not [t for t in run.tools() if t.name.startswith("vibe_")]
