@@ -280,3 +280,13 @@ def test_run_closing_under_a_waiting_question_ends_it(pty_spawn, tmp_path):
     assert result["is_error"] is True and result["data"]["status"] == "disconnected"
     assert "the run closed while the question was waiting" in result["content"][0]["text"]
     assert result["took"] < 5
+
+
+def test_raw_mode_terminal_where_enter_sends_carriage_return(pty_spawn, tmp_path):
+    import tty
+
+    p = call(pty_spawn, tmp_path, {**QUESTION, "allow_free_text": False})
+    tty.setraw(p.master)  # as a full-screen program may leave it: no line editing, Enter is \r
+    p.expect(r"\n> ")
+    p.type("2\r")
+    assert result_of(p)["data"]["selected"] == ["SQLite"]

@@ -88,7 +88,10 @@ class TerminalPort:
                     got = parse_typed(question, line)
                     if isinstance(got, Answer):
                         done = True
-                        await self._write(_receipt(got))
+                        try:
+                            await self._write(_receipt(got))
+                        except PortDisconnected:
+                            pass  # the answer was given; a terminal gone since does not undo it
                         return got
                     await self._write(f"{got}\n> ")
             finally:
@@ -141,7 +144,8 @@ class TerminalPort:
                 raise PortDisconnected("the terminal closed its input (end of file) before an answer was typed")
             self._buf += chunk
         cut = min(i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0)
-        line, self._buf = self._buf[:cut], self._buf[cut + 1 :]
+        end = cut + 2 if self._buf[cut : cut + 2] == b"\r\n" else cut + 1  # raw mode: Enter is \r, maybe \r\n
+        line, self._buf = self._buf[:cut], self._buf[end:]
         return line.decode("utf-8", errors="replace")
 
 
