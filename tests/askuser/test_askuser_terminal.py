@@ -290,3 +290,29 @@ def test_raw_mode_terminal_where_enter_sends_carriage_return(pty_spawn, tmp_path
     p.expect(r"\n> ")
     p.type("2\r")
     assert result_of(p)["data"]["selected"] == ["SQLite"]
+
+
+FORCED_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    import tether
+
+    async def main():
+        async with tether.open_run(sys.argv[1], options={"ask_user_terminal": True}) as run:
+            result = await run.call("ask_user", {"question": "Forced?", "options": [{"label": "yes"}]})
+        print(json.dumps(result.to_json()), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_harness_can_force_the_terminal_when_stdin_is_a_pipe(pty_spawn, tmp_path):
+    script = tmp_path / "forced.py"
+    script.write_text(FORCED_SCRIPT)
+    p = pty_spawn([sys.executable, str(script), str(tmp_path)], stdin_tty=False)
+    p.expect(r"Forced\?")
+    p.expect(r"\n> ")
+    p.type("1\n")
+    code, out = p.finish()
+    assert code == 0 and json.loads(out)["data"]["selected"] == ["yes"]
