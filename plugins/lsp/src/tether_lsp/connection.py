@@ -102,6 +102,7 @@ class Connection:
         self.log_tail: deque[str] = deque(maxlen=20)
         self.progress_tokens: set[str] = set()
         self.quiescent = server.ready != "quiescent"
+        self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
         self.ready_at: float | None = None
         self.restarts = 0
@@ -230,6 +231,8 @@ class Connection:
         @client.feature("textDocument/publishDiagnostics")
         def _publish(params: Any) -> None:
             conn._seq += 1
+            if params.version is not None:
+                conn.versioned = True
             conn.published[params.uri] = Published(params.version, list(params.diagnostics), time.monotonic(), conn._seq)
             conn._wake()
 
@@ -492,7 +495,7 @@ class Connection:
         while True:
             pub = self.published.get(doc.uri)
             now = time.monotonic()
-            if pub is not None and self._answers(pub, doc, version, seq_at_start):
+            if pub is not None and self._answers(pub, doc, version, seq_at_start, self.versioned):
                 grace_end = pub.at + self.server.empty_open_grace
                 # an empty list right after opening is the server saying "not checked yet"
                 if pub.items or version != doc.open_version or now >= grace_end or not self.server.empty_open_grace:
@@ -501,7 +504,7 @@ class Connection:
             else:
                 wait = deadline - now
             if wait <= 0:
-                return pub.items if pub is not None and self._answers(pub, doc, version, seq_at_start) else None
+                return pub.items if pub is not None and self._answers(pub, doc, version, seq_at_start, self.versioned) else None
             if not self.alive:
                 raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
             event = self._changed
@@ -511,9 +514,11 @@ class Connection:
                 pass
 
     @staticmethod
-    def _answers(pub: Published, doc: Doc, version: int, seq_at_start: int) -> bool:
+    def _answers(pub: Published, doc: Doc, version: int, seq_at_start: int, versioned: bool) -> bool:
         if pub.version is not None:
             return pub.version >= version
+        if versioned:
+            return False
         # no version in the publish: only one that arrived after the change counts
         return pub.seq > seq_at_start or doc.version == doc.open_version and pub.at >= doc.opened_at
 

@@ -53,6 +53,10 @@ class ServerDef:
     # Seconds to keep waiting after an EMPTY publish right after opening a file: basedpyright
     # publishes an empty list for a newly opened file before it has checked it.
     empty_open_grace: float = 0.0
+    # The server puts the document's version in every publish for an open document, so a publish
+    # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
+    # Learned at run time too, from the first versioned publish.
+    versioned_diagnostics: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -84,15 +88,18 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         version_args=None,  # the langserver has no --version; its wheel ships its own Node
         settings={
             "basedpyright": {
-                # workspace mode: a changed signature's errors in files never opened are published too
-                "analysis": {"diagnosticMode": "workspace", "typeCheckingMode": "standard"},
+                # workspace mode: a changed signature's errors in files never opened are published too.
+                # The checking mode is left to the project's config, so the server and `basedpyright`
+                # (the project checker) report the same things.
+                "analysis": {"diagnosticMode": "workspace"},
             },
-            "python": {"analysis": {"diagnosticMode": "workspace", "typeCheckingMode": "standard"}},
+            "python": {"analysis": {"diagnosticMode": "workspace"}},
         },
         ready="progress",
         checker=("basedpyright", "--outputjson"),
         checker_format="pyright-json",
         empty_open_grace=0.5,
+        versioned_diagnostics=True,
     ),
     ServerDef(
         id="ty",

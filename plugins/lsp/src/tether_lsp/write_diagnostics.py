@@ -47,23 +47,42 @@ async def _connection_for(sup: Any, path: Path) -> Any | None:
         return None  # no server for this file: nothing to say about it
 
 
+async def _prime(conn: Any, path: Path, deadline: float, request_timeout: float) -> None:
+    """A server started by this write: wait for its first real round of publishes.
+
+    basedpyright first publishes an EMPTY list for every file and the real lists once it checked them;
+    taken as the baseline, the placeholders would make every old error of another file look like the
+    write's doing. The first versioned answer for an open file marks the real round; then wait for quiet.
+    """
+    probe = path if path.is_file() else next(iter(sorted(conn._watched)), None)
+    if probe is not None:
+        doc = conn.open(probe)
+        if doc is not None:
+            await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), request_timeout)
+    await conn.settle(0.3, max(0.0, deadline - time.monotonic()))
+
+
 async def before_write(run: Any, sup: Any, paths: list[str]) -> dict[str, list[Diagnostic]]:
     timeout = sup.option("diagnostics_timeout")
+    deadline = time.monotonic() + timeout
     out: dict[str, list[Diagnostic]] = {}
     for rel in paths:
         path = (run.root / rel).resolve()
-        if not path.is_file():
-            out[rel] = []
-            continue
+        cold = not any(c.alive for c in sup.connections.values())
         conn = await _connection_for(sup, path)
         if conn is None:
             continue
         try:
+            if cold and not conn.pulls:
+                await _prime(conn, path, deadline, sup.option("lsp_request_timeout"))
             conn.refresh()
+            if not path.is_file():
+                out[rel] = []
+                continue
             doc = conn.open(path)
             if doc is None:
                 continue
-            items = await conn.diagnostics(doc, timeout, sup.option("lsp_request_timeout"))
+            items = await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
         except (ServerDied, RequestTimeout, ServerError):
             continue
         if items is None:  # not checked in time: the last known set is the best baseline there is
@@ -71,7 +90,7 @@ async def before_write(run: Any, sup: Any, paths: list[str]) -> dict[str, list[D
             items = pub.items if pub else []
         out[rel] = _convert(conn, path, items)
     known = _known(sup)
-    sup.baseline = known
+    sup.baseline = {**known, **out}
     return {**known, **out}
 
 
@@ -111,8 +130,8 @@ async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
     before = sup.baseline
     changed = []
     for rel, diags in _known(sup).items():
-        if rel in files:
-            continue
+        if rel in files or rel not in before:
+            continue  # a file first seen now has no "before": its diagnostics are not the write's doing
         if sorted(d.key for d in diags) != sorted(d.key for d in before.get(rel, [])):
             changed.append((rel, diags))
     changed.sort(key=lambda item: (-sum(d.severity == "error" for d in item[1]), item[0]))
