@@ -111,8 +111,8 @@ def test_schemas_are_flat_forms():
 # -- end to end: the official client against `tether serve` -----------------------------------------
 
 
-def server(root):
-    env = dict(os.environ, TETHER_PLUGINS="askuser")
+def server(root, **extra_env):
+    env = dict(os.environ, TETHER_PLUGINS="askuser", **extra_env)
     return StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)], env=env)
 
 
@@ -200,3 +200,25 @@ async def test_client_leaving_mid_question_ends_the_server(tmp_path, no_leftover
     # a server that ended by itself (its waiting question released) is gone well before that
     took = time.monotonic() - left
     assert took < 1.8, f"the server did not end by itself within {took:.1f} s of losing its client"
+
+
+async def test_serve_timeout_is_an_error_and_the_form_is_withdrawn(tmp_path, no_leftover_processes):
+    withdrawn = asyncio.Event()
+
+    async def slow_human(params):
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            withdrawn.set()  # the server cancelled its elicitation request: the client closes the form
+            raise
+
+    callback, _ = answering(slow_human)
+    async with stdio_client(server(tmp_path, TETHER_ASK_USER_TIMEOUT="0.5")) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=callback) as session:
+            await session.initialize()
+            t0 = time.monotonic()
+            result = await asyncio.wait_for(session.call_tool("ask_user", {"question": "Anyone?"}), 15)
+            assert time.monotonic() - t0 < 5
+            assert result.is_error is True and result.structured_content["status"] == "timeout"
+            assert "nobody answered within 0.5 s" in result.content[0].text
+            await asyncio.wait_for(withdrawn.wait(), 5)
