@@ -1,0 +1,172 @@
+"""Adapter availability (root marker AND binary), definitions from third parties, and registration."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import tether
+from tether import hookimpl
+
+from tether_debug.adapters import AdapterDef, merge
+
+
+def _fake_binary(directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\nexit 1\n")
+    path.chmod(0o755)
+    return path
+
+
+async def test_adapters_action_names_marker_and_binary(debug):
+    result = await debug.ok(action="adapters")
+    rows = {r["id"]: r for r in result.data["adapters"]}
+    assert set(rows) >= {"dart", "debugpy", "lldb", "delve"}
+    assert rows["debugpy"]["usable"] is True and "pyproject.toml" in rows["debugpy"]["reason"]
+    assert rows["delve"]["usable"] is False and "go.mod" in rows["delve"]["reason"]
+    assert rows["dart"]["usable"] is False and "pubspec.yaml" in rows["dart"]["reason"]
+
+
+def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
+    dart = merge([])["dart"]
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    no_marker_no_binary = dart.availability(tmp_path)
+    assert not no_marker_no_binary.usable
+    assert "pubspec.yaml" in no_marker_no_binary.reason and "binary not found" in no_marker_no_binary.reason
+    (tmp_path / "pubspec.yaml").write_text("name: demo\n")
+    marker_only = dart.availability(tmp_path)
+    assert not marker_only.usable and "binary not found (tried dart)" in marker_only.reason
+    assert "marker pubspec.yaml is present" in marker_only.reason
+    binary = _fake_binary(tmp_path / "bin", "dart")
+    both = dart.availability(tmp_path)
+    assert both.usable and both.located.argv == (str(binary), "debug_adapter")
+    (tmp_path / "pubspec.yaml").unlink()
+    binary_only = dart.availability(tmp_path)
+    assert not binary_only.usable and "no root marker" in binary_only.reason
+
+
+def test_dart_definition_launch_config_and_program_kind(tmp_path):
+    dart = merge([])["dart"]
+    program = tmp_path / "bin" / "main.dart"
+    assert dart.handles(program) and not dart.handles(tmp_path / "main.py")
+    config = dart.launch_config(program, ["--x"], tmp_path, None)
+    assert config["program"] == str(program) and config["args"] == ["--x"] and config["cwd"] == str(tmp_path)
+    assert dart.transport == "stdio" and dart.command == ("dart", "debug_adapter")
+
+
+def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
+    lldb = merge([])["lldb"]
+    assert lldb.binaries[:3] == ("lldb-dap", "lldb-dap-19", "/usr/lib/llvm-19/bin/lldb-dap")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    (tmp_path / "Cargo.toml").write_text("[package]\nname='x'\n")
+    fake = _fake_binary(tmp_path / "bin", "lldb-dap-19")
+    found = lldb.availability(tmp_path)
+    assert found.usable and found.located.argv == (str(fake),)  # lldb-dap-19 on PATH, before the llvm dir
+
+
+def test_delve_is_tcp_and_handles_go_packages(tmp_path):
+    delve = merge([])["delve"]
+    assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
+    (tmp_path / "main.go").write_text("package main\n")
+    assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
+    assert delve.launch_config(tmp_path, [], tmp_path, None)["mode"] == "debug"
+
+
+def test_debugpy_prefers_the_project_venv(tmp_path):
+    debugpy = merge([])["debugpy"]
+    (tmp_path / "requirements.txt").write_text("")
+    from_path = debugpy.availability(tmp_path)
+    assert from_path.usable and from_path.located.python != str(tmp_path / ".venv" / "bin" / "python")
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(sys.executable)
+    assert debugpy.availability(tmp_path).located.python == str(venv_python)
+    dot_venv = tmp_path / ".venv" / "bin" / "python"
+    dot_venv.parent.mkdir(parents=True)
+    dot_venv.symlink_to(sys.executable)
+    located = debugpy.availability(tmp_path).located
+    assert located.python == str(dot_venv)  # .venv first
+    assert located.argv[1:] == ("-m", "debugpy.adapter")
+
+
+async def test_the_debuggee_runs_under_the_project_venv_python(pyproject, open_debug, write_files, no_leftover_processes):
+    venv_python = pyproject / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(sys.executable)
+    write_files(pyproject, {"which.py": "import sys\nprint(sys.executable)\n"})
+    async with open_debug(pyproject) as debug:
+        result = await debug.ok(action="launch", program="which.py")
+    assert result.data["output"].strip() == str(venv_python)
+
+
+class ThirdParty:
+    __name__ = "third_party_adapters"
+
+    @hookimpl
+    def tether_debug_adapters(self, run):
+        return [
+            AdapterDef(
+                id="toy",
+                command=("toy-dap",),
+                markers=("toy.toml",),
+                launch_config=lambda program, args, root, located: {"program": str(program)},
+                handles=lambda p: p.suffix == ".toy",
+            )
+        ]
+
+
+async def test_third_party_adapter_definitions(pyproject):
+    (pyproject / "toy.toml").write_text("")
+    (pyproject / "prog.toy").write_text("run\n")
+    async with tether.open_run(pyproject, conversation_id="c", plugins=[ThirdParty()]) as run:
+        listing = await run.call("debug", {"action": "adapters"})
+        toy = next(r for r in listing.data["adapters"] if r["id"] == "toy")
+        assert toy["usable"] is False and "toy-dap" in toy["reason"]
+        refused = await run.call("debug", {"action": "launch", "program": "prog.toy"})
+        assert refused.is_error and "toy adapter cannot start here" in refused.plain
+
+
+class OwnSupervisor:
+    """A harness supplying its own supervisor (e.g. one shared across runs)."""
+
+    __name__ = "own_debug_supervisor"
+
+    def __init__(self):
+        from tether_debug.supervisor import DebugSupervisor
+
+        self.supervisor = DebugSupervisor()
+
+    @hookimpl(tryfirst=True)
+    def tether_debug_supervisor(self, run):
+        return self.supervisor
+
+
+async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        assert "debug" not in [t.name for t in run.tools()]
+        assert any(u.family == "debug" and "conversation" in u.reason for u in run.unavailable)
+    own = OwnSupervisor()
+    async with tether.open_run(tmp_path, conversation_id="c", plugins=[own]) as run:
+        assert run.resource("tether_debug_supervisor") is own.supervisor
+        (tmp_path / "x.py").write_text("x = 1\n")
+        await run.call("debug", {"action": "breakpoints", "file": "x.py", "lines": [1]})
+        assert own.supervisor.pending["c"] == {str((tmp_path / "x.py").resolve()): [1]}
+    async with tether.open_run(tmp_path, conversation_id="c") as run:
+        (tool,) = [t for t in run.tools() if t.name == "debug"]
+        assert tool.tier.value == "exec" and tool.parallel_safe is False
+        assert "action" in tool.input_schema["required"]
+    async with tether.open_run(tmp_path, conversation_id="c", surface="readonly") as run:
+        assert "debug" not in [t.name for t in run.tools()]
+
+
+def test_entry_point_imports_nothing_heavy():
+    code = (
+        "import sys, tether_debug.plugin\n"
+        "heavy = [m for m in ('debugpy', 'tether_debug.session', 'tether_debug.dap', 'tether_debug.tool', 'psutil') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
