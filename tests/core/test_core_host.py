@@ -133,3 +133,30 @@ def test_serve_stdout_carries_only_protocol(tmp_path):
         proc.kill()
     assert [r.get("id") for r in replies] == [1, 2, 3]
     assert replies[2]["result"]["isError"] is True and "unknown tool 'nope'" in replies[2]["result"]["content"][0]["text"]
+
+
+def test_call_shows_progress_on_a_terminal_and_not_in_piped_output(tmp_path, plugin_site):
+    import pty
+
+    env = dict(os.environ, PROCFAM_ON="1", TETHER_PLUGINS="procfam")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: `tether call` with its stdout and stderr on the pseudo-terminal
+        os.execve(sys.executable, [*TETHER, "call", "proc_slow", '{"steps": 3}', "--root", str(tmp_path)], env)
+    chunks = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    screen = b"".join(chunks).decode()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "[33%] step 1" in screen and "[100%] step 3" in screen
+    assert screen.rstrip().endswith("done after 3 steps")
+
+    piped = tether_cmd("call", "proc_slow", '{"steps": 3}', root=tmp_path, env=env)
+    assert piped.returncode == 0 and piped.stdout == "done after 3 steps\n" and piped.stderr == ""
