@@ -225,3 +225,26 @@ async def test_command_that_cannot_start_is_a_clear_error_and_leaves_no_worker(o
     assert "Fix 'fast' under [tool.tether.vibe]" in missing.plain
     assert not_executable.is_error and not_executable.data["error"] == "spawn_failed"
     assert listed.data == {"workers": []}
+
+
+def test_from_a_synchronous_run(project, worker_cmd):
+    # harnesses drive runs from plain code: the run's loop then lives in a thread of its own
+    import tether
+
+    with tether.open_run_sync(
+        project,
+        modes={"vibe"},
+        options={"vibe": {"fast": worker_cmd}},
+        load_entry_points=False,
+        plugins=[_plugin()],
+    ) as run:
+        spawned = run.call("vibe_spawn", {"brief": "from sync code", "label": "sync"})
+        done = run.call("vibe_wait", {"worker_id": spawned.data["worker_id"], "timeout_seconds": 30})
+        run.call("vibe_spawn", {"brief": "@sleep 60", "label": "left running"})
+    assert done.data["status"] == "done" and "from sync code" in done.data["result"]
+
+
+def _plugin():
+    from tether_vibe import plugin
+
+    return plugin
