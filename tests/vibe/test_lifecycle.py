@@ -114,6 +114,7 @@ async def test_send_to_running_worker_queues_one_rerun_with_every_message(open_v
         assert done.data["status"] == "done" and done.data["runs"] == 2 and done.data["queued"] == 0
         assert "note one" in done.data["result"] and "note two" in done.data["result"]
         assert "(run 2)" in done.plain
+        assert "[tether: run 1 ended with exit code 0; rerunning with 2 new message(s)]" in done.data["log"]
 
 
 async def test_failed_worker_shows_failed_with_its_stderr_tail(open_vibe, project, worker_cmd):

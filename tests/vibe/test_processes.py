@@ -39,7 +39,11 @@ async def test_kill_stops_the_worker_and_everything_it_started(open_vibe, projec
     pidfile = tmp_path / "children"
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         await run.call(
-            "vibe_spawn", {"brief": f"@child {pidfile}\n@escaped-child {pidfile}\n@sleep 60", "label": "busy"}
+            "vibe_spawn",
+            {
+                "brief": f"@stderr working on it\n@child {pidfile}\n@escaped-child {pidfile}\n@sleep 60",
+                "label": "busy",
+            },
         )
         children = await pids_in(pidfile, 2)
         leader = worker_pid(run, "w1")
@@ -50,6 +54,7 @@ async def test_kill_stops_the_worker_and_everything_it_started(open_vibe, projec
         assert time.monotonic() - begun < 3
         assert not killed.is_error and killed.data["status"] == "killed" and killed.data["stopped"] is True
         assert "Stopped worker w1 ('busy', fast) and every process it started" in killed.plain
+        assert "Last lines of its log (stderr):\nworking on it" in killed.plain
         assert not any(alive(p) for p in [leader, *children])  # before the run closes
         listed = await run.call("vibe_list")
         assert "- w1 [fast] killed" in listed.plain

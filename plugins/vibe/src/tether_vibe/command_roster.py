@@ -143,7 +143,7 @@ class CommandRoster:
     async def wait(self, worker_id: str, timeout: float) -> WorkerInfo:
         worker = self._get(worker_id)
         try:
-            await asyncio.wait_for(asyncio.shield(worker.settled.wait()), timeout)
+            await asyncio.wait_for(worker.settled.wait(), timeout)
         except TimeoutError:
             pass
         return worker.info()

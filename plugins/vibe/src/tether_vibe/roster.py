@@ -67,6 +67,7 @@ class WorkerInfo:
             "queued": self.queued,
             "exit_code": self.exit_code,
             "result": self.result,
+            "log": self.log,
         }
 
 

@@ -114,7 +114,7 @@ def _log_tail(w: WorkerInfo) -> str:
 def _report(w: WorkerInfo) -> str:
     """A worker's state with its result (and, when it failed, the tail of its log)."""
     parts = [f"Worker {_head(w)} {_state(w)}" + (f" (run {w.runs})." if w.runs > 1 else ".")]
-    if w.status is Status.FAILED:
+    if w.status is Status.FAILED or (w.status is Status.KILLED and w.log.strip()):
         parts.append("Last lines of its log (stderr):\n" + (_log_tail(w) or "(empty)"))
     if w.status is not Status.RUNNING:
         result = cap_text(
