@@ -1,1 +1,45 @@
-"""Entry point of the eval family (filled in by its issue)."""
+"""Hooks of the eval family: its resource hooks, their defaults, and the registration of `eval`.
+
+Nothing heavy is imported here (jupyter_client, zmq, ipykernel load when the first kernel starts):
+`tether tools` must stay fast with every family installed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tether import hookimpl
+
+from tether_eval import hookspecs
+
+if TYPE_CHECKING:
+    from tether.plugins import Registrar
+    from tether.run import Run
+
+
+@hookimpl
+def tether_addhooks(pluginmanager: Any) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
+def tether_eval_kernels(run: Run) -> Any:
+    from tether_eval.kernels import KernelFactory
+
+    return KernelFactory(run)
+
+
+@hookimpl
+def tether_eval_envelope(run: Run) -> None:
+    return None  # no sandbox by default: kernels run on the host
+
+
+@hookimpl
+def tether_register_tools(run: Run, register: Registrar) -> None:
+    factory = run.resource("tether_eval_kernels")
+    if factory is None:
+        register.unavailable("eval", "the harness provides no kernel factory for this run (tether_eval_kernels returned None)")
+        return
+    from tether_eval.tool import eval_tool
+
+    register(eval_tool())

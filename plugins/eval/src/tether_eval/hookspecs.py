@@ -1,0 +1,33 @@
+"""The eval family's resource hooks: the run's kernel factory, and the envelope kernels may run in.
+
+A harness overrides either with ``@hookimpl(tryfirst=True)``. Returning None from
+`tether_eval_kernels` leaves the run without the `eval` tool; returning None from
+`tether_eval_envelope` (the default) runs kernels on the host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_eval.envelope import Envelope
+    from tether_eval.kernels import KernelFactory
+
+hookspec = pluggy.HookspecMarker("tether")
+
+
+@hookspec(firstresult=True)
+def tether_eval_kernels(run: Run) -> KernelFactory | None:
+    """The run's kernel factory (cheap: no kernel starts until the first cell), or None for no `eval` tool."""
+
+
+@hookspec(firstresult=True)
+def tether_eval_envelope(run: Run) -> Envelope | None:
+    """The conversation's envelope (a sandbox): how to start a process inside it and whether it is up.
+
+    Kernels start inside it when it is up at the time a kernel starts; eval never boots it.
+    """

@@ -1,0 +1,334 @@
+"""One live Jupyter kernel of a run: start, run cells (with the stdin bridge), interrupt, shut down.
+
+Messaging is jupyter_client's; what is ours is the discipline around it:
+- one reader task per channel (iopub, shell, stdin) awaits messages (no polling loop) and hands each
+  to the cell whose ``parent_header.msg_id`` it answers; anything else is dropped;
+- a cell ends when both its ``execute_reply`` and its ``status: idle`` arrived; for Deno, which may
+  send output after idle, we then drain until the channel is quiet;
+- the inactivity budget is one ``asyncio.timeout`` rescheduled on every output and suspended while a
+  `tool()` call from the cell is open;
+- the kernel's death is noticed through a pidfd (or a waiting thread) and ends the cell at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+log = logging.getLogger("tether.eval")
+
+MARKER = "\u2063tether-call:"  # the prefix of a tool() call's input_request (see kernel_side/)
+_DIED = "died"
+
+
+@attrs.frozen
+class KernelSpec:
+    """How to start one kernel: its argv (with ``{connection_file}``), where, and what to tell the model."""
+
+    language: str  # python | javascript
+    argv: tuple[str, ...]
+    transport: str  # ipc | tcp
+    interpreter: str  # shown to the model: which Python / Deno runs
+    environment: str  # "the project's environment (.venv)", "tether's own environment", ...
+    where: str  # "host" or "envelope 'name'"
+    env: dict[str, str] = attrs.field(factory=dict)
+    drain: float = 0.0  # seconds of quiet to wait for after idle (Deno sends output late)
+
+
+@attrs.define
+class CellEnd:
+    """How a cell ended, with the messages it produced (in order)."""
+
+    status: str  # ok | error | timeout | died
+    messages: list[dict[str, Any]]
+    reply: dict[str, Any] | None = None
+    tool_calls: int = 0
+    inputs: list[str] = attrs.field(factory=list)  # prompts of plain input() calls (answered empty)
+    replied: bool = False
+    idle: bool = False
+
+
+Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
+
+
+class KernelDied(Exception):
+    pass
+
+
+class Kernel:
+    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path) -> None:
+        self.spec = spec
+        self.workdir = workdir  # private: kernelspec, connection file, ipc sockets, kernel log
+        self.cwd = cwd
+        self.km: Any = None
+        self.kc: Any = None
+        self.pid: int | None = None
+        self.dead = False
+        self.started_in = 0.0
+        self._waiters: dict[str, asyncio.Queue] = {}
+        self._readers: list[asyncio.Task] = []
+        self._pidfd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._log_file: Any = None
+
+    # -- start ----------------------------------------------------------------------------------
+
+    async def start(self, timeout: float, on_pid: Callable[[int], None]) -> None:
+        from jupyter_client import AsyncKernelManager
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        t0 = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        kernels = self.workdir / "kernels"
+        name = f"tether-{self.spec.language}"
+        (kernels / name).mkdir(parents=True, exist_ok=True)
+        (kernels / name / "kernel.json").write_text(
+            json.dumps({"argv": list(self.spec.argv), "display_name": name, "language": self.spec.language})
+        )
+        ksm = KernelSpecManager(kernel_dirs=[str(kernels)])
+        km = AsyncKernelManager(
+            kernel_name=name,
+            kernel_spec_manager=ksm,
+            transport=self.spec.transport,
+            connection_file=str(self.workdir / "connection.json"),
+        )
+        if self.spec.transport == "ipc":
+            km.ip = str(self.workdir / "ipc")  # socket files land here, not in the cwd
+        km.shutdown_wait_time = 2.0
+        self.km = km
+        self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115 - closed in shutdown()
+        env = {**os.environ, **self.spec.env}
+        await km.start_kernel(cwd=str(self.cwd), env=env, stdout=self._log_file, stderr=self._log_file)
+        proc = km.provisioner.process
+        self.pid = proc.pid
+        on_pid(proc.pid)
+        self._watch_death(proc)
+        kc = km.client()
+        kc.start_channels(hb=False)
+        self.kc = kc
+        self._readers = [
+            asyncio.create_task(self._read(kc.iopub_channel, "iopub")),
+            asyncio.create_task(self._read(kc.shell_channel, "shell")),
+            asyncio.create_task(self._read(kc.stdin_channel, "stdin")),
+        ]
+        await self._wait_ready(timeout)
+        self.started_in = time.perf_counter() - t0
+
+    async def _wait_ready(self, timeout: float) -> None:
+        """kernel_info until it is answered AND its iopub status arrived (iopub subscribed: no lost output).
+
+        jupyter_client's wait_for_ready ends with a 0.2 s iopub flush; this is the same check without it.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.dead:
+                raise KernelDied(self.log_tail())
+            msg_id = self.kc.kernel_info()
+            queue = self._waiters[msg_id] = asyncio.Queue()
+            replied = heard = False
+            try:
+                async with asyncio.timeout(min(1.0, max(0.05, deadline - time.monotonic()))) as wait:
+                    while not (replied and heard):
+                        channel, _ = await queue.get()
+                        if channel == _DIED:
+                            raise KernelDied(self.log_tail())
+                        if channel == "shell" and not replied:
+                            replied = True
+                            wait.reschedule(loop.time() + 0.25)  # its iopub status follows at once when subscribed
+                        heard = heard or channel == "iopub"
+                return
+            except TimeoutError:
+                pass
+            finally:
+                self._waiters.pop(msg_id, None)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the kernel did not answer within {timeout:g} s")
+
+    def _watch_death(self, proc: Any) -> None:
+        loop = self._loop
+        assert loop is not None
+        try:
+            fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            threading.Thread(target=lambda: (proc.wait(), loop.call_soon_threadsafe(self._died)), daemon=True).start()
+            return
+        self._pidfd = fd
+        loop.add_reader(fd, self._died)
+
+    def _died(self) -> None:
+        if self._pidfd is not None and self._loop is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self.dead:
+            return
+        self.dead = True
+        for queue in self._waiters.values():
+            queue.put_nowait((_DIED, None))
+
+    async def _read(self, channel: Any, name: str) -> None:
+        while True:
+            try:
+                msg = await channel.get_msg()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a malformed message must not stop the reader
+                log.debug("eval: unreadable %s message", name, exc_info=True)
+                if self.dead:
+                    return
+                continue
+            parent = (msg.get("parent_header") or {}).get("msg_id")
+            queue = self._waiters.get(parent)
+            if queue is not None:
+                queue.put_nowait((name, msg))
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = (self.workdir / "kernel.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    # -- cells ----------------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        code: str,
+        *,
+        timeout: float,
+        grace: float = 5.0,
+        bridge: Bridge | None = None,
+        silent: bool = False,
+    ) -> CellEnd:
+        """Run a cell to its end: reply and idle, or death, or the inactivity timeout.
+
+        On timeout the kernel is interrupted and given ``grace`` seconds to end the cell: the status is
+        then "interrupted" (state kept) or "stuck" (the interrupt did not take; the caller restarts).
+        """
+        if self.dead:
+            return CellEnd("died", [])
+        msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=not silent)
+        queue: asyncio.Queue = asyncio.Queue()
+        self._waiters[msg_id] = queue
+        end = CellEnd("ok", [])
+        try:
+            await self._collect(queue, end, timeout, bridge, extend=True)
+            if end.status == "timeout":
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.km.interrupt_kernel(), grace)
+                end.status = "interrupted"
+                await self._collect(queue, end, grace, None, extend=False)
+                if end.status == "timeout":
+                    end.status = "stuck"
+            if end.status in ("ok", "interrupted") and self.spec.drain:
+                await self._drain(queue, end)
+        finally:
+            self._waiters.pop(msg_id, None)
+        return end
+
+    async def _collect(self, queue: asyncio.Queue, end: CellEnd, timeout: float, bridge: Bridge | None, *, extend: bool) -> None:
+        loop = asyncio.get_running_loop()
+
+        def later() -> float | None:
+            return loop.time() + timeout if timeout else None
+
+        try:
+            async with asyncio.timeout(later()) as budget:
+                while not (end.replied and end.idle):
+                    channel, msg = await queue.get()
+                    if channel == _DIED:
+                        end.status = "died"
+                        return
+                    kind = msg["msg_type"]
+                    if channel == "shell":
+                        if kind == "execute_reply":
+                            end.replied = True
+                            end.reply = msg["content"]
+                    elif channel == "stdin":
+                        if kind == "input_request":
+                            await self._answer(msg, end, bridge, budget if extend else None, later)
+                    elif kind == "status":
+                        end.idle = end.idle or msg["content"].get("execution_state") == "idle"
+                    elif kind != "execute_input":
+                        end.messages.append(msg)
+                        if extend:
+                            budget.reschedule(later())  # output: the cell is alive
+        except TimeoutError:
+            end.status = "timeout"
+
+    async def _answer(self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Any, later: Callable[[], float | None]) -> None:
+        prompt = str(msg["content"].get("prompt", ""))
+        if prompt.startswith(MARKER):
+            if bridge is None:
+                answer = json.dumps({"is_error": True, "text": "the cell was interrupted; tool() is not answered now"})
+            else:
+                if budget is not None:
+                    budget.reschedule(None)  # a slow tool is not an idle cell: the budget waits
+                try:
+                    answer = await bridge(prompt[len(MARKER) :])
+                finally:
+                    if budget is not None:
+                        budget.reschedule(later())
+                end.tool_calls += 1
+        else:
+            end.inputs.append(prompt)
+            answer = ""  # nobody is at the keyboard: an empty answer, never a hang
+        self.kc.input(answer)
+
+    async def _drain(self, queue: asyncio.Queue, end: CellEnd) -> None:
+        """Deno may send stream/execute_result after idle: take what comes until it is quiet (bounded)."""
+        stop = time.monotonic() + 1.0
+        while time.monotonic() < stop:
+            try:
+                async with asyncio.timeout(self.spec.drain):
+                    channel, msg = await queue.get()
+            except TimeoutError:
+                return
+            if channel == _DIED:
+                end.status = "died"
+                return
+            if channel == "iopub" and msg["msg_type"] not in ("status", "execute_input"):
+                end.messages.append(msg)
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Stop the kernel (gracefully, then by force) and release the channels; bounded."""
+        for task in self._readers:
+            task.cancel()
+        for task in self._readers:
+            with contextlib.suppress(BaseException):
+                await task
+        self._readers = []
+        if self.km is not None:
+            try:
+                await asyncio.wait_for(self.km.shutdown_kernel(now=self.dead), 5.0)
+            except Exception:  # noqa: BLE001 - fall back to killing the tree
+                log.debug("eval: kernel shutdown failed", exc_info=True)
+                if self.pid is not None:
+                    from tether.procs import kill_tree
+
+                    await asyncio.to_thread(kill_tree, self.pid, 1.0)
+        if self.kc is not None:
+            with contextlib.suppress(Exception):
+                self.kc.stop_channels()
+        if self._pidfd is not None and self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self._pidfd)
+                os.close(self._pidfd)
+            self._pidfd = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        self.dead = True

@@ -1,0 +1,203 @@
+"""The run's kernel factory: at most one live kernel per language, started on first use.
+
+Which Python: the root's own environment (``.venv`` or ``venv``) when it has ipykernel, where the
+user's packages are; otherwise tether's own. Where: inside the conversation's envelope when the
+harness provides one that is up, otherwise on the host. Everything a kernel writes for its plumbing
+(kernelspec, connection file, ipc sockets, log) lives in a private temporary directory of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tether import ToolError
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_eval.envelope import Envelope
+    from tether_eval.kernel import Kernel, KernelSpec
+
+HELPERS = Path(__file__).parent / "kernel_side"
+DEFAULTS = {
+    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output resets it)
+    "eval_start_timeout": 60.0,  # a kernel's start to ready
+    "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
+    "eval_drain": 0.05,  # Deno: quiet time after idle before a cell is complete
+    "eval_max_output_chars": 20_000,  # stdout/stderr kept per cell
+}
+
+
+@attrs.frozen
+class PythonChoice:
+    executable: str
+    environment: str  # for the model
+
+
+def option(run: Run, name: str) -> float:
+    return float(run.options.get(name, DEFAULTS[name]))
+
+
+def _has_ipykernel(python: Path) -> bool:
+    env_dir = python.parent.parent
+    if any(env_dir.glob("lib/python3*/site-packages/ipykernel/__init__.py")):
+        return True
+    try:  # a .pth or a system-site-packages venv: ask the interpreter (bounded)
+        return subprocess.run([str(python), "-c", "import ipykernel"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def choose_python(root: Path) -> tuple[PythonChoice, str]:
+    """The interpreter for Python cells, and a note when the project's own environment was passed over."""
+    note = ""
+    for name in (".venv", "venv"):
+        python = root / name / "bin" / "python"
+        if not python.exists():
+            continue
+        if _has_ipykernel(python):
+            return PythonChoice(str(python), f"the project's environment ({name})"), ""
+        note = f"the project's {name} has no ipykernel, so its packages are not importable here (install ipykernel into it to use them)"
+    return PythonChoice(sys.executable, "tether's own environment"), note
+
+
+def deno_binary() -> str:
+    import deno  # the PyPI wheel ships the binary
+
+    return deno.find_deno_bin()
+
+
+class KernelFactory:
+    """The `tether_eval_kernels` resource: one per run, so two runs never share a kernel."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._kernels: dict[str, Kernel] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._dir: Path | None = None
+        self._serial = itertools.count(1)
+        self.python_note = ""
+
+    def lock(self, language: str) -> asyncio.Lock:
+        return self._locks.setdefault(language, asyncio.Lock())
+
+    def live(self, language: str) -> Kernel | None:
+        kernel = self._kernels.get(language)
+        return kernel if kernel is not None and not kernel.dead else None
+
+    async def get(self, language: str) -> tuple[Kernel, bool]:
+        """The live kernel for ``language`` and whether it was started just now."""
+        kernel = self.live(language)
+        if kernel is not None:
+            return kernel, False
+        await self.discard(language)
+        kernel = await self._start(language)
+        self._kernels[language] = kernel
+        return kernel, True
+
+    async def discard(self, language: str) -> None:
+        kernel = self._kernels.pop(language, None)
+        if kernel is not None:
+            await kernel.shutdown()
+
+    async def _spec(self, language: str) -> KernelSpec:
+        from tether_eval.kernel import KernelSpec
+
+        envelope: Envelope | None = self.run.resource("tether_eval_envelope")
+        inside = envelope is not None and await envelope.up()
+        where = f"envelope '{envelope.name}'" if inside else "host"
+        env = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        uv = os.environ.get("UV") or shutil.which("uv")
+        if uv:
+            env["TETHER_EVAL_UV"] = uv  # %pip falls back to uv where the environment has no pip
+        if language == "python":
+            choice, self.python_note = choose_python(self.run.root)
+            python = (envelope.python if inside and envelope.python else None) or choice.executable
+            argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False"]
+            env["IPYTHONDIR"] = str(self._private() / "ipython")  # no user startup files printing into cells
+            spec = dict(interpreter=python, environment=choice.environment, transport="ipc", drain=0.0)
+        else:
+            binary = (envelope.deno if inside and envelope.deno else None) or deno_binary()
+            argv = [binary, "jupyter", "--kernel", "--conn", "{connection_file}"]
+            env["NO_COLOR"] = "1"
+            # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
+            spec = dict(interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"))
+        if inside:
+            argv = list(envelope.wrap(argv))
+        return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, **spec)
+
+    def _private(self) -> Path:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="tether-eval-"))
+        return self._dir
+
+    async def _start(self, language: str) -> Kernel:
+        from tether_eval.kernel import Kernel, KernelDied
+
+        spec = await self._spec(language)
+        workdir = self._private() / f"k{next(self._serial)}"
+        workdir.mkdir()
+        kernel = Kernel(spec, workdir, self.run.root)
+        timeout = option(self.run, "eval_start_timeout")
+        try:
+            await kernel.start(timeout, self.run.track_process)
+            helper = (HELPERS / ("python_helper.py" if language == "python" else "js_helper.js")).read_text()
+            if language == "python":
+                code = (
+                    "import sys as _s, types as _t\n"
+                    "_m = _t.ModuleType('__tether__')\n"
+                    f"exec(compile({helper!r}, '<tether-helper>', 'exec'), _m.__dict__)\n"
+                    "_s.modules['__tether__'] = _m\n"
+                    "_m.install(get_ipython())\n"
+                    "del _s, _t, _m\n"
+                )
+            else:
+                code = helper
+            end = await kernel.execute(code, timeout=timeout, silent=True)
+            if end.status != "ok" or (end.reply or {}).get("status") != "ok":
+                why = (end.reply or {}).get("evalue") or end.status
+                raise KernelDied(f"the tether helper failed to install in the kernel: {why}\n{kernel.log_tail()}")
+        except (KernelDied, TimeoutError, OSError) as exc:
+            await kernel.shutdown()
+            detail = str(exc).strip()
+            raise ToolError(
+                f"the {language} kernel ({spec.interpreter}) did not start on the {spec.where}: "
+                f"{type(exc).__name__}{': ' + detail if detail else ''}. Check that the interpreter exists and has "
+                "ipykernel (Python) or that Deno runs (JavaScript); the run option eval_start_timeout sets the start budget.",
+                {"error": "kernel_start_failed", "language": language},
+            ) from None
+        return kernel
+
+    async def aclose(self) -> None:
+        """The run closes: shut every kernel down and remove the private directory."""
+        kernels, self._kernels = list(self._kernels.values()), {}
+        await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+        if self._dir is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self._dir)
+            self._dir = None
+
+    def __repr__(self) -> str:
+        return f"KernelFactory(root={str(self.run.root)!r}, live={sorted(k for k in self._kernels if self.live(k))})"
+
+
+def describe(kernel: Any) -> dict[str, Any]:
+    spec = kernel.spec
+    return {
+        "language": spec.language,
+        "interpreter": spec.interpreter,
+        "environment": spec.environment,
+        "where": spec.where,
+        "pid": kernel.pid,
+    }

@@ -1,0 +1,168 @@
+"""The `eval` tool: a cell in the run's persistent Python or JavaScript kernel."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from tether import Text, Tier, Tool, ToolError, ToolResult, arg
+
+if TYPE_CHECKING:
+    from tether.run import CallContext
+
+DESCRIPTION = (
+    "Run a Python (default) or JavaScript (Deno) cell in this run's persistent kernel: variables, imports "
+    "and loaded data persist between calls. The last expression is shown as a notebook shows it, display() "
+    "works, a pandas DataFrame comes back as a text table and a matplotlib figure as an image. %pip, %cd, "
+    "!cmd, %%bash and %%timeit work. From the cell, tool(name, args) calls another tool of this run and "
+    "returns its text (a refused or failed call raises). reset=true starts a clean interpreter first. A cell "
+    "that shows no output for the inactivity budget (5 minutes by default) is interrupted."
+)
+LANGUAGE_ALIASES = {"python": "python", "javascript": "javascript"}
+
+
+@attrs.frozen
+class EvalArgs:
+    code: str = arg("The cell to run (several lines are fine; the last expression is displayed).")
+    description: str = arg(
+        "5 to 10 words saying what the cell does: its label in the transcript, e.g. 'Load sales.csv and show the first rows'."
+    )
+    language: Literal["python", "javascript"] = arg(
+        "python (ipykernel, the project's .venv when it has ipykernel) or javascript (Deno, TypeScript works too).",
+        default="python",
+    )
+    reset: bool = arg("Throw the interpreter away and start a clean one before running the cell.", default=False)
+
+
+def eval_tool() -> Tool:
+    return Tool(
+        name="eval",
+        tier=Tier.EXEC,
+        description=DESCRIPTION,
+        args=EvalArgs,
+        handler=run_cell,
+        family="eval",
+        parallel_safe=False,
+    )
+
+
+def _check(args: EvalArgs) -> None:
+    words = args.description.split()
+    if not 5 <= len(words) <= 10:
+        raise ToolError(
+            f"description must be 5 to 10 words (got {len(words)}: {args.description.strip()[:80]!r}); it labels the "
+            "cell in the transcript. Say what the cell does, e.g. 'Load sales.csv and show the first rows'.",
+            {"error": "invalid_description", "words": len(words)},
+        )
+    if not args.code.strip() and not args.reset:
+        raise ToolError(
+            "code is empty: give the statements to run (or reset=true with empty code to only restart the interpreter).",
+            {"error": "empty_code"},
+        )
+
+
+async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
+    from tether_eval.idioms import rewrite
+    from tether_eval.kernels import describe, option
+    from tether_eval.render import render
+
+    _check(args)
+    run = ctx.run
+    language = args.language
+    code = rewrite(args.code, language) if args.code.strip() else ""
+    factory = run.resource("tether_eval_kernels")
+    notes: list[str] = []
+    async with factory.lock(language):
+        if args.reset:
+            had = factory.live(language) is not None
+            await factory.discard(language)
+            if had:
+                notes.append(f"[{language} interpreter reset: all earlier state is gone]")
+        kernel, started = await factory.get(language)
+        info = describe(kernel)
+        if started:
+            env = f" in {kernel.spec.environment}" if language == "python" else ""
+            notes.append(
+                f"[{language} kernel started: {run.relpath(kernel.spec.interpreter)}{env}, on the {kernel.spec.where}"
+                f" ({kernel.started_in:.1f} s)]"
+            )
+            if language == "python" and factory.python_note:
+                notes.append(f"[{factory.python_note}]")
+        if not code:
+            return ToolResult.text("\n".join(notes), {"status": "reset", "kernel": info})
+
+        async def bridge(payload: str) -> str:
+            return await _bridge(ctx, payload)
+
+        end = await kernel.execute(
+            code,
+            timeout=option(run, "eval_timeout"),
+            grace=option(run, "eval_interrupt_grace"),
+            bridge=bridge,
+        )
+        if end.status in ("died", "stuck"):
+            await factory.discard(language)
+    shown = render(end.messages, int(option(run, "eval_max_output_chars")))
+    blocks: list[Any] = [Text("\n".join(notes))] if notes else []
+    blocks += shown.blocks
+    status = end.status
+    if status == "ok" and (end.reply or {}).get("status") == "error" or shown.error:
+        status = "error"
+    tail: list[str] = []
+    budget = option(run, "eval_timeout")
+    if end.status == "interrupted":
+        tail.append(
+            f"[the cell showed no output for {budget:g} s and was interrupted; the kernel and its state survive. "
+            "Print progress in long loops, or split the work into several cells]"
+        )
+    elif end.status == "stuck":
+        tail.append(
+            f"[the cell showed no output for {budget:g} s and did not stop when interrupted: the kernel was "
+            "restarted and its state (variables, imports) was lost]"
+        )
+    elif end.status == "died":
+        why = kernel.log_tail(8)
+        tail.append(
+            "[the kernel died while running this cell (e.g. os._exit, a crash or running out of memory): its state "
+            "is lost; the next call starts a fresh kernel]" + (f"\nkernel log:\n{why}" if why else "")
+        )
+    if end.inputs:
+        asked = ", ".join(repr(p) for p in end.inputs[:3])
+        tail.append(f"[input() was called ({asked}); nobody can type into a cell, so it got an empty string]")
+    if tail:
+        blocks.append(Text("\n".join(tail)))
+    if not blocks:
+        blocks.append(Text("[no output]"))
+    data = {
+        "status": status,
+        "language": language,
+        "kernel": {**info, "started": started},
+        "execution_count": (end.reply or {}).get("execution_count"),
+        "images": shown.images,
+        "output_cut": shown.cut,
+        "tool_calls": end.tool_calls,
+    }
+    if shown.error:
+        data["error"] = shown.error
+    is_error = status in ("error", "interrupted", "stuck", "died")
+    return ToolResult(tuple(blocks), is_error, data)
+
+
+async def _bridge(ctx: CallContext, payload: str) -> str:
+    """A tool() call from the cell, dispatched through the run exactly like the model's own calls."""
+    try:
+        call = json.loads(payload)
+        name, arguments = call["tool"], call.get("args") or {}
+    except (ValueError, KeyError, TypeError):
+        return json.dumps({"is_error": True, "text": "tool(): malformed call (expected a name and a dict of arguments)"})
+    if name == ctx.tool.name:
+        return json.dumps(
+            {"is_error": True, "text": f"tool({name!r}) cannot be called from inside a cell: run the code in this cell instead"}
+        )
+    result = await ctx.run.call(name, arguments)
+    images = sum(1 for b in result.content if not isinstance(b, Text))
+    return json.dumps(
+        {"is_error": result.is_error, "text": result.plain, "data": result.data or {}, "images": images}, default=str
+    )
