@@ -33,6 +33,12 @@ def group_members(pgid: int) -> list:
     """Live (non-zombie) processes of process group ``pgid``."""
     import psutil
 
+    try:
+        os.killpg(pgid, 0)  # cheap: is anything (even a zombie) left in the group?
+    except ProcessLookupError:
+        return []
+    except OSError:
+        pass  # EPERM: something is there; look
     out = []
     for p in psutil.process_iter():
         try:
@@ -75,9 +81,10 @@ def _stop(procs: list, groups: set[int], grace: float) -> None:
         if not procs:
             return
         _signal_all(procs, groups, sig)
-        deadline = time.monotonic() + wait
+        deadline, pause = time.monotonic() + wait, 0.001
         while time.monotonic() < deadline and any(_alive(p) for p in procs):
-            time.sleep(POLL)
+            time.sleep(pause)  # most processes die within a millisecond or two of SIGTERM
+            pause = min(pause * 2, POLL)
 
 
 def stop_group(pgid: int, grace: float) -> None:
