@@ -67,6 +67,7 @@ class AdapterDef:
     stdout_is_program_output: bool = False  # delve: no output events; the program writes to dlv's stdout
     comment_prefixes: tuple[str, ...] = ("#",)
     output_categories: tuple[str, ...] = ("stdout", "stderr", "important")
+    drop_output_after_terminated: bool = False  # lldb-dap floods output events while it dies
     evaluate_context: str = "repl"  # debugpy's repl also runs statements; lldb-dap's repl decorates values
 
     def availability(self, root: Path) -> Availability:
@@ -191,6 +192,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         skip_scopes=("Registers",),
         comment_prefixes=("//",),
         evaluate_context="watch",
+        drop_output_after_terminated=True,
     ),
     AdapterDef(
         id="delve",

@@ -213,7 +213,7 @@ class Session:
                 self.output.add(body.get("output", ""))
         elif event == "exited":
             self.exit_code = body.get("exitCode")
-        elif event == "terminated":
+        elif event == "terminated" and self.adapter.drop_output_after_terminated:
             self.output.closed = True
         elif event == "breakpoint":
             bp = body.get("breakpoint") or {}
@@ -354,7 +354,6 @@ class Session:
         self.stop = None
         self.frames = {}
         self.references = set()
-        self.output.closed = True
         self.ended = Ended(self.exit_code, how)
         return self.ended
 
@@ -395,14 +394,17 @@ class Session:
                 pass
         if client is not None:
             await client.close()  # debugpy's adapter exits only when its stdin closes
-        for task in self._tasks:
-            task.cancel()
         proc = self.proc
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), grace)
             except asyncio.TimeoutError:
                 pass
+        # delve's program output is its stdout: let the drains reach end of stream before stopping them
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=0.5 if proc is None or proc.returncode is not None else 0.05)
+        for task in self._tasks:
+            task.cancel()
         pids = [p for p in (*self._children, proc.pid if proc else None, *tree) if p]
         if pids:
             await asyncio.to_thread(_kill_all, pids, proc.pid if proc else None, grace)

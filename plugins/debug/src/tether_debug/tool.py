@@ -489,8 +489,8 @@ async def _after_run(run: Run, supervisor: DebugSupervisor, conversation: str, s
             data={"stopped": None, "running": True},
         )
     if isinstance(outcome, Ended):
+        await supervisor.end(conversation, session)  # first: output still in flight arrives while it closes
         output, dropped = session.output.take()
-        await supervisor.end(conversation, session)
         shown, cut = _cap_output(output, dropped)
         supervisor.remember_end(conversation, session, outcome, "", 0)
         text = prefix + f"{_ended_words(outcome)}; the debug session is over."
