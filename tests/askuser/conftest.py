@@ -93,6 +93,12 @@ def _take_ctty_from_stderr() -> None:
     fcntl.ioctl(2, termios.TIOCSCTTY, 0)
 
 
+@pytest.fixture(autouse=True)
+def only_askuser(monkeypatch):
+    """Runs load this family alone: other families' state cannot change what these tests see."""
+    monkeypatch.setenv("TETHER_PLUGINS", "askuser")
+
+
 @pytest.fixture
 def pty_spawn(tmp_path, no_leftover_processes):
     """``pty_spawn(argv, env=..., stdin_tty=True)`` -> a `PtyProcess` killed after the test."""

@@ -39,7 +39,7 @@ async def test_allow_runs_the_call(tmp_path):
     (card,) = cards
     assert card.kind == "approval"
     assert card.question == "Allow the agent to call write (write)?"
-    assert '"path": "notes.txt"' in card.context and card.labels == ("Allow", "Deny")
+    assert '"path": "notes.txt"' in card.context and card.labels == ("Allow", "Deny", "Always allow")
 
 
 @pytest.mark.parametrize(
@@ -120,3 +120,22 @@ async def test_tier_settings_and_unreadable_ones_fail_closed(tmp_path, setting, 
         result = await run.call("write", WRITE)
     assert result.is_error is gated
     assert (tmp_path / "notes.txt").exists() is not gated
+
+
+async def test_always_allow_lets_later_calls_of_that_tool_through_for_this_run_only(tmp_path):
+    port = QueuePort()
+    async with opened(tmp_path, ask_user_port=port, approval_by_card=True) as run:
+        first = asyncio.create_task(run.call("write", WRITE))
+        (await asyncio.wait_for(port.questions.get(), 5)).choose("Always allow")
+        assert not (await first).is_error
+        again = await asyncio.wait_for(run.call("write", {"path": "more.txt", "content": "y"}), 5)
+        assert not again.is_error and port.questions.empty()
+        # another tool still needs its own card
+        other = asyncio.create_task(run.call("edit", {"path": "more.txt", "old_string": "y", "new_string": "z"}))
+        card = await asyncio.wait_for(port.questions.get(), 5)
+        assert card.question.question.startswith("Allow the agent to call edit")
+        card.choose("Deny")
+        assert (await other).is_error
+    async with opened(tmp_path, ask_user_port=QueuePort(), approval_by_card=True, approval_timeout=0.2) as run:
+        fresh = await run.call("write", WRITE)  # a new run asks again (and nobody answers here)
+    assert fresh.is_error and "nobody answered" in fresh.plain

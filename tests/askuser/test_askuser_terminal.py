@@ -233,7 +233,7 @@ def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
     p.expect(r"Permission needed")
     p.expect(r"Allow the agent to call write \(write\)\?")
     p.expect(r'"path": "a.txt"')
-    p.expect(r"1\. Allow - run this call\s+2\. Deny - refuse this call")
+    p.expect(r"1\. Allow - run this call\s+2\. Deny - refuse this call\s+3\. Always allow - run this and every later write call")
     p.expect(r"\n> ")
     p.type("1\n")
     p.expect(r'"path": "b.txt"')

@@ -2,11 +2,13 @@
 
 Switched on by the run option ``approval_by_card``: true for every tool, or a list of tiers (e.g.
 ``["write", "exec"]``). Fail-closed: no port, a timeout, a disconnect or a skip refuses the call.
+"Always allow" lets every later call of that tool through for the rest of the run, without a card.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from tether_askuser.card import Choice, Question
@@ -18,12 +20,18 @@ if TYPE_CHECKING:
 
 ALLOW = "Allow"
 DENY = "Deny"
+ALWAYS = "Always allow"
 MAX_ARGS_CHARS = 1500
+
+# tools the human allowed for the rest of a run; dies with the run
+_always: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
 
 
 def wants_card(run: Run, tool: Tool) -> bool:
     setting = run.options.get("approval_by_card")
     if not setting or tool.name == "ask_user":  # asking the human needs no permission to ask the human
+        return False
+    if tool.name in _always.get(run, ()):
         return False
     if isinstance(setting, str):
         setting = [setting]
@@ -43,7 +51,11 @@ def approval_question(tool: Tool, arguments: dict[str, Any]) -> Question:
     return Question(
         question=f"Allow the agent to call {tool.name} ({tool.tier.value})?",
         context=f"{tool.name}: {first}.\nArguments:\n{shown}",
-        options=(Choice(ALLOW, "run this call"), Choice(DENY, "refuse this call")),
+        options=(
+            Choice(ALLOW, "run this call"),
+            Choice(DENY, "refuse this call"),
+            Choice(ALWAYS, f"run this and every later {tool.name} call in this run without asking"),
+        ),
         allow_free_text=True,  # typed text refuses and tells the agent why
         kind="approval",
     )
@@ -58,6 +70,9 @@ async def approve_by_card(run: Run, tool: Tool, arguments: dict[str, Any]) -> bo
         answer = outcome.answer
         assert answer is not None
         if answer.selected == (ALLOW,) and answer.text is None:
+            return True
+        if answer.selected == (ALWAYS,) and answer.text is None:
+            _always.setdefault(run, set()).add(tool.name)
             return True
         if answer.text is not None:
             return f"the human refused it and said: {json.dumps(answer.text, ensure_ascii=False)}"
