@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
-from tether_astgrep.matcher import Match, find_matches
-from tether_astgrep.pattern import Pattern
+from tether_astgrep.matcher import Match, Span, find_matches, find_spans
+from tether_astgrep.pattern import META, Pattern
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (generated code, data)
 
@@ -25,7 +25,7 @@ _queries: dict[tuple[str, str, bool], Any] = {}
 class FileResult:
     path: str  # as given (absolute)
     status: str  # "searched", "binary", "non-utf8", "too large", "unreadable"
-    matches: tuple[Match, ...] = ()
+    matches: tuple[Span, ...] = ()  # see `matcher.find_spans`
 
 
 def language(grammar_id: str, loader: Callable[[], Any]) -> Any:
@@ -46,14 +46,6 @@ def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
 
         p = _parsers[grammar_id] = Parser(language(grammar_id, loader))
     return p
-
-
-def forget(grammar_id: str) -> None:
-    """Drop what this process cached for a grammar id (a run replaced the grammar)."""
-    _languages.pop(grammar_id, None)
-    _parsers.pop(grammar_id, None)
-    for key in [k for k in _queries if k[0] == grammar_id]:
-        del _queries[key]
 
 
 def _query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
@@ -84,9 +76,15 @@ def classify(data: bytes) -> str | None:
     return None
 
 
+def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
+    """The query that finds candidates, when the pattern has no literal to walk up from."""
+    return _query(pattern, loader) if not pattern.needles or pattern.root[0] == META else None
+
+
 def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> list[Match]:
+    """Full matches (texts and captures) in ``data``: for a rewrite."""
     tree = parser(pattern.lang_key, loader).parse(data)
-    return find_matches(tree, data, pattern, _query(pattern, loader))
+    return find_matches(tree, data, pattern, _candidate_query(pattern, loader))
 
 
 def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileResult:
@@ -101,16 +99,9 @@ def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileR
     for needle in pattern.needles:  # cheaper than parsing: most files cannot match
         if needle not in data:
             return FileResult(path, "searched")
-    return FileResult(path, "searched", tuple(search_source(data, pattern, loader)))
+    tree = parser(pattern.lang_key, loader).parse(data)
+    return FileResult(path, "searched", tuple(find_spans(tree, data, pattern, _candidate_query(pattern, loader))))
 
 
 def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:
     return [search_file(p, pattern, loader) for p in paths]
-
-
-def warm(grammar_id: str, loader: Callable[[], Any]) -> int:
-    """Load a grammar in a worker ahead of the first chunk; returns the worker's pid."""
-    import os
-
-    parser(grammar_id, loader)
-    return os.getpid()

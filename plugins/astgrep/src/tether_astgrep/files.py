@@ -1,7 +1,7 @@
 """Which files a search reads: `path` walked with .gitignore honoured, and what was left out.
 
 Skipped without reading: `.git`, `node_modules`, virtual environments (a folder holding
-`pyvenv.cfg`, or named `.venv`/`venv`), hidden files and folders (as ast-grep does by default), and
+`pyvenv.cfg`), hidden files and folders (as ast-grep does by default), and
 whatever a `.gitignore` on the way (or `.git/info/exclude`) ignores.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-_SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__"}
+_SKIP_DIRS = {".git", "node_modules", "__pycache__"}  # .venv is hidden; other venvs hold pyvenv.cfg
 
 
 @attrs.frozen

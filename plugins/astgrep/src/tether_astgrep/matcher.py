@@ -199,9 +199,34 @@ def _capture(value: Any, src: bytes) -> Capture:
     return Capture(src[value.start_byte : value.end_byte].decode("utf-8", "replace"), value.start_byte, value.end_byte, False)
 
 
-def candidates(tree: Any, pattern: Pattern, query: Any) -> list:
+def _around_needle(root: Any, src: bytes, pattern: Pattern, kind_id: int) -> list:
+    """Nodes of the root's kind that contain an occurrence of the pattern's rarest literal.
+
+    Every match contains the node that matched that literal, so walking up from each occurrence
+    finds every candidate, without visiting the rest of the tree (a query visits every node).
+    """
+    needle = min(pattern.needles, key=src.count)
+    seen: dict[tuple[int, int], Any] = {}
+    size = len(needle)
+    at = src.find(needle)
+    while at >= 0:
+        node = root.descendant_for_byte_range(at, at + size)
+        while node is not None:
+            if node.kind_id == kind_id:
+                key = (node.start_byte, node.end_byte)
+                if key in seen:
+                    break  # its ancestors were collected from an earlier occurrence
+                seen[key] = node
+            node = node.parent
+        at = src.find(needle, at + size)
+    return sorted(seen.values(), key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> list:
     """Nodes that may match, in source order (outer before inner)."""
     root = tree.root_node
+    if pattern.needles and pattern.root[0] != META and src:
+        return _around_needle(root, src, pattern, pattern.root[1])
     if query is not None:
         from tree_sitter import QueryCursor
 
@@ -223,24 +248,73 @@ def candidates(tree: Any, pattern: Pattern, query: Any) -> list:
                 break
 
 
-def find_matches(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Match]:
+def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
     ctx = _Ctx(src, pattern.comment_kinds)
     goal = pattern.root
-    out = []
-    for node in candidates(tree, pattern, query):
+    others = pattern.needles[1:] if len(pattern.needles) > 1 else ()
+    for node in candidates(tree, pattern, query, src):
+        if others:
+            part = src[node.start_byte : node.end_byte]
+            if not all(n in part for n in pattern.needles):
+                continue
         env: dict = {_END: node.start_byte}
         if _match_node(goal, node, env, ctx) != MATCHED:
             continue
-        end_of_pattern = env.pop(_END)
-        out.append(
-            Match(
-                start_byte=node.start_byte,
-                end_byte=node.end_byte,
-                end_of_pattern=min(end_of_pattern, node.end_byte),
-                start=_position(src, node.start_byte, node.start_point),
-                end=_position(src, node.end_byte, node.end_point),
-                text=src[node.start_byte : node.end_byte].decode("utf-8", "replace"),
-                captures={k: _capture(v, src) for k, v in env.items()},
-            )
+        end_of_pattern = min(env.pop(_END), node.end_byte)
+        yield node, end_of_pattern, env
+
+
+def find_matches(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Match]:
+    """Every match in source order, with its text and captures."""
+    return [
+        Match(
+            start_byte=node.start_byte,
+            end_byte=node.end_byte,
+            end_of_pattern=eop,
+            start=_position(src, node.start_byte, node.start_point),
+            end=_position(src, node.end_byte, node.end_point),
+            text=src[node.start_byte : node.end_byte].decode("utf-8", "replace"),
+            captures={k: _capture(v, src) for k, v in env.items()},
         )
+        for node, eop, env in _iter_matches(tree, src, pattern, query)
+    ]
+
+
+# A span: (start_byte, end_byte, end_of_pattern, captures) with captures a tuple of
+# (name, start_byte, end_byte, multi). Searches move and cache spans, not text: the texts of the
+# matches shown are read back from the file (`materialize`), which keeps results small to pickle.
+Span = tuple
+
+
+def find_spans(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Span]:
+    out = []
+    for node, eop, env in _iter_matches(tree, src, pattern, query):
+        caps = []
+        for name, v in env.items():
+            if isinstance(v, list):
+                caps.append((name, v[0].start_byte, v[-1].end_byte, True) if v else (name, 0, 0, True))
+            else:
+                caps.append((name, v.start_byte, v.end_byte, False))
+        out.append((node.start_byte, node.end_byte, eop, tuple(caps)))
     return out
+
+
+def _point(src: bytes, byte: int) -> tuple[int, int]:
+    line_start = src.rfind(b"\n", 0, byte) + 1
+    return src.count(b"\n", 0, byte) + 1, len(src[line_start:byte].decode("utf-8", "replace")) + 1
+
+
+def materialize(span: Span, src: bytes) -> Match:
+    """The full match for a span, from the file's bytes."""
+    s, e, eop, caps = span
+    return Match(
+        start_byte=s,
+        end_byte=e,
+        end_of_pattern=eop,
+        start=_point(src, s),
+        end=_point(src, e),
+        text=src[s:e].decode("utf-8", "replace"),
+        captures={
+            name: Capture(src[cs:ce].decode("utf-8", "replace"), cs, ce, multi) for name, cs, ce, multi in caps
+        },
+    )

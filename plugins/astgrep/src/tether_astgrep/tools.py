@@ -25,6 +25,11 @@ SHOWN_LINES = 3  # of a long match
 LINE_CHARS = 200
 CAPTURE_CHARS = 80
 DIFF_LINES = 120
+DATA_TEXT_CHARS = 2000  # of a match's text or a capture in the structured data
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= DATA_TEXT_CHARS else text[:DATA_TEXT_CHARS] + f"... [{len(text) - DATA_TEXT_CHARS} more characters]"
 
 
 @attrs.frozen
@@ -180,25 +185,26 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     target = await _target(pool, args.path, args.language)
     pattern = _compile(pool, args.pattern, target.grammar)
     results = await pool.search(pattern, target.grammar, target.files, await _progress(ctx))
-    matches = []
-    for r in results:
-        rel = run.relpath(r.path)
-        for m in r.matches:
-            matches.append((rel, m))
-    total = len(matches)
-    shown, cut = cap_items(
-        matches, args.max_results, "matches",
+    spans = [(r.path, span) for r in results for span in r.matches]
+    total = len(spans)
+    shown_spans, cut = cap_items(
+        spans, args.max_results, "matches",
         f"Narrow path or the pattern, or raise max_results (at most {MAX_RESULTS}).",
     )
+    entries = {f.path: f for f in target.files}
+    shown = [(run.relpath(p), m) for p, m in await asyncio.to_thread(_materialize, shown_spans, entries)]
+    files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
-    files_with = len({rel for rel, _ in matches})
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
         f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)})"
     )
     lines = [head]
     for rel, m in shown:
+        if m is None:
+            lines.append(f"{rel}: (changed since it was searched; search again)")
+            continue
         text = _show_text(m.text)
         lines.append(f"{rel}:{m.start[0]}:{m.start[1]}: {text[0]}")
         lines.extend(f"    {t}" for t in text[1:])
@@ -214,10 +220,11 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
                 "start": {"line": m.start[0], "column": m.start[1]},
                 "end": {"line": m.end[0], "column": m.end[1]},
                 "byte_range": [m.start_byte, m.end_byte],
-                "text": m.text,
-                "captures": {name: c.text for name, c in m.captures.items()},
+                "text": _cut(m.text),
+                "captures": {name: _cut(c.text) for name, c in m.captures.items()},
             }
             for rel, m in shown
+            if m is not None
         ],
         "total": total,
         "files_searched": searched,
@@ -227,6 +234,34 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "context": pattern.rung,
     }
     return ToolResult.text("\n".join(lines), data)
+
+
+def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) -> list[tuple[str, Any]]:
+    """(path, Match or None) for the matches shown: texts and positions read back from the files.
+
+    Spans index the bytes that were searched; a file whose size, mtime or inode changed since then
+    is not trusted (None: the output says to search again).
+    """
+    import os
+
+    from tether_astgrep.matcher import materialize
+
+    out: list[tuple[str, Any]] = []
+    current: dict[str, bytes | None] = {}
+    for path, span in spans:
+        if path not in current:
+            data = None
+            try:
+                st = os.stat(path)
+                entry = entries.get(path)
+                if entry is not None and (st.st_size, st.st_mtime_ns, st.st_ino) == (entry.size, entry.mtime_ns, entry.inode):
+                    data = Path(path).read_bytes()
+            except OSError:
+                pass
+            current[path] = data
+        data = current[path]
+        out.append((path, materialize(span, data) if data is not None else None))
+    return out
 
 
 # -- ast_edit -------------------------------------------------------------------------------------------
