@@ -139,3 +139,13 @@ async def test_harness_roster_still_needs_vibe_mode(open_vibe, project, modes):
     roster = SessionRoster()
     async with open_vibe(project, plugins=[Harness(roster)], modes=modes) as run:
         assert not [t for t in run.tools() if t.name.startswith("vibe_")]
+
+
+async def test_bad_wait_timeout_option_with_a_harness_roster(open_vibe, project):
+    # the harness roster does not read the 'vibe' option; the wait default still comes from it
+    async with open_vibe(project, {"wait_timeout": "soon"}, plugins=[Harness(SessionRoster())]) as run:
+        await run.call("vibe_spawn", {"brief": "b", "label": "l", "tier": "good"})
+        bad = await run.call("vibe_wait", {"worker_id": "s1"})
+        good = await run.call("vibe_wait", {"worker_id": "s1", "timeout_seconds": 10})
+    assert bad.is_error and "vibe.wait_timeout must be a number of seconds >= 0, got 'soon'" in bad.plain
+    assert good.data["status"] == "done"

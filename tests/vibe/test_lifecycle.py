@@ -208,6 +208,9 @@ async def test_bad_tier_is_a_clear_error(open_vibe, project, worker_cmd):
         ("vibe_wait", {"worker_id": "w1", "timeout_seconds": -1}, "timeout_seconds: must be at least 0"),
         ("vibe_wait", {"worker_id": "w1", "timeout_seconds": "soon"}, "timeout_seconds: expected number"),
         ("vibe_list", {"all": True}, "unknown argument 'all'"),
+        ("vibe_spawn", {"brief": " \n\t", "label": "l"}, "brief is blank: say what the worker should do."),
+        ("vibe_spawn", {"brief": "b", "label": "\n "}, "label is blank: give a short name"),
+        ("vibe_send", {"worker_id": "w1", "message": "  "}, "message is blank"),
     ],
 )
 async def test_bad_arguments_are_one_line_errors(open_vibe, project, worker_cmd, tool, args, expected):
@@ -249,3 +252,14 @@ def _plugin():
     from tether_vibe import plugin
 
     return plugin
+
+
+async def test_label_is_kept_on_one_line(open_vibe, project, worker_cmd):
+    async with open_vibe(project, {"fast": worker_cmd}) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "b", "label": "fix\nthe   parser "})
+        await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 30})
+        listed = await run.call("vibe_list")
+    assert spawned.data["label"] == "fix the parser"
+    assert listed.plain.splitlines()[1].endswith(
+        "fix the parser | last result: result of w1: briefing was [[b ]]"
+    )

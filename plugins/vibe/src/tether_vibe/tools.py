@@ -146,13 +146,35 @@ async def _ask(what: str, value: Any, extra: float = 0.0) -> Any:
         ) from None
 
 
+def _not_blank(name: str, value: str, fix: str) -> None:
+    if not value.strip():
+        raise ToolError(
+            f"{name} is blank: {fix}.", {"error": "invalid_arguments", "problems": [f"{name}: blank"]}
+        )
+
+
+def _default_wait(run: Any) -> float:
+    options = run.options.get("vibe")
+    value = options.get("wait_timeout", DEFAULT_WAIT) if isinstance(options, dict) else DEFAULT_WAIT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ToolError(
+            f"the run option vibe.wait_timeout must be a number of seconds >= 0, got {value!r}; pass "
+            "timeout_seconds to vibe_wait, or fix the option.",
+            {"error": "bad_option"},
+        )
+    return float(value)
+
+
 def make_tools(roster: Roster) -> list[Tool]:
     """The five tools, bound to one run's roster."""
     tiers = getattr(roster, "tiers", None)  # optional: the tiers this roster can run
     tiers_note = f" Tiers configured for this run: {', '.join(tiers)}." if tiers else ""
 
     async def spawn(ctx, args: SpawnArgs) -> ToolResult:
-        w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, args.label, args.tier))
+        _not_blank("brief", args.brief, "say what the worker should do")
+        label = " ".join(args.label.split())  # one line: it is shown in vibe_list's one-line rows
+        _not_blank("label", label, "give a short name such as 'tests for parser'")
+        w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, label, args.tier))
         text = (
             f"Started worker {_head(w)}. It works in the background: vibe_wait '{w.id}' for its result, "
             "vibe_list to see every worker, vibe_send to add to its briefing, vibe_kill to stop it."
@@ -160,6 +182,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(text, _data(w))
 
     async def send(ctx, args: SendArgs) -> ToolResult:
+        _not_blank("message", args.message, "say what to add to the worker's briefing")
         w: WorkerInfo = await _ask("vibe_send", roster.send(args.worker_id, args.message))
         if w.queued:
             text = (
@@ -174,9 +197,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(text, _data(w))
 
     async def wait(ctx, args: WaitArgs) -> ToolResult:
-        timeout = args.timeout_seconds
-        if timeout is None:
-            timeout = float((ctx.run.options.get("vibe") or {}).get("wait_timeout", DEFAULT_WAIT))
+        timeout = args.timeout_seconds if args.timeout_seconds is not None else _default_wait(ctx.run)
         begun = time.monotonic()
         while True:  # in slices, to report progress on a long wait
             left = timeout - (time.monotonic() - begun)
