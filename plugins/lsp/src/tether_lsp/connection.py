@@ -176,10 +176,8 @@ class Connection:
         enc = getattr(self.capabilities, "position_encoding", None)
         self.encoding = str(getattr(enc, "value", enc) or "utf-16")
         self.client.protocol.notify("initialized", lsp.InitializedParams())
-        if self.server.settings:
-            self.client.protocol.notify(
-                "workspace/didChangeConfiguration", lsp.DidChangeConfigurationParams(settings=dict(self.server.settings))
-            )
+        # no workspace/didChangeConfiguration: settings are answered when the server asks
+        # (workspace/configuration), and pyright-based servers re-analyse everything on that notification
         self.ready_at = time.monotonic()
 
     def _client_capabilities(self) -> Any:

@@ -417,7 +417,13 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 f"{', '.join(run.relpath(p) for p in moved)} changed while the rename was computed; nothing was written, retry",
                 {"error": "changed_meanwhile"},
             )
-        write_all(writes)
+        try:
+            write_all(writes)
+        except OSError as exc:
+            raise ToolError(
+                f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
+                "nothing was written: every file was restored", {"error": "write_failed"},
+            ) from None
         # tell the server: open documents get their new text, renamed ones are closed and reopened
         for old, new in plan.renamed.items():
             d = conn.docs.get(old.as_uri())
