@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
 
 def write_pyproject(root, body: str) -> None:
     (root / "pyproject.toml").write_text(body)

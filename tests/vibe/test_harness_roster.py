@@ -9,6 +9,8 @@ import pytest
 from tether import ToolError, hookimpl
 from tether_vibe.roster import Status, WorkerInfo, unknown_worker
 
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
 
 class SessionRoster:
     """Workers as asyncio tasks, as a harness whose workers are its own agent sessions might run them."""

@@ -8,6 +8,8 @@ import sys
 import pytest
 import tether
 
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
 VIBE_TOOLS = ["vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"]
 
 
