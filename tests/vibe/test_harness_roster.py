@@ -151,3 +151,24 @@ async def test_bad_wait_timeout_option_with_a_harness_roster(open_vibe, project)
         good = await run.call("vibe_wait", {"worker_id": "s1", "timeout_seconds": 10})
     assert bad.is_error and "vibe.wait_timeout must be a number of seconds >= 0, got 'soon'" in bad.plain
     assert good.data["status"] == "done"
+
+
+async def test_list_is_bounded_and_puts_running_workers_first(open_vibe, project):
+    roster = SessionRoster()
+    now = time.time()
+    for i in range(60):  # 59 finished workers, and one old one still running
+        status = "running" if i == 0 else "done"
+        roster.workers[f"s{i}"] = WorkerInfo(
+            f"s{i}", f"job {i}", "good", status, now - 1000 + i, None if i == 0 else now
+        )
+    async with open_vibe(project, plugins=[Harness(roster)]) as run:
+        listed = await run.call("vibe_list")
+    rows = [ln for ln in listed.plain.splitlines() if ln.startswith("- ")]
+    assert listed.plain.startswith("60 worker(s): 1 running, 59 done")
+    assert len(rows) == 50 and rows[0].startswith("- s0 [good] running")
+    assert rows[1].startswith("- s59 [good] done")  # then the latest first
+    assert (
+        "[10 more workers not shown (showing 50 of 60). vibe_wait on an id shows that worker.]"
+        in listed.plain
+    )
+    assert len(listed.data["workers"]) == 60 and "log" not in listed.data["workers"][0]

@@ -75,3 +75,12 @@ def test_entry_point_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == ""
+
+
+async def test_opening_a_run_starts_no_worker(open_vibe, project, worker_cmd):
+    from support import children
+
+    before = children()
+    async with open_vibe(project, {"fast": worker_cmd}) as run:
+        assert run.resource("tether_vibe_roster") is not None  # the roster exists...
+        assert children() == before  # ...and started nothing: workers start on vibe_spawn

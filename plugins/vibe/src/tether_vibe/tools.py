@@ -20,6 +20,7 @@ from tether_vibe.roster import Roster, Status, WorkerInfo
 
 FAMILY = "vibe"
 LIST_CAP = 50  # workers shown by vibe_list
+LIST_RESULT_CHARS = 1_000  # of a result, in vibe_list's data
 LINE_CHARS = 160  # of a result, in a one-line summary
 TEXT_CHARS = 8_000  # of a result or log, in a wait/kill answer
 LOG_LINES = 20  # of a failed worker's log
@@ -122,6 +123,14 @@ def _report(w: WorkerInfo) -> str:
         )
         parts.append("Result:\n" + result if result.strip() else "Result: (it wrote nothing to stdout)")
     return "\n".join(parts)
+
+
+def _summary(w: WorkerInfo) -> dict[str, Any]:
+    """A worker in vibe_list's data: no log, the result's end only (vibe_wait gives the rest)."""
+    data = w.to_json()
+    del data["log"]
+    data["result"] = w.result[-LIST_RESULT_CHARS:]
+    return data
 
 
 def _data(w: WorkerInfo, **extra: Any) -> dict[str, Any]:
@@ -252,7 +261,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             lines.append(line)
         if note:
             lines.append(note)
-        return ToolResult.text("\n".join(lines), {"workers": [w.to_json() for w in workers]})
+        return ToolResult.text("\n".join(lines), {"workers": [_summary(w) for w in workers]})
 
     def tool(name: str, description: str, args: type, handler: Any) -> Tool:
         return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True)
