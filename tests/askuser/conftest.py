@@ -97,6 +97,8 @@ def _take_ctty_from_stderr() -> None:
 def only_askuser(monkeypatch):
     """Runs load this family alone: other families' state cannot change what these tests see."""
     monkeypatch.setenv("TETHER_PLUGINS", "askuser")
+    monkeypatch.delenv("TETHER_APPROVAL_BY_CARD", raising=False)
+    monkeypatch.delenv("TETHER_ASK_USER_TIMEOUT", raising=False)
 
 
 @pytest.fixture

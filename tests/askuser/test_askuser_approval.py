@@ -139,3 +139,24 @@ async def test_always_allow_lets_later_calls_of_that_tool_through_for_this_run_o
     async with opened(tmp_path, ask_user_port=QueuePort(), approval_by_card=True, approval_timeout=0.2) as run:
         fresh = await run.call("write", WRITE)  # a new run asks again (and nobody answers here)
     assert fresh.is_error and "nobody answered" in fresh.plain
+
+
+@pytest.mark.parametrize("env, gated", [("1", True), ("write,exec", True), ("exec", False), ("0", False), ("", False)])
+async def test_environment_switch_for_the_commands(tmp_path, monkeypatch, env, gated):
+    async def deny(q):
+        return Answer.choose("Deny")
+
+    monkeypatch.setenv("TETHER_APPROVAL_BY_CARD", env)
+    async with tether.open_run(tmp_path, plugins=[tether.files], options={"ask_user_port": deny}) as run:
+        result = await run.call("write", WRITE)
+    assert result.is_error is gated
+
+
+async def test_run_option_wins_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TETHER_APPROVAL_BY_CARD", "1")
+
+    async def deny(q):
+        return Answer.choose("Deny")
+
+    async with opened(tmp_path, ask_user_port=deny, approval_by_card=False) as run:
+        assert not (await run.call("write", WRITE)).is_error

@@ -222,3 +222,27 @@ async def test_serve_timeout_is_an_error_and_the_form_is_withdrawn(tmp_path, no_
             assert result.is_error is True and result.structured_content["status"] == "timeout"
             assert "nobody answered within 0.5 s" in result.content[0].text
             await asyncio.wait_for(withdrawn.wait(), 5)
+
+
+async def test_serve_approval_by_card_through_elicitation(tmp_path, no_leftover_processes):
+    callback, seen = answering(
+        types.ElicitResult(action="accept", content={"choice": "Allow"}),
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="accept", content={"answer": "use b.txt instead"}),
+    )
+    async with stdio_client(server(tmp_path, TETHER_APPROVAL_BY_CARD="write")) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=callback) as session:
+            await session.initialize()
+            allowed = await session.call_tool("write", {"path": "a.txt", "content": "x"})
+            assert allowed.is_error is False and (tmp_path / "a.txt").read_text() == "x"
+            assert seen[0].message.startswith("Permission needed: Allow the agent to call write (write)?")
+            assert '"path": "a.txt"' in seen[0].message
+            assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == [
+                "Allow", "Deny", "Always allow"]
+            declined = await session.call_tool("write", {"path": "c.txt", "content": "x"})
+            assert declined.is_error is True and "skipped the approval card" in declined.content[0].text
+            told = await session.call_tool("write", {"path": "c.txt", "content": "x"})
+            assert told.is_error is True and 'said: "use b.txt instead"' in told.content[0].text
+            assert not (tmp_path / "c.txt").exists()
+            read_result = await session.call_tool("read", {"path": "a.txt"})  # read tier is not gated here
+            assert read_result.is_error is False and len(seen) == 3

@@ -2,12 +2,14 @@
 
 Switched on by the run option ``approval_by_card``: true for every tool, or a list of tiers (e.g.
 ``["write", "exec"]``). Fail-closed: no port, a timeout, a disconnect or a skip refuses the call.
-"Always allow" lets every later call of that tool through for the rest of the run, without a card.
+The environment variable ``TETHER_APPROVAL_BY_CARD`` (``1`` or ``write,exec``) switches it on for the
+`tether` commands, which take no run options. "Always allow" lets every later call of that tool through for the rest of the run, without a card.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +29,21 @@ MAX_ARGS_CHARS = 1500
 _always: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
 
 
+ENV_APPROVAL = "TETHER_APPROVAL_BY_CARD"
+
+
+def _from_env() -> Any:
+    """`tether call` / `tether serve` take no run options: ``TETHER_APPROVAL_BY_CARD=1`` or ``=write,exec``."""
+    raw = os.environ.get(ENV_APPROVAL, "").strip().lower()
+    if raw in {"", "0", "false", "no", "off"}:
+        return False
+    if raw in {"1", "true", "yes", "on", "all"}:
+        return True
+    return [t.strip() for t in raw.split(",") if t.strip()]
+
+
 def wants_card(run: Run, tool: Tool) -> bool:
-    setting = run.options.get("approval_by_card")
+    setting = run.options["approval_by_card"] if "approval_by_card" in run.options else _from_env()
     if not setting or tool.name == "ask_user":  # asking the human needs no permission to ask the human
         return False
     if tool.name in _always.get(run, ()):
