@@ -61,3 +61,11 @@ def project(tmp_path: Path) -> Path:
 
 def has_cli() -> bool:
     return shutil.which("ast-grep") is not None or (Path(sys.executable).parent / "ast-grep").exists()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def only_this_family():
+    """Load only the astgrep family: its tests must not depend on the other families' state."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TETHER_PLUGINS", "astgrep")
+        yield

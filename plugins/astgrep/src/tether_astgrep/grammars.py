@@ -106,9 +106,10 @@ def builtin_grammars() -> list[Grammar]:
             _C_LADDER[2],
         ), expando="µ"),
         Grammar("java", (".java",), _pack("java"), (
-            Rung("statement", "class _ { void _() {\nPATTERN\n} }"),
-            Rung("expression", "class _ { Object _ = PATTERN; }"),
-            Rung("class member", "class _ {\nPATTERN\n}"),
+            # not `_`: since Java 21 it is a pattern, not a name, and the grammar says so
+            Rung("statement", "class T__ { void m__() {\nPATTERN\n} }"),
+            Rung("expression", "class T__ { Object x__ = PATTERN; }"),
+            Rung("class member", "class T__ {\nPATTERN\n}"),
             Rung("declaration"),
         )),
         Grammar("dart", (".dart",), _pack("dart"), (

@@ -122,20 +122,22 @@ def _is_metavariable_error(node: Any, src: bytes, expando: str) -> bool:
     return metavariable(text, expando) is not None
 
 
-def _first_problem(node: Any, src: bytes, expando: str, lenient: bool = False) -> Any:
+def _first_problem(node: Any, src: bytes, expando: str, lenient_from: int | None = None) -> Any:
     """The first ERROR or MISSING node under ``node`` (pre-order), or None.
 
-    ``lenient`` lets through MISSING tokens (a `;` left off) and ERROR nodes that are only a
-    metavariable, which ast-grep accepts too; a context without them is always preferred.
+    With ``lenient_from`` (the pattern's end), a MISSING token at the end of the pattern (a `;` left
+    off a statement) and ERROR nodes that are only a metavariable pass, as ast-grep accepts them; a
+    context without them is always preferred.
     """
+    lenient = lenient_from is not None
     if node.is_error and not (lenient and _is_metavariable_error(node, src, expando)):
         return node
-    if node.is_missing and not (lenient and not node.is_named):
+    if node.is_missing and not (lenient and not node.is_named and node.start_byte >= lenient_from):
         return node
     if not node.has_error or node.is_error:
         return None
     for child in node.children:
-        found = _first_problem(child, src, expando, lenient)
+        found = _first_problem(child, src, expando, lenient_from)
         if found is not None:
             return found
     return None
@@ -181,7 +183,7 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
             end = start + len(body.encode())
             tree = parser.parse(src)
             root = tree.root_node
-            bad = _first_problem(root, src, grammar.expando, lenient=not strict)
+            bad = _first_problem(root, src, grammar.expando, None if strict else end)
             if bad is not None:
                 if strict and start <= bad.start_byte:
                     pos = len(src[start : bad.start_byte].decode("utf-8", "replace"))

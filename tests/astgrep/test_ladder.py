@@ -1,0 +1,122 @@
+"""The pattern ladder: fragments that only parse inside a context, found where ast-grep finds nothing."""
+
+from __future__ import annotations
+
+import pytest
+import tether
+
+
+
+def put(root, name, text):
+    p = root / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+async def grep(root, **args):
+    async with tether.open_run(root) as run:
+        return await run.call("ast_grep", {"max_results": 1000, **args})
+
+
+GO = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("a", 1)\n\ts := "fmt.Println(x)"\n\t// fmt.Println(y)\n\tfmt.Println()\n}\n'
+
+
+async def test_go_call_statement_is_found_where_ast_grep_finds_nothing(project, sg):
+    path = put(project, "main.go", GO)
+    assert sg("fmt.Println($$$A)", path, "go") == []  # ast-grep parses it as a type conversion
+    result = await grep(project, pattern="fmt.Println($$$A)")
+    assert not result.is_error, result.plain
+    assert [(m["start"]["line"], m["captures"].get("A", "")) for m in result.data["matches"]] == [(6, '"a", 1'), (9, "")]
+    assert result.data["context"] == "statement"
+
+
+async def test_go_top_level_call_in_a_var_is_found(project, sg):
+    path = put(project, "e.go", 'package main\n\nvar e = errors.New("x")\n\nfunc f() error { return errors.New("y") }\n')
+    assert sg("errors.New($S)", path, "go") == []
+    result = await grep(project, pattern="errors.New($S)")
+    assert [m["captures"]["S"] for m in result.data["matches"]] == ['"x"', '"y"']
+
+
+async def test_go_function_declaration_uses_the_declaration_rung(project):
+    put(project, "f.go", "package main\n\nfunc a() {}\nfunc b(x int) int { return x }\n")
+    result = await grep(project, pattern="func $F($$$P) { $$$B }")
+    assert [m["captures"]["F"] for m in result.data["matches"]] == ["a"]
+    assert result.data["context"] == "declaration"
+
+
+DART = "class A {\n  void dispose() {}\n  void f() {\n    dispose(x);\n    var s = 'dispose(x)';\n    // dispose(x)\n  }\n}\n"
+
+
+async def test_dart_call_is_a_call_not_a_signature(project):
+    put(project, "a.dart", DART)
+    result = await grep(project, pattern="dispose(x)")
+    assert not result.is_error, result.plain
+    assert [(m["start"]["line"], m["text"]) for m in result.data["matches"]] == [(4, "dispose(x);")]
+
+
+async def test_dart_method_call_on_a_receiver(project):
+    put(project, "a.dart", DART.replace("dispose(x);\n", "dispose(x);\n    c.dispose();\n"))
+    result = await grep(project, pattern="$R.dispose()")
+    assert [m["captures"]["R"] for m in result.data["matches"]] == ["c"]
+
+
+async def test_java_method_needs_the_class_member_rung(project):
+    put(project, "A.java", "class A {\n  public void run() { go(); }\n  void f() { int b = 1; }\n}\n")
+    result = await grep(project, pattern="public void $M() { $$$B }")
+    assert result.data["context"] == "class member"
+    assert [(m["captures"]["M"], m["captures"]["B"]) for m in result.data["matches"]] == [("run", "go();")]
+    local = await grep(project, pattern="int $N = $V;")
+    assert local.data["context"] == "statement"
+    assert [m["captures"]["N"] for m in local.data["matches"]] == ["b"]
+
+
+async def test_typescript_constructor_is_a_class_member(project, sg):
+    path = put(project, "a.ts", "class A {\n  constructor(x: number) { this.x = x; }\n}\n")
+    result = await grep(project, pattern="constructor($$$P) { $$$B }")
+    assert result.data["context"] == "class member"
+    assert [m["captures"]["P"] for m in result.data["matches"]] == ["x: number"]
+    assert sg("constructor($$$P) { $$$B }", path, "typescript") == []
+
+
+async def test_tsx_element(project):
+    put(project, "a.tsx", "const a = <Foo bar={1} />;\nconst b = <div></div>;\n")
+    result = await grep(project, pattern="<$C $$$P />")
+    assert [(m["captures"]["C"], m["captures"]["P"]) for m in result.data["matches"]] == [("Foo", "bar={1}")]
+
+
+async def test_c_call_without_semicolon(project):
+    put(project, "a.c", 'int main(void) {\n  printf("%d", 1);\n  puts("printf(x)");\n  return 0;\n}\n')
+    result = await grep(project, pattern="printf($$$A)")
+    assert [m["captures"]["A"] for m in result.data["matches"]] == ['"%d", 1']
+
+
+async def test_cpp_stream_expression(project):
+    put(project, "a.cpp", "int main() {\n  std::cout << 1;\n  int x = 2 << 3;\n}\n")
+    result = await grep(project, pattern="std::cout << $A")
+    assert [m["captures"]["A"] for m in result.data["matches"]] == ["1"]
+
+
+async def test_rust_let_without_semicolon_is_accepted(project):
+    put(project, "a.rs", "fn main() {\n    let x = 1;\n    let y = f(2);\n}\n")
+    result = await grep(project, pattern="let $A = $B")
+    assert [m["captures"]["A"] for m in result.data["matches"]] == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    "language, pattern, where",
+    [("python", "def f(:", "line 1, column 7"), ("go", "func $F() {", "line 1, column"), ("rust", "let = ;", "line 1")],
+)
+async def test_unparseable_pattern_names_language_and_position(project, language, pattern, where):
+    put(project, "x.txt", "")
+    result = await grep(project, pattern=pattern, language=language)
+    assert result.is_error
+    assert f"does not parse as {language} code" in result.plain
+    assert where in result.plain
+    assert "Traceback" not in result.plain
+
+
+async def test_several_statements_are_refused(project):
+    put(project, "a.py", "a = 1\nb = 2\n")
+    result = await grep(project, pattern="a = 1\nb = 2")
+    assert result.is_error and "several python statements" in result.plain
