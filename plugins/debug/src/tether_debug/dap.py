@@ -113,8 +113,9 @@ class DapClient:
     async def wait(self, fut: asyncio.Future, command: str, timeout: float | None = None) -> dict[str, Any]:
         limit = self.request_timeout if timeout is None else timeout
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), limit)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(limit):  # no extra task per request, unlike wait_for
+                return await fut
+        except TimeoutError:
             raise DapTimeout(command, f"the debug adapter did not answer '{command}' within {limit:g} s") from None
 
     async def request(self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
