@@ -36,6 +36,8 @@ async def run(tmp_path):
         ({"question": "BAD", "multi_select": "yes"}, "multi_select: expected boolean"),
         ({"question": "BAD", "options": [{"label": str(i)} for i in range(21)]}, "takes at most 20 items"),
         ({"questions": "BAD"}, "did you mean 'question'"),
+        ({"question": "BAD", "options": [{"label": "x" * 201}]}, "options[0].label: must be at most 200 characters, got 201"),
+        ({"question": "BAD" * 700}, "question: must be at most 2000 characters"),
         ({}, "missing required argument 'question'"),
     ],
 )

@@ -30,14 +30,18 @@ DESCRIPTION = (
 
 @attrs.frozen
 class OptionArg:
-    label: str = arg("short text of the choice; it is what comes back when the human picks it", min_length=1)
-    description: str | None = arg("what choosing it means, shown beside the label", default=None)
+    label: str = arg(
+        "short text of the choice; it is what comes back when the human picks it", min_length=1, max_length=200
+    )
+    description: str | None = arg("what choosing it means, shown beside the label", default=None, max_length=1000)
 
 
 @attrs.frozen
 class AskUserArgs:
-    question: str = arg("the question, one clear sentence the human can answer", min_length=1)
-    context: str | None = arg("why you ask and what depends on the answer (shown under the question)", default=None)
+    question: str = arg("the question, one clear sentence the human can answer", min_length=1, max_length=2000)
+    context: str | None = arg(
+        "why you ask and what depends on the answer (shown under the question)", default=None, max_length=8000
+    )
     options: list[OptionArg] = arg(
         "choices to pick from, each {label, description?}; labels must be distinct",
         factory=list,
