@@ -114,6 +114,23 @@ async def test_a_finished_worker_leaves_no_process_behind(open_vibe, project, wo
         assert not alive(orphan)  # stopped when its worker ended, not only when the run closes
 
 
+async def test_a_child_in_its_own_session_is_stopped_when_its_worker_exits(
+    open_vibe, project, worker_cmd, tmp_path, monkeypatch
+):
+    from tether_vibe import command_roster
+
+    monkeypatch.setattr(command_roster, "WATCH_EVERY", 0.05)
+    pidfile = tmp_path / "escaped"
+    async with open_vibe(project, {"fast": worker_cmd}) as run:
+        begun = time.monotonic()
+        await run.call("vibe_spawn", {"brief": f"@escaped-child {pidfile}\n@sleep 0.5\nbye", "label": "l"})
+        done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 30})
+        assert time.monotonic() - begun < 3
+        assert done.data["status"] == "done" and "bye" in done.data["result"]
+        (escaped,) = await pids_in(pidfile, 1)
+        assert not alive(escaped)  # not in the worker's group, yet stopped with it
+
+
 async def test_concurrency_cap(open_vibe, project, worker_cmd):
     async with open_vibe(project, {"fast": worker_cmd, "good": worker_cmd, "max_workers": 2}) as run:
         for i in range(2):

@@ -23,7 +23,7 @@ import attrs
 from tether.tools import ToolError
 
 from tether_vibe.config import VibeConfig
-from tether_vibe.procgroup import stop_group, stop_worker
+from tether_vibe.procgroup import Descendants, stop_leftovers, stop_worker
 from tether_vibe.roster import Status, WorkerInfo, roster_full, tier_unavailable, unknown_worker
 from tether_vibe.tail import Tail
 
@@ -34,6 +34,7 @@ log = logging.getLogger("tether.vibe")
 
 DRAIN_TIMEOUT = 1.0  # after the worker exits, how long its pipes may stay open (an escaped child holds them)
 CHUNK = 65_536
+WATCH_EVERY = 1.0  # how often what a running worker started is recorded, to stop it after the worker exits
 
 
 def briefing_text(brief: str, messages: list[str]) -> str:
@@ -250,18 +251,20 @@ class CommandRoster:
     async def _collect(self, worker: _Worker, proc: asyncio.subprocess.Process) -> int:
         """Feed the briefing, read stdout and stderr (bounded) until the worker exits; its exit code."""
         out = Tail(self.config.result_chars)
+        started = Descendants()
         tasks = [
-            asyncio.create_task(_feed(proc.stdin, briefing_text(worker.brief, worker.messages).encode())),
             asyncio.create_task(_pump(proc.stdout, out)),
             asyncio.create_task(_pump(proc.stderr, worker.log)),
+            asyncio.create_task(_feed(proc.stdin, briefing_text(worker.brief, worker.messages).encode())),
+            asyncio.create_task(_watch(proc.pid, started)),
         ]
         try:
             code = await _exited(proc)
             worker.finished_at = time.time()
-            if not worker.killing:  # a worker's processes end with it (kill has stopped them already)
-                await asyncio.to_thread(stop_group, proc.pid, self.config.kill_grace)
-            # what the worker wrote is in the pipes; a child that left its group may still hold them open
-            await asyncio.wait(tasks[1:], timeout=DRAIN_TIMEOUT)
+            # a worker's processes end with it; they may hold its pipes open, so before draining them
+            await asyncio.to_thread(stop_leftovers, proc.pid, started, self.config.kill_grace)
+            # what the worker wrote is in the pipes; a child that escaped unseen may still hold them open
+            await asyncio.wait(tasks[:2], timeout=DRAIN_TIMEOUT)
         finally:
             for task in tasks:
                 task.cancel()
@@ -301,6 +304,12 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     finally:
         waiter.cancel()
     return proc.returncode if proc.returncode is not None else waiter.result()
+
+
+async def _watch(pid: int, started: Descendants) -> None:
+    while True:
+        await asyncio.to_thread(started.record, pid)
+        await asyncio.sleep(WATCH_EVERY)
 
 
 async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:

@@ -2,8 +2,9 @@
 
 A worker runs as the leader of its own session and process group. While the leader lives, its tree
 is found through its children (children that moved to a session of their own too). Once the leader
-has exited, what it left behind is orphaned and only its process group still names it, so the
-group's remaining members are found by their group id.
+has exited, what it left behind is orphaned: its process group still names the members that stayed
+in it, and `Descendants`, recorded while the worker ran, names those that moved to a session of
+their own (one started less than a recording interval before the worker exited can escape).
 
 Why not `tether.procs.kill_tree` alone: it reaps the processes it killed with ``waitpid``, and the
 worker is a child of asyncio's child watcher, which then loses its exit status (it logs "Unknown child
@@ -103,3 +104,47 @@ def stop_worker(pid: int, grace: float) -> None:
             pass
     _stop(procs, groups, grace)
     stop_group(pid, grace)  # members whose parent already exited are no longer in the tree
+
+
+class Descendants:
+    """The processes a worker started, as seen while it ran: pid -> creation time (pids get reused)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}
+
+    def record(self, pid: int) -> None:
+        import psutil
+
+        for p in _tree(pid)[1:]:
+            try:
+                self.seen.setdefault(p.pid, p.create_time())
+            except psutil.Error:
+                pass
+
+    def left(self) -> list:
+        """Those still alive (the same processes: same pid and creation time)."""
+        import psutil
+
+        out = []
+        for pid, created in self.seen.items():
+            try:
+                p = psutil.Process(pid)
+                if p.create_time() == created and _alive(p):
+                    out.append(p)
+            except psutil.Error:
+                pass
+        return out
+
+
+def stop_leftovers(pgid: int, descendants: Descendants, grace: float) -> None:
+    """After the worker exited: stop what is left of its group and of what it started (blocking, bounded)."""
+    procs = group_members(pgid)
+    known = {p.pid for p in procs}
+    procs += [p for p in descendants.left() if p.pid not in known]
+    groups = {pgid}
+    for p in procs:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except OSError:
+            pass
+    _stop(procs, groups, grace)
