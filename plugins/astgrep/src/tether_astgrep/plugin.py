@@ -16,6 +16,10 @@ def tether_addhooks(pluginmanager: Any) -> None:
 
 @hookimpl
 def tether_astgrep_parsers(run: Any) -> Any:
+    # a firstresult hook cannot be answered "None" by a harness (pluggy moves on to the next
+    # implementation), so turning the family off is a run option
+    if not (run.options or {}).get("astgrep_enabled", True):
+        return None
     from tether_astgrep.parsers import ParserPool
 
     return ParserPool(run)  # cheap: grammars load and workers start on first use
@@ -32,7 +36,7 @@ def tether_astgrep_grammars(run: Any) -> Any:
 def tether_register_tools(run: Any, register: Any) -> None:
     handle = run.resource("tether_astgrep_parsers")
     if handle is None:
-        register.unavailable("astgrep", "no tree-sitter parser pool for this run (the harness turned it off)")
+        register.unavailable("astgrep", "structural search is turned off for this run (run option astgrep_enabled)")
         return
     from tether_astgrep.tools import tools_for
 

@@ -1,0 +1,223 @@
+"""ast_grep: files walked, bad input answered in one paragraph, output bounded, results cached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tether
+
+
+async def call(root: Path, tool: str = "ast_grep", **args):
+    async with tether.open_run(root) as run:
+        return await run.call(tool, args)
+
+
+def put(root: Path, name: str, content: str | bytes) -> Path:
+    p = root / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return p
+
+
+# -- registration -------------------------------------------------------------------------------------
+
+
+def test_plugin_module_imports_nothing_heavy():
+    code = "import sys, tether_astgrep.plugin; print(sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'pathspec'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+async def test_tools_and_tiers(project):
+    async with tether.open_run(project) as run:
+        tiers = {t.name: t.tier.value for t in run.tools() if t.family == "astgrep"}
+    assert tiers == {"ast_grep": "read", "ast_edit": "write", "resolve": "write"}
+    async with tether.open_run(project, surface="readonly") as run:
+        assert {t.name for t in run.tools() if t.family == "astgrep"} == {"ast_grep"}
+
+
+async def test_run_option_turns_the_family_off(project):
+    async with tether.open_run(project, options={"astgrep_enabled": False}) as run:
+        assert not [t for t in run.tools() if t.family == "astgrep"]
+        assert any(u.family == "astgrep" and "astgrep_enabled" in u.reason for u in run.unavailable)
+        result = await run.call("ast_grep", {"pattern": "x"})
+        assert result.is_error and "astgrep" in result.plain
+
+
+class OneWorker:
+    """A harness that gives the run its own parser pool (one worker: search in the run's process)."""
+
+    @tether.hookimpl(tryfirst=True)
+    def tether_astgrep_parsers(self, run):
+        from tether_astgrep.parsers import ParserPool
+
+        return ParserPool(run, workers=1)
+
+
+async def test_harness_overrides_the_resource(project):
+    put(project, "a.py", "f(1)\n")
+    async with tether.open_run(project, plugins=[OneWorker()]) as run:
+        assert run.resource("tether_astgrep_parsers").workers == 1
+        assert (await run.call("ast_grep", {"pattern": "f($A)"})).data["total"] == 1
+
+
+# -- matching and output ------------------------------------------------------------------------------
+
+
+async def test_nested_matches_in_source_order_with_positions(project):
+    put(project, "a.py", "x = 1\n# é\nprint(print(1), 'é') ; print(2)\n")
+    result = await call(project, pattern="print($$$A)")
+    got = [(m["start"], m["end"], m["text"]) for m in result.data["matches"]]
+    assert got == [
+        ({"line": 3, "column": 1}, {"line": 3, "column": 21}, "print(print(1), 'é')"),
+        ({"line": 3, "column": 7}, {"line": 3, "column": 15}, "print(1)"),
+        ({"line": 3, "column": 24}, {"line": 3, "column": 32}, "print(2)"),
+    ]
+    assert result.plain.splitlines()[0] == "3 matches in 1 file (python, 1 file searched)"
+    assert "a.py:3:7: print(1)" in result.plain
+
+
+async def test_cap_keeps_the_exact_total(project):
+    put(project, "a.py", "".join(f"f({i})\n" for i in range(30)))
+    result = await call(project, pattern="f($A)", max_results=5)
+    assert result.data["total"] == 30 and len(result.data["matches"]) == 5
+    assert "[25 more matches not shown (showing 5 of 30)." in result.plain
+
+
+async def test_long_match_shows_first_lines(project):
+    body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    put(project, "a.py", f"def f():\n{body}")
+    result = await call(project, pattern="def $F(): $$$B")
+    assert "... (38 more lines)" in result.plain
+    assert len(result.plain) < 1000
+
+
+async def test_huge_max_results_is_refused(project):
+    put(project, "a.py", "f(1)\n")
+    result = await call(project, pattern="f($A)", max_results=10**9)
+    assert result.is_error and "max_results: must be at most 1000" in result.plain
+
+
+@pytest.mark.parametrize("pattern", ["", "   \n "])
+async def test_empty_pattern(project, pattern):
+    put(project, "a.py", "f(1)\n")
+    result = await call(project, pattern=pattern)
+    assert result.is_error and "the pattern is empty" in result.plain
+
+
+async def test_unknown_language_suggests(project):
+    put(project, "a.py", "f(1)\n")
+    result = await call(project, pattern="f($A)", language="pyhton")
+    assert result.is_error and "did you mean 'python'" in result.plain and "Traceback" not in result.plain
+
+
+async def test_path_outside_root_and_missing_path(project):
+    result = await call(project, pattern="f($A)", path="../..")
+    assert result.is_error and "outside the root" in result.plain
+    missing = await call(project, pattern="f($A)", path="nope/x.py")
+    assert missing.is_error and "no such file" in missing.plain
+
+
+async def test_unknown_extension_needs_language(project):
+    put(project, "script.txt", "f(1)\n")
+    result = await call(project, pattern="f($A)", path="script.txt")
+    assert result.is_error and "pass language" in result.plain
+    ok = await call(project, pattern="f($A)", path="script.txt", language="python")
+    assert ok.data["total"] == 1
+
+
+async def test_mixed_languages_need_language(project):
+    put(project, "a.py", "f(1)\n")
+    put(project, "b.js", "f(1);\n")
+    put(project, "c.js", "f(2);\n")
+    result = await call(project, pattern="f($A)")
+    assert result.is_error and "javascript: 2, python: 1" in result.plain and "pass language" in result.plain
+    js = await call(project, pattern="f($A)", language="javascript")
+    assert js.data["total"] == 2
+
+
+async def test_binary_and_invalid_utf8_are_counted_skips(project):
+    put(project, "good.py", "f(1)\n")
+    put(project, "bin.py", b"f(2)\x00\x01\x02")
+    put(project, "latin.py", "f('caf\xe9')\n".encode("latin-1"))
+    result = await call(project, pattern="f($A)")
+    assert not result.is_error
+    assert result.data["total"] == 1
+    assert result.data["skipped"] == {"binary": 1, "non-utf8": 1}
+    assert "skipped: 1 binary, 1 non-utf8" in result.plain
+    direct = await call(project, pattern="f($A)", path="latin.py")
+    assert direct.data["total"] == 0 and direct.data["skipped"] == {"non-utf8": 1}
+
+
+async def test_walk_honours_gitignore_and_skips_vendored_folders(project):
+    put(project, ".gitignore", "build/\n*.gen.py\n")
+    put(project, "src/a.py", "f(1)\n")
+    put(project, "src/.gitignore", "local.py\n")
+    put(project, "src/local.py", "f(2)\n")
+    put(project, "build/b.py", "f(3)\n")
+    put(project, "x.gen.py", "f(4)\n")
+    put(project, "node_modules/m/i.py", "f(5)\n")
+    put(project, ".git/hooks/h.py", "f(6)\n")
+    put(project, "env/pyvenv.cfg", "home = /usr\n")
+    put(project, "env/lib/s.py", "f(7)\n")
+    put(project, ".hidden/h.py", "f(8)\n")
+    result = await call(project, pattern="f($A)")
+    assert [(m["file"], m["captures"]["A"]) for m in result.data["matches"]] == [("src/a.py", "1")]
+    sub = await call(project, pattern="f($A)", path="src")
+    assert [m["file"] for m in sub.data["matches"]] == ["src/a.py"]  # the root's .gitignore applies too
+
+
+# -- cache and workers --------------------------------------------------------------------------------
+
+
+async def test_repeated_search_is_cached_and_sees_changes(project):
+    a = put(project, "a.py", "f(1)\n")
+    async with tether.open_run(project) as run:
+        first = await run.call("ast_grep", {"pattern": "f($A)"})
+        pool = run.resource("tether_astgrep_parsers")
+        assert len(pool.cache._data) == 1
+        second = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert second.data == first.data
+        a.write_text("f(1)\nf(22)\n")
+        third = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert [m["captures"]["A"] for m in third.data["matches"]] == ["1", "22"]
+
+
+def test_cache_is_bounded():
+    from tether_astgrep.engine import FileResult
+    from tether_astgrep.files import FileEntry
+    from tether_astgrep.parsers import ResultCache
+
+    cache = ResultCache(max_matches=100, max_patterns=3)
+    for k in range(10):
+        cache.put(("p", k), [(FileEntry(f"/f{i}", 1, 1, 1), FileResult(f"/f{i}", "searched", ((0, 1, 1, ()),) * 5)) for i in range(4)])
+    assert len(cache._data) <= 3 and sum(cache._weight.values()) <= 100
+    assert cache.get(("p", 9), FileEntry("/f0", 1, 1, 1)) is not None
+    assert cache.get(("p", 9), FileEntry("/f0", 2, 1, 1)) is None  # size changed: stale
+    assert cache.get(("p", 0), FileEntry("/f0", 1, 1, 1)) is None  # evicted
+
+
+async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_leftover_processes):
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):  # ~1.8 MB: above the size searched in the run's own process
+        put(root, f"pkg{n % 7}/m{n}.py", body)
+    async with tether.open_run(root) as run:
+        result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 3})
+        pool = run.resource("tether_astgrep_parsers")
+        assert pool._pool is not None, "the search should have used the worker pool"
+        workers = list(pool._pool._processes)
+        assert result.data["total"] == 200 * 250
+        assert result.data["files_searched"] == 200
+    assert workers and all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in workers)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
