@@ -106,6 +106,7 @@ class Connection:
         self.started_at = 0.0
         self.ready_at: float | None = None
         self.restarts = 0
+        self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.scan_truncated = False
         self._watched: dict[Path, tuple[int, int]] = {}
         self._ids = itertools.count(1)

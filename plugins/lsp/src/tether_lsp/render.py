@@ -24,9 +24,18 @@ def uri_to_path(uri: str) -> Path | None:
 class Lines:
     """Source lines of files, read once per answer (and from the open document when there is one)."""
 
-    def __init__(self, overrides: dict[Path, str] | None = None) -> None:
+    def __init__(self, overrides: dict[Path, str] | None = None, uris: dict[str, tuple[Path | None, str]] | None = None) -> None:
         self._cache: dict[Path, list[str]] = {}
         self._overrides = overrides or {}
+        self._uris = {} if uris is None else uris  # may be shared across answers: a uri always shows the same
+
+    def where(self, uri: str, run: Any) -> tuple[Path | None, str]:
+        """(path, path as shown) of a uri; cached, as resolving a path is syscalls and answers repeat files."""
+        hit = self._uris.get(uri)
+        if hit is None:
+            path = uri_to_path(uri)
+            hit = self._uris[uri] = (path, run.relpath(path) if path is not None else uri)
+        return hit
 
     def get(self, path: Path, line: int) -> str:
         if path not in self._cache:
@@ -67,15 +76,15 @@ def locations(result: Any, run: Any, encoding: str, lines: Lines) -> list[Locati
         if uri is None or rng is None:
             continue
         out.add(location(uri, rng.start, run, encoding, lines))
-    return sorted(out)
+    return sorted(out, key=lambda loc: (loc.file, loc.line, loc.column))
 
 
 def location(uri: str, pos: Any, run: Any, encoding: str, lines: Lines) -> Location:
-    path = uri_to_path(uri)
+    path, shown = lines.where(uri, run)
     if path is None:
         return Location(uri, pos.line + 1, pos.character + 1, "")
     source = lines.get(path, pos.line)
-    return Location(run.relpath(path), pos.line + 1, from_units(source, pos.character, encoding) + 1, source)
+    return Location(shown, pos.line + 1, from_units(source, pos.character, encoding) + 1, source)
 
 
 def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Diagnostic:

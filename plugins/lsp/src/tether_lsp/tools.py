@@ -155,7 +155,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             return ToolResult.text(cap_text(hover, HOVER_CHARS, "The rest is in the definition."), {"hover": hover})
         if args.action == "code_actions":
             return _code_actions(result, where)
-        lines = render.Lines({doc.path: doc.text})
+        lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
         locs = render.locations(result, run, conn.encoding, lines)
         if not locs:
             if conn.indexing:
