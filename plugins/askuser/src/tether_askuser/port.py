@@ -61,7 +61,8 @@ def timeout_of(options: dict[str, Any], key: str = "ask_user_timeout") -> float:
 async def ask_human(port: QuestionPort, question: Question, timeout: float) -> Outcome:
     """Put the card to the human through ``port``; never raises, never waits longer than ``timeout``."""
     try:
-        raw = await asyncio.wait_for(port.ask(question), timeout)
+        async with asyncio.timeout(timeout):  # no extra task, unlike wait_for: cheaper on the approval path
+            raw = await port.ask(question)
     except TimeoutError:
         return Outcome("timeout", detail=f"nobody answered within {timeout:g} s")
     except PortDisconnected as exc:
