@@ -254,3 +254,39 @@ async def test_run_close_ends_a_live_session(pyproject, no_leftover_processes, o
         await debug.ok(action="breakpoints", file="app.py", lines=[13])
         await debug.ok(action="launch", program="app.py")
     # no_leftover_processes checks the adapter and the debuggee are gone
+
+
+async def test_a_stop_that_comes_after_the_wait_gave_up_is_reported(pyproject, open_debug, write_files, no_leftover_processes):
+    write_files(pyproject, {"late.py": "import time\ntime.sleep(2)\nlate = 'here'\nprint(late)\n"})
+    async with open_debug(pyproject, debug_stop_timeout=0.5) as debug:
+        await debug.ok(action="breakpoints", file="late.py", lines=[4])
+        running = await debug.ok(action="launch", program="late.py")
+        assert running.data["running"] is True
+        await asyncio.sleep(3)
+        status = await debug.ok(action="status")
+        assert status.data["stopped"]["line"] == 4 and status.data["stopped"]["reason"] == "breakpoint"
+        assert (await debug.ok(action="evaluate", expression="late")).data["result"] == "'here'"
+
+
+async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(pyproject, open_debug, write_files, no_leftover_processes):
+    write_files(pyproject, {"short.py": "import time\ntime.sleep(1.5)\nprint('done')\n"})
+    async with open_debug(pyproject, debug_stop_timeout=0.5) as debug:
+        assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
+        await asyncio.sleep(3)
+        late = await debug.ok(action="stack")
+        assert "ended while running, before this 'stack' call" in late.plain
+        assert late.data["ended"]["exit_code"] == 0 and "done" in late.data["output"]
+        assert (await debug.ok(action="status")).data["session"] is None
+
+
+async def test_an_adapter_that_dies_under_a_stopped_program_ends_the_session(debug):
+    await debug.ok(action="breakpoints", file="app.py", lines=[13])
+    await debug.ok(action="launch", program="app.py")
+    session = debug.run.resource("tether_debug_supervisor").sessions["conv-1"]
+    session.proc.kill()
+    await asyncio.wait_for(session.proc.wait(), 5)
+    await asyncio.sleep(0.2)
+    lost = await debug.err(action="stack")
+    assert "exited unexpectedly" in lost.plain and "action='launch'" in lost.plain
+    again = await debug.ok(action="launch", program="app.py")
+    assert again.data["stopped"]["line"] == 13

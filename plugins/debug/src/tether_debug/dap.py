@@ -131,15 +131,20 @@ class DapClient:
 
     # -- waiting for events -------------------------------------------------------------------------
 
+    def find_event(self, names: Iterable[str], after: int) -> tuple[int, dict[str, Any]] | None:
+        """Without waiting: the first event named in ``names`` at log index >= ``after``."""
+        wanted = frozenset(names)
+        for i in range(after, len(self.events)):
+            if self.events[i].get("event") in wanted:
+                return i, self.events[i]
+        return None
+
     async def wait_event(self, names: Iterable[str], after: int, timeout: float) -> tuple[int, dict[str, Any]] | None:
         """The first event named in ``names`` at log index >= ``after``: (index, event); None on timeout or close."""
         wanted = frozenset(names)
 
         def find() -> tuple[int, dict[str, Any]] | None:
-            for i in range(after, len(self.events)):
-                if self.events[i].get("event") in wanted:
-                    return i, self.events[i]
-            return None
+            return self.find_event(wanted, after)
 
         async def loop() -> tuple[int, dict[str, Any]] | None:
             async with self._changed:

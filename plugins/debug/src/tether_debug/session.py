@@ -105,6 +105,7 @@ class Session:
         self.generation = 0
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
         self.references: set[int] = set()  # variable references handed out at the current stop
+        self.consumed = 0  # events before this index have been turned into stops or ends
         self.top_frame: int | None = None  # innermost frame of the stopped thread: evaluate's default
         self.breakpoints: dict[str, list[dict[str, Any]]] = {}  # path -> adapter's answer
         self.program: str = ""
@@ -315,12 +316,15 @@ class Session:
     async def wait_stop(self, after: int, timeout: float) -> Stop | Ended | None:
         """The next stop or the end at or after event ``after``; None while still running at the bound."""
         assert self.client is not None
-        hit = await self.client.wait_event(STOP_EVENTS, after, timeout)
+        hit = self.client.find_event(STOP_EVENTS, after)
+        if hit is None and timeout > 0:
+            hit = await self.client.wait_event(STOP_EVENTS, after, timeout)
         if hit is None:
             if self.client.closed:
                 return self._end("the debug adapter closed its connection")
             return None
-        _, event = hit
+        index, event = hit
+        self.consumed = index + 1
         if event["event"] != "stopped":
             return self._end("exited" if event["event"] == "exited" else "terminated")
         body = event.get("body") or {}

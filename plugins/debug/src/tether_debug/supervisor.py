@@ -34,7 +34,25 @@ class DebugSupervisor:
         if session is not None and time.monotonic() >= session.deadline:
             self._expire(conversation, session)
             return None
+        # A closed connection under a running program is reported by the handler as the program's end;
+        # under a stopped one nothing can drive the program any more.
+        if session is not None and session.stop is not None and session.client is not None and session.client.closed:
+            self._lost(conversation, session)
+            return None
         return session
+
+    def _lost(self, conversation: str, session: Session) -> None:
+        """The adapter died under a stopped program: nothing can drive it any more."""
+        stderr = session._stderr_text()
+        self.notes[conversation] = (
+            f"The debug adapter of {session.program} exited unexpectedly and the session was ended"
+            + (f" (adapter said: {stderr})" if stderr else "")
+            + ". Start a new one with action='launch'."
+        )
+        self._forget(conversation)
+        task = asyncio.get_running_loop().create_task(session.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def take_note(self, conversation: str) -> str | None:
         return self.notes.pop(conversation, None)

@@ -107,6 +107,8 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     try:
         if action == "adapters":
             result = _adapters(run)
+        elif session is not None and session.stop is None and (caught := await _caught_up(run, supervisor, conversation, session, action)):
+            result = caught  # the program stopped or ended while nobody waited: say that first
         elif action == "status":
             result = await _status(run, supervisor, conversation, session)
         elif action == "breakpoints":
@@ -134,6 +136,23 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     if note:
         result = ToolResult(((_text(note + "\n")), *result.content), result.is_error, {**(result.data or {}), "note": note})
     return result
+
+
+async def _caught_up(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, action: str) -> ToolResult | None:
+    """A stop or an end that arrived after the last wait gave up (a program left running)."""
+    if action in ("output", "adapters"):
+        return None
+    async with session.lock:
+        outcome = await session.wait_stop(session.consumed, 0)
+        if outcome is None:
+            return None
+        from tether_debug.session import Ended
+
+        what = "ended" if isinstance(outcome, Ended) else "stopped"
+        prefix = f"the program {what} while running, before this '{action}' call (which was not carried out):\n"
+        if action == "status":
+            prefix = ""
+        return await _after_run(run, supervisor, conversation, session, outcome, prefix=prefix)
 
 
 def _text(text: str):
