@@ -33,6 +33,8 @@ def plugin_site(tmp_path, monkeypatch):
         {"procfam": "tether_test_procfam", "broken": "tether_test_broken", "typo": "tether_test_typo"},
     )
     paths = [str(site), str(PLUGINS)]
+    monkeypatch.delenv("TETHER_PLUGINS", raising=False)
+    monkeypatch.delenv("TETHER_BLOCK_PLUGINS", raising=False)
     monkeypatch.syspath_prepend(str(PLUGINS))
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))

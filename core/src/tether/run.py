@@ -92,7 +92,7 @@ class Run:
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
-        self._pids: list[int] = []
+        self._procs: list[Any] = []  # psutil handles: a reused pid is not ours
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self.all_tools: dict[str, Tool] = {}
@@ -142,7 +142,11 @@ class Run:
 
     def track_process(self, proc: Any) -> None:
         """Kill this process's tree when the run closes, whatever its family's shutdown did."""
-        self._pids.append(proc if isinstance(proc, int) else proc.pid)
+        from tether.procs import process
+
+        handle = process(proc if isinstance(proc, int) else proc.pid)
+        if handle is not None:
+            self._procs.append(handle)
 
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""
@@ -309,10 +313,10 @@ class Run:
             await self._bounded_close(lambda out=out: out, "run_closing hook")
         for closer in reversed(self._closers):
             await self._bounded_close(closer, getattr(closer, "__qualname__", repr(closer)))
-        if self._pids:
+        if self._procs:
             from tether.procs import kill_tree
 
-            await asyncio.to_thread(lambda: [kill_tree(pid, KILL_GRACE) for pid in self._pids])
+            await asyncio.to_thread(lambda: [kill_tree(p, KILL_GRACE) for p in self._procs])
 
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
         try:
