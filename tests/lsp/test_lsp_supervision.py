@@ -157,3 +157,46 @@ def test_cattrs_is_pinned_below_25():
     from importlib.metadata import version
 
     assert int(version("cattrs").split(".")[0]) < 25, cattrs.__file__
+
+
+def _replacing_basedpyright(*command):
+    class Plugin:
+        @hookimpl
+        def tether_lsp_servers(self, run):
+            base = next(d for d in BUILTIN_SERVERS if d.id == "basedpyright")
+            return [attrs.evolve(base, command=command)]
+
+    return Plugin()
+
+
+async def test_a_server_that_exits_at_start_is_reported_and_not_retried_on_every_write(py_root, no_leftover_processes):
+    plugin = _replacing_basedpyright("sh", "-c", "echo boom: no interpreter >&2; exit 3")
+    async with tether.open_run(py_root, plugins=[plugin, tether.files]) as run:
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        assert r.is_error and "basedpyright exited during startup (exit code 3): boom: no interpreter" in r.plain
+        t0 = time.monotonic()
+        for i in range(3):
+            r = await run.call("write", {"path": "pkg/new.py", "content": f"x = {i}\n"})
+            assert not r.is_error and "introduced" not in r.plain
+        assert time.monotonic() - t0 < 1.5
+
+
+async def test_a_server_that_never_answers_initialize_times_out_and_is_killed(py_root, no_leftover_processes):
+    plugin = _replacing_basedpyright("sleep", "30")
+    async with tether.open_run(py_root, plugins=[plugin], options={"lsp_start_timeout": 1}) as run:
+        t0 = time.monotonic()
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        assert r.is_error and "basedpyright did not answer initialize within 1 s" in r.plain, r.plain
+        assert time.monotonic() - t0 < 5
+        assert run.resource("tether_lsp_supervisor").connections == {}
+
+
+async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_root):
+    async with tether.open_run(py_root) as run:
+        args = {"action": "definition", "file": "pkg/util.py", "line": 2, "symbol": "Say"}  # in a docstring: no definition
+        r = await run.call("lsp", args)
+        assert not r.is_error and r.plain == "no definition found for 'Say' at pkg/util.py:2"
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        conn.progress_tokens.add("indexing")  # as a $/progress begin without its end would leave it
+        r = await run.call("lsp", args)
+        assert r.is_error and "still indexing" in r.plain and "retry" in r.plain and r.data["error"] == "indexing"

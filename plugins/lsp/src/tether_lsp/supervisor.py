@@ -37,7 +37,8 @@ class Supervisor:
         self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
         self._versions: dict[str, str | None] = {}
         self._definitions: list[ServerDef] | None = None
-        self.baseline: dict[str, dict[str, list[Any]]] = {}  # per written path: every known file's diagnostics
+        self.baseline: dict[str, list[Any]] = {}  # every known file's diagnostics before the current write
+        self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         self._closed = False
 
     # -- options and definitions ---------------------------------------------------------------
@@ -106,7 +107,12 @@ class Supervisor:
 
     # -- connections ---------------------------------------------------------------------------
 
-    async def connection(self, avail: Availability) -> Connection:
+    async def connection(self, avail: Availability, *, retry_failed: bool = True) -> Connection:
+        """The running server for ``avail`` (started, or restarted with its documents, when needed).
+
+        ``retry_failed=False`` (diagnostics on write) does not try again a server whose start failed
+        in this run: every write would wait for it. A query or reload tries again.
+        """
         assert avail.root is not None and avail.binary is not None
         key = (avail.server.id, avail.root)
         lock = self._locks.setdefault(key, asyncio.Lock())
@@ -116,25 +122,29 @@ class Supervisor:
             conn = self.connections.get(key)
             if conn is not None and conn.alive:
                 return conn
+            if not retry_failed and key in self.failed:
+                raise ToolError(self.failed[key], {"error": "start_failed"})
             reopen = [d.path for d in conn.docs.values()] if conn is not None else []
             restarts = conn.restarts + 1 if conn is not None else 0
             if conn is not None:
-                await conn.close(0.2)
-            conn = Connection(avail.server, avail.binary, avail.root, self.run)
-            conn.restarts = restarts
-            self.connections[key] = conn
-            try:
-                await conn.start(self.option("lsp_start_timeout"))
-            except StartFailed as exc:
                 self.connections.pop(key, None)
                 await conn.close(0.2)
-                raise ToolError(
-                    f"{exc}. Check that the server works (`lsp` action status), or reload after fixing it.",
-                    {"error": "start_failed", "server": avail.server.id},
-                ) from None
+            new = Connection(avail.server, avail.binary, avail.root, self.run)
+            new.restarts = restarts
+            try:
+                await new.start(self.option("lsp_start_timeout"))
+            except StartFailed as exc:
+                await new.close(0.2)
+                self.failed[key] = f"{exc}. Check that the server works (`lsp` action status), then retry or reload."
+                raise ToolError(self.failed[key], {"error": "start_failed", "server": avail.server.id}) from None
+            except BaseException:  # cancelled mid-start (a bounded caller gave up): leave nothing half-started
+                await asyncio.shield(new.close(0.2))
+                raise
+            self.failed.pop(key, None)
+            self.connections[key] = new
             for path in reopen:
-                conn.open(path)
-            return conn
+                new.open(path)
+            return new
 
     async def with_file(self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
         """Run ``fn`` against the file's server with the file open and everything re-synced.
@@ -174,6 +184,7 @@ class Supervisor:
 
     async def reload(self, root: Path | None = None) -> list[str]:
         """Restart the running servers (for servers rooted under ``root``); return what was restarted."""
+        self.failed.clear()
         done = []
         for key, conn in list(self.connections.items()):
             if root is not None and not key[1].is_relative_to(root):

@@ -42,7 +42,7 @@ def _known(sup: Any) -> dict[str, list[Diagnostic]]:
 async def _connection_for(sup: Any, path: Path) -> Any | None:
     try:
         avail = await sup.choose(path)
-        return await sup.connection(avail)
+        return await sup.connection(avail, retry_failed=False)
     except ToolError:
         return None  # no server for this file: nothing to say about it
 
