@@ -59,6 +59,8 @@ def c_project(tmp_path_factory) -> Path:
     (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.10)\nproject(demo C)\nadd_executable(demo main.c)\n")
     (root / "main.c").write_text(C_SOURCE)
     subprocess.run([gcc, "-g", "-O0", "-o", str(root / "demo"), str(root / "main.c")], check=True, timeout=60)
+    (root / "crash.c").write_text('#include <stdio.h>\nint main(void) {\n    int *p = 0;\n    puts("before");\n    *p = 42;\n    return 0;\n}\n')
+    subprocess.run([gcc, "-g", "-O0", "-o", str(root / "crash"), str(root / "crash.c")], check=True, timeout=60)
     return root
 
 
@@ -69,6 +71,8 @@ def go_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("goproj")
     (root / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
     (root / "main.go").write_text(GO_SOURCE)
+    (root / "panicky").mkdir()
+    (root / "panicky" / "main.go").write_text('package main\n\nfunc main() {\n\tvar m map[string]int\n\tm["x"] = 1\n}\n')
     return root
 
 
@@ -155,3 +159,21 @@ async def test_go_breakpoint_stack_variables_through_delve(go_project, open_debu
         assert ended.data["stopped"] is None
         assert "total 6" in ended.data["output"]  # delve has no output events: drained from its stdout
 
+
+
+async def test_c_segfault_stops_with_the_signal(c_project, open_debug, no_leftover_processes):
+    async with open_debug(c_project) as debug:
+        stopped = await debug.ok(action="launch", program="crash")
+        assert stopped.data["stopped"]["reason"] == "exception"
+        assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == ("crash.c", 5)
+        assert "SIGSEGV" in (await debug.ok(action="status")).plain
+        assert (await debug.ok(action="output")).data["output"] == "before\n"
+
+
+async def test_go_panic_stops_and_names_the_project_frame(go_project, open_debug, no_leftover_processes):
+    async with open_debug(go_project, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        stopped = await debug.ok(action="launch", program="panicky")
+        assert stopped.data["stopped"]["reason"] == "exception"
+        assert "assignment to entry in nil map" in stopped.data["exception"]
+        assert stopped.data["project_frame"] == {"file": "panicky/main.go", "line": 5, "name": "main.main"}
+        assert "innermost frame in the project: panicky/main.go:5" in stopped.plain

@@ -36,6 +36,9 @@ class Stop:
     line: int | None
     function: str | None = None
     description: str | None = None  # exception text, when the stop is an exception
+    # the innermost frame with a source under the root, when the stop itself is outside (a Go panic
+    # stops in the runtime): (file, line, function)
+    project_frame: tuple[str, int, str] | None = None
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -66,6 +69,7 @@ class OutputBuffer:
     def add(self, text: str) -> None:
         if self.closed or not text:
             return
+        text = text.replace("\r\n", "\n")  # lldb-dap runs the program on a pty
         self._parts.append(text)
         self._size += len(text)
         while self._size > OUTPUT_KEEP and self._parts:
@@ -109,6 +113,7 @@ class Session:
         self.top_frame: int | None = None  # innermost frame of the stopped thread: evaluate's default
         self.breakpoints: dict[str, list[dict[str, Any]]] = {}  # path -> adapter's answer
         self.program: str = ""
+        self.root: Path | None = None
         self.attached = False
         self.lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -336,6 +341,7 @@ class Session:
         self.frames = {}
         self.references = set()
         frame = None
+        frames: list[dict[str, Any]] = []
         if thread_id is not None:
             frames = await self.stack_trace(thread_id, 30)
             frame = frames[0] if frames else None
@@ -351,8 +357,24 @@ class Session:
             line=(frame or {}).get("line"),
             function=(frame or {}).get("name"),
             description=description,
+            project_frame=self._project_frame(frames),
         )
         return self.stop
+
+    def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
+        if self.root is None or not frames:
+            return None
+
+        def inside(f: dict[str, Any]) -> bool:
+            path = (f.get("source") or {}).get("path")
+            return bool(path) and Path(path).is_absolute() and Path(path).resolve().is_relative_to(self.root)
+
+        if inside(frames[0]):
+            return None
+        for f in frames[1:]:
+            if inside(f):
+                return (f["source"]["path"], f.get("line") or 0, f.get("name") or "")
+        return None
 
     def _end(self, how: str) -> Ended:
         self.stop = None

@@ -214,6 +214,12 @@ def _stop_text(run: Run, stop: Stop) -> str:
         text += f"\n{stop.line:>6} | {source}"
     if stop.description:
         text += f"\nexception: {stop.description[:MAX_EVAL]}"
+    if stop.project_frame is not None:
+        file, line, function = stop.project_frame
+        text += f"\ninnermost frame in the project: {run.relpath(file)}:{line} in {function}"
+        source = _source_line(file, line)
+        if source is not None:
+            text += f"\n{line:>6} | {source}"
     return text
 
 
@@ -221,6 +227,8 @@ def _stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> To
     data = {"stopped": stop.data(run.relpath)}
     if stop.description:
         data["exception"] = stop.description
+    if stop.project_frame is not None:
+        data["project_frame"] = {"file": run.relpath(stop.project_frame[0]), "line": stop.project_frame[1], "name": stop.project_frame[2]}
     text = prefix + _stop_text(run, stop)
     text += "\nNext: action='stack' for frames, 'scopes' with a frame_id, 'step_over', 'continue'."
     return ToolResult.text(text, data=data)
@@ -431,6 +439,7 @@ async def _launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: s
         )
     new = Session(adapter, conversation_id=conversation, ttl=_ttl(run), request_timeout=_request_timeout(run))
     new.program = run.relpath(program)
+    new.root = run.root
     timeout = _launch_timeout(run)
     try:
         await new.start(availability.located, run.root, run.track_process, timeout)
@@ -477,6 +486,7 @@ async def _attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: s
         raise ToolError(f"adapter '{args.adapter}' cannot attach; adapters that can: {', '.join(can)}.")
     new = Session(adapter, conversation_id=conversation, ttl=_ttl(run), request_timeout=_request_timeout(run))
     new.program = f"process on port {args.port}"
+    new.root = run.root
     timeout = _launch_timeout(run)
     try:
         await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
