@@ -160,3 +160,11 @@ def test_call_shows_progress_on_a_terminal_and_not_in_piped_output(tmp_path, plu
 
     piped = tether_cmd("call", "proc_slow", '{"steps": 3}', root=tmp_path, env=env)
     assert piped.returncode == 0 and piped.stdout == "done after 3 steps\n" and piped.stderr == ""
+
+
+def test_run_options_from_the_command_line(tmp_path):
+    (tmp_path / "big.txt").write_text("x" * 5000)
+    capped = tether_cmd("call", "read", '{"path": "big.txt"}', "--option", "max_output_chars=1000", root=tmp_path)
+    assert capped.returncode == 0 and "[output cut: showed" in capped.stdout
+    bad = tether_cmd("call", "read", '{"path": "big.txt"}', "--option", "novalue", root=tmp_path)
+    assert bad.returncode == 2 and "--option takes KEY=VALUE" in bad.stderr

@@ -1,8 +1,8 @@
 """The `tether` console script: a small harness over one run.
 
-    tether tools [--root DIR] [--surface S] [--vibe] [--json]
-    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--json]
-    tether serve [--root DIR] [--surface S] [--vibe]
+    tether tools [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
+    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
+    tether serve [--root DIR] [--surface S] [--vibe] [--option K=V ...]
 
 `call` exits 0 on success, 1 when the tool's result is an error, 2 on a usage error.
 """
@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
         if vibe:
             sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
+        sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a run option (VALUE as JSON when it parses, else a string); repeatable")
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -60,8 +62,18 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
 
     if ns.surface not in BUILTIN_SURFACES:
         raise _Usage(f"unknown surface {ns.surface!r}; choose one of: {', '.join(BUILTIN_SURFACES)}")
+    options: dict[str, Any] = {}
+    for item in ns.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _Usage(f"--option takes KEY=VALUE, got {item!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     return {
         "root": ns.root,
+        "options": options,
         "surface": ns.surface,
         "conversation_id": uuid.uuid4().hex,
         "modes": {"vibe"} if getattr(ns, "vibe", False) else set(),
