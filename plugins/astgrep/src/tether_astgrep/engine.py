@@ -6,6 +6,7 @@ and queries (a tree-sitter parser is not shareable across processes).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from tether_astgrep.pattern import META, Pattern
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (generated code, data)
 
 _languages: dict[str, Any] = {}
-_parsers: dict[str, Any] = {}
+_local = threading.local()  # a tree-sitter parser must not be used by two threads at once
 _queries: dict[tuple[str, str, bool], Any] = {}
 
 
@@ -40,11 +41,14 @@ def language(grammar_id: str, loader: Callable[[], Any]) -> Any:
 
 
 def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
-    p = _parsers.get(grammar_id)
+    parsers = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    p = parsers.get(grammar_id)
     if p is None:
         from tree_sitter import Parser
 
-        p = _parsers[grammar_id] = Parser(language(grammar_id, loader))
+        p = parsers[grammar_id] = Parser(language(grammar_id, loader))
     return p
 
 

@@ -412,7 +412,9 @@ def tools_for(pool: ParserPool) -> list[Tool]:
         Tool(
             "ast_edit", "write",
             "Stage a structural rewrite: every match of pattern is replaced by rewrite, with captured "
-            "metavariables substituted. Writes nothing: answers a diff preview and an edit_id for resolve.",
+            "metavariables substituted and re-indented. Only the code the pattern covers is replaced (code a "
+            "matched node has past the end of the pattern stays). Writes nothing: answers a diff preview and "
+            "an edit_id for resolve.",
             EditArgs, bind(ast_edit), family="astgrep",
         ),
         Tool(
