@@ -34,20 +34,25 @@ async def test_rename_across_three_files_including_unopened_ones(py_root, no_lef
         assert r.data["locations"][0] == {"file": "pkg/util.py", "line": 1, "column": 5, "text": "def welcome(name: str) -> str:"}
 
 
-@pytest.mark.parametrize("args,expected", [
+BAD_RENAMES = [
     ({"file": "pkg/util.py", "line": 1, "symbol": "nothere", "new_name": "x"}, "'nothere' does not occur on line 1"),
     ({"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "two words"}, "contains whitespace"),
     ({"file": "../elsewhere.py", "line": 1, "symbol": "x", "new_name": "y"}, "resolves outside the root"),
     ({"file": "pkg/util.py", "line": 40, "symbol": "greet", "new_name": "y"}, "line 40 is beyond the end"),
+    ({"file": "pkg/missing.py", "line": 1, "symbol": "greet", "new_name": "y"}, "no such file: 'pkg/missing.py'"),
     ({"file": "pkg/util.py", "line": 2, "symbol": "Say", "new_name": "y"}, "found nothing to rename"),
-])
-async def test_bad_rename_input_is_one_clear_error_and_nothing_changes(py_root, args, expected):
+    ({"file": "pkg/util.py", "line": 1, "symbol": "greet"}, "missing required argument 'new_name'"),
+]
+
+
+async def test_bad_rename_input_is_one_clear_error_and_nothing_changes(py_root):
     before = snapshot(py_root)
-    async with tether.open_run(py_root) as run:
-        r = await run.call("lsp_rename", args)
-    assert r.is_error and expected in r.plain, r.plain
-    assert "Traceback" not in r.plain
-    assert snapshot(py_root) == before
+    async with tether.open_run(py_root) as run:  # one run for all cases: each would start a server
+        for args, expected in BAD_RENAMES:
+            r = await run.call("lsp_rename", args)
+            assert r.is_error and expected in r.plain, (args, r.plain)
+            assert "Traceback" not in r.plain and "\n" not in r.plain
+            assert snapshot(py_root) == before, args
 
 
 async def test_a_failing_write_restores_every_file(py_root, monkeypatch):

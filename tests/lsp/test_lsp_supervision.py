@@ -200,3 +200,17 @@ async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_r
         conn.progress_tokens.add("indexing")  # as a $/progress begin without its end would leave it
         r = await run.call("lsp", args)
         assert r.is_error and "still indexing" in r.plain and "retry" in r.plain and r.data["error"] == "indexing"
+
+
+async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_processes):
+    # 4 MB on stderr before the server even starts: a pipe nobody reads fills at 64 KB and the server
+    # blocks writing to it, so initialize would never be answered
+    import sys
+    from pathlib import Path
+
+    langserver = Path(sys.executable).parent / "basedpyright-langserver"
+    flood = f"head -c 4000000 /dev/zero | tr '\\0' x >&2; exec {langserver} --stdio"
+    async with tether.open_run(py_root, plugins=[_replacing_basedpyright("sh", "-c", flood)], options={"lsp_start_timeout": 20}) as run:
+        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        assert not r.is_error, r.plain
+        assert r.data["locations"][0]["file"] == "pkg/util.py"

@@ -171,6 +171,10 @@ class Connection:
                 + (f" ({why})" if why else "")
             ) from None
         except ServerDied:
+            try:  # the drain ends at EOF: let it catch the last words before they are quoted
+                await asyncio.wait_for(asyncio.shield(self._tasks[0]), 1.0)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                pass
             why = " | ".join(list(self.stderr_tail)[-5:]) or "no output on stderr"
             raise StartFailed(f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}") from None
         self.capabilities = result.capabilities
@@ -287,13 +291,21 @@ class Connection:
             client.feature(method)(lambda params: None)
 
     async def _drain_stderr(self) -> None:
+        # read chunks, not lines: readline() gives up on a line longer than 64 KB, and a drain that
+        # stops lets the pipe fill until the server blocks writing to it
         stream = self.proc.stderr
+        partial = b""
         try:
             while True:
-                line = await stream.readline()
-                if not line:
+                chunk = await stream.read(65536)
+                if not chunk:
+                    if partial.strip():
+                        self.stderr_tail.append(partial.decode(errors="replace").rstrip()[:300])
                     return
-                self.stderr_tail.append(line.decode(errors="replace").rstrip()[:300])
+                *lines, partial = (partial + chunk).split(b"\n")
+                partial = partial[-300:]
+                for line in lines[-40:]:
+                    self.stderr_tail.append(line.decode(errors="replace").rstrip()[:300])
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a closed pipe ends the drain
             return
 
