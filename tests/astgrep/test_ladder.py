@@ -120,3 +120,12 @@ async def test_several_statements_are_refused(project):
     put(project, "a.py", "a = 1\nb = 2\n")
     result = await grep(project, pattern="a = 1\nb = 2")
     assert result.is_error and "several python statements" in result.plain
+
+
+async def test_typescript_lone_name_also_finds_it_as_a_type(project, sg):
+    path = put(project, "a.ts", "class Foo {}\nconst a = new Foo();\nlet b: Foo = a;\nconst s = 'Foo';\n")
+    theirs = [m["range"]["start"]["line"] + 1 for m in sg("Foo", path, "typescript")]
+    result = await grep(project, pattern="Foo")
+    ours = [m["start"]["line"] for m in result.data["matches"]]
+    assert ours == [1, 2, 3]  # the class name, the value and the type annotation; not the string
+    assert theirs == [2]  # ast-grep: the bare name parses as an identifier only

@@ -177,3 +177,25 @@ async def test_multi_line_capture_is_reindented(project):
         staged = await run.call("ast_edit", {"pattern": "run($$$A)", "rewrite": "with lock:\n    run($$$A)"})
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert (project / "a.py").read_text() == "class C:\n    def m(self):\n        with lock:\n            run(a,\n                b)\n"
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"pattern": "$X.append(", "rewrite": "y"}, "does not parse as python code"),
+        ({"pattern": "", "rewrite": "y"}, "the pattern is empty"),
+        ({"pattern": "$X.append($Y)", "rewrite": "y", "path": "../outside"}, "outside the root"),
+        ({"pattern": "$X.append($Y)", "rewrite": "y", "language": "klingon"}, "unknown language 'klingon'"),
+        ({"pattern": "$X.append($Y)"}, "missing required argument 'rewrite'"),
+    ],
+)
+async def test_bad_edit_input_stages_nothing(three, args, expected):
+    before = contents(three)
+    async with tether.open_run(three) as run:
+        result = await run.call("ast_edit", args)
+        assert result.is_error and expected in result.plain, result.plain
+        assert "Traceback" not in result.plain
+        assert run.resource("tether_astgrep_parsers").edits == {}
+        empty = await run.call("resolve", {"edit_id": "", "action": "accept"})
+        assert empty.is_error and "edit_id: must not be empty" in empty.plain
+    assert contents(three) == before

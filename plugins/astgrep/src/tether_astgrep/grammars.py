@@ -52,6 +52,9 @@ class Grammar:
     language: Callable[[], Any] = attrs.field(repr=False)
     ladder: tuple[Rung, ...] = attrs.field(converter=tuple, default=(Rung("file"),))
     expando: str = "$"
+    # groups of leaf kinds a lone name in a pattern may stand for: a bare `ClassName` parses as an
+    # `identifier`, but the code names the class as a `type_identifier` too
+    same_names: tuple[tuple[str, ...], ...] = ()
 
 
 def pack_language(name: str) -> Any:
@@ -70,6 +73,7 @@ _JS_LADDER = (
     Rung("expression", "(PATTERN)"),
     Rung("class member", "class _ {\nPATTERN\n}"),
 )
+_TS_NAMES = (("identifier", "type_identifier"),)
 _C_LADDER = (
     Rung("statement", "void _(void) {\nPATTERN\n}"),
     Rung("expression", "void _(void) { _ = PATTERN; }"),
@@ -85,8 +89,8 @@ def builtin_grammars() -> list[Grammar]:
             Rung("class member", "class _:\n    PATTERN\n", indent="    "),
         ), expando="µ"),
         Grammar("javascript", (".js", ".mjs", ".cjs", ".jsx"), _pack("javascript"), _JS_LADDER),
-        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _JS_LADDER),
-        Grammar("tsx", (".tsx",), _pack("tsx"), _JS_LADDER),
+        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _JS_LADDER, same_names=_TS_NAMES),
+        Grammar("tsx", (".tsx",), _pack("tsx"), _JS_LADDER, same_names=_TS_NAMES),
         Grammar("go", (".go",), _pack("go"), (
             Rung("statement", "package _\nfunc _() {\nPATTERN\n}"),
             Rung("expression", "package _\nvar _ = PATTERN"),

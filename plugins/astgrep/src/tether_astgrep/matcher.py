@@ -45,11 +45,12 @@ class Match:
 
 
 class _Ctx:
-    __slots__ = ("src", "comments")
+    __slots__ = ("src", "comments", "aliases")
 
-    def __init__(self, src: bytes, comments: frozenset[int]) -> None:
+    def __init__(self, src: bytes, comments: frozenset[int], aliases: dict[int, frozenset[int]]) -> None:
         self.src = src
         self.comments = comments
+        self.aliases = aliases
 
 
 def _same(a: Any, b: Any, src: bytes) -> bool:
@@ -83,7 +84,9 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
     tag = goal[0]
     if tag == TERM:
         kind = cand.kind_id
-        if kind == goal[1] and (not goal[3] or ctx.src[cand.start_byte : cand.end_byte] == goal[2]):
+        if (kind == goal[1] or (ctx.aliases and kind in ctx.aliases.get(goal[1], ()))) and (
+            not goal[3] or ctx.src[cand.start_byte : cand.end_byte] == goal[2]
+        ):
             env[_END] = cand.end_byte
             return MATCHED
         if not cand.is_named or kind in ctx.comments:
@@ -199,7 +202,7 @@ def _capture(value: Any, src: bytes) -> Capture:
     return Capture(src[value.start_byte : value.end_byte].decode("utf-8", "replace"), value.start_byte, value.end_byte, False)
 
 
-def _around_needle(root: Any, src: bytes, pattern: Pattern, kind_id: int) -> list:
+def _around_needle(root: Any, src: bytes, pattern: Pattern, kinds: frozenset[int]) -> list:
     """Nodes of the root's kind that contain an occurrence of the pattern's rarest literal.
 
     Every match contains the node that matched that literal, so walking up from each occurrence
@@ -212,7 +215,7 @@ def _around_needle(root: Any, src: bytes, pattern: Pattern, kind_id: int) -> lis
     while at >= 0:
         node = root.descendant_for_byte_range(at, at + size)
         while node is not None:
-            if node.kind_id == kind_id:
+            if node.kind_id in kinds:
                 key = (node.start_byte, node.end_byte)
                 if key in seen:
                     break  # its ancestors were collected from an earlier occurrence
@@ -226,7 +229,7 @@ def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> lis
     """Nodes that may match, in source order (outer before inner)."""
     root = tree.root_node
     if pattern.needles and pattern.root[0] != META and src:
-        return _around_needle(root, src, pattern, pattern.root[1])
+        return _around_needle(root, src, pattern, pattern.root_kinds)
     if query is not None:
         from tree_sitter import QueryCursor
 
@@ -249,7 +252,7 @@ def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> lis
 
 
 def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
-    ctx = _Ctx(src, pattern.comment_kinds)
+    ctx = _Ctx(src, pattern.comment_kinds, dict(pattern.leaf_aliases))
     goal = pattern.root
     others = pattern.needles[1:] if len(pattern.needles) > 1 else ()
     for node in candidates(tree, pattern, query, src):

@@ -46,6 +46,8 @@ class Pattern:
     needles: tuple[bytes, ...]  # literal texts a file must contain for any match
     names: frozenset[str]  # metavariables that capture (usable in a rewrite)
     comment_kinds: frozenset[int]
+    root_kinds: frozenset[int] = frozenset()  # kinds a candidate may have (the root's, and its aliases)
+    leaf_aliases: tuple[tuple[int, frozenset[int]], ...] = ()  # only for a pattern that is a lone name
 
     @property
     def key(self) -> tuple:
@@ -227,6 +229,14 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     names: set[str] = set()
     needles: list[bytes] = []
     _walk(root, names, needles, grammar.id in _KEYWORD_PREFILTER)
+    aliases: dict[int, frozenset[int]] = {}
+    if root[0] == TERM and root[3]:
+        # a lone name: let it stand for the other name kinds of its group (TS `ClassName`)
+        name = language.node_kind_for_id(root[1])
+        for group in grammar.same_names:
+            if name in group:
+                ids = {language.id_for_node_kind(k, True) for k in group} - {None}
+                aliases[root[1]] = frozenset(ids)
     if root[0] == META:
         root_kind, named = None, True
     else:
@@ -242,4 +252,6 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
         needles=tuple(dict.fromkeys(needles)),
         names=frozenset(names),
         comment_kinds=comment_kinds(language),
+        root_kinds=aliases.get(root[1], frozenset((root[1],))) if root[0] != META else frozenset(),
+        leaf_aliases=tuple(aliases.items()),
     )
