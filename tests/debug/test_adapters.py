@@ -93,13 +93,14 @@ def test_debugpy_prefers_the_project_venv(tmp_path):
 
 
 async def test_the_debuggee_runs_under_the_project_venv_python(pyproject, open_debug, write_files, no_leftover_processes):
-    venv_python = pyproject / ".venv" / "bin" / "python"
-    venv_python.parent.mkdir(parents=True)
-    venv_python.symlink_to(sys.executable)
-    write_files(pyproject, {"which.py": "import sys\nprint(sys.executable)\n"})
+    # a real venv without debugpy in it: the adapter (tether's interpreter) injects debugpy itself
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(pyproject / ".venv")], check=True, timeout=60)
+    write_files(pyproject, {"which.py": "import sys\nprint(sys.prefix)\n"})
     async with open_debug(pyproject) as debug:
+        listing = await debug.ok(action="adapters")
+        assert "programs run under .venv/bin/python" in listing.plain
         result = await debug.ok(action="launch", program="which.py")
-    assert result.data["output"].strip() == str(venv_python)
+    assert result.data["output"].strip() == str(pyproject / ".venv")
 
 
 class ThirdParty:

@@ -88,7 +88,12 @@ class AdapterDef:
         if binary_problem:
             return Availability(self.id, False, f"{binary_problem} (marker {present[0]} is present)")
         assert isinstance(located, Located)
-        return Availability(self.id, True, f"marker {present[0]}; {' '.join(located.argv)}", located)
+        why = f"marker {present[0]}; {' '.join(located.argv)}"
+        if located.python:
+            python = Path(located.python)
+            shown = python.relative_to(root).as_posix() if python.is_relative_to(root) else str(python)
+            why += f"; programs run under {shown}"
+        return Availability(self.id, True, why, located)
 
 
 # -- built-in definitions ----------------------------------------------------------------------------

@@ -125,9 +125,12 @@ class DapClient:
 
     async def _drain(self) -> None:
         try:
-            await self._writer.drain()
+            async with asyncio.timeout(self.request_timeout):  # an adapter that stops reading must not hang us
+                await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             raise DapClosed("write", f"the debug adapter's connection broke ({exc})") from None
+        except TimeoutError:
+            raise DapTimeout("write", f"the debug adapter stopped reading requests for {self.request_timeout:g} s") from None
 
     # -- waiting for events -------------------------------------------------------------------------
 
@@ -234,8 +237,8 @@ class DapClient:
             response["body"] = body
         try:
             self._write(response)
-            await self._writer.drain()
-        except (DapError, ConnectionError, RuntimeError):
+            await self._drain()
+        except DapError:
             pass
 
     async def close(self) -> None:
