@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TETHER_PLUGINS", "astgrep")  # measure this family, not the others' start-up
-import tether  # noqa: E402
+import tether
 
 PATTERNS = ["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"]
 

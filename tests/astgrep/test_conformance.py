@@ -7,12 +7,10 @@ tether writes after ast_edit + resolve accept.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import tether
-
 
 EXT = {"python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs"}
 

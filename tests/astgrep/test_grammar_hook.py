@@ -9,7 +9,7 @@ import tether
 
 tree_sitter_python = pytest.importorskip("tree_sitter_python")
 
-from tether_astgrep.grammars import Grammar, Rung  # noqa: E402
+from tether_astgrep.grammars import Grammar, Rung
 
 
 class WheelGrammars:

@@ -6,7 +6,6 @@ import pytest
 import tether
 
 
-
 def put(root, name, text):
     p = root / name
     p.parent.mkdir(parents=True, exist_ok=True)

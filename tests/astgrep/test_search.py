@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +220,17 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except OSError:
         return True
+
+
+async def test_a_search_that_outlives_its_bound_is_stopped(tmp_path, no_leftover_processes):
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):
+        put(root, f"m{n}.py", body)
+    async with tether.open_run(root, options={"astgrep_timeout": 0.001}) as run:
+        result = await run.call("ast_grep", {"pattern": "g($X, $N)"})
+        assert result.is_error and "took longer than 0.001 s" in result.plain and "narrower path" in result.plain
+        pool = run.resource("tether_astgrep_parsers")
+        assert pool._pool is None and pool.cache._data == {}
+        small = await run.call("ast_grep", {"pattern": "g($X, $N)", "path": "m1.py", "max_results": 1})
+        assert small.data["total"] == 250  # the run still works

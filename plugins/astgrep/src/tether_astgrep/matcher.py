@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from tether_astgrep.pattern import CAPTURE, DROPPED, ELLIPSIS, INNER, META, MULTI, TERM, Pattern
+from tether_astgrep.pattern import CAPTURE, DROPPED, ELLIPSIS, META, MULTI, TERM, Pattern
 
 MATCHED, SKIP, NOMATCH = 0, 1, 2
 _END = None  # env key: where the last matched element ends
@@ -45,7 +45,7 @@ class Match:
 
 
 class _Ctx:
-    __slots__ = ("src", "comments", "aliases")
+    __slots__ = ("aliases", "comments", "src")
 
     def __init__(self, src: bytes, comments: frozenset[int], aliases: dict[int, frozenset[int]]) -> None:
         self.src = src
@@ -67,8 +67,7 @@ def _same(a: Any, b: Any, src: bytes) -> bool:
 def _bind_multi(env: dict, name: str | None, nodes: list, skipped: int, src: bytes) -> bool:
     if nodes:
         last = nodes[-1].end_byte
-        if last > env[_END]:
-            env[_END] = last
+        env[_END] = max(env[_END], last)
     if name is None:
         return True
     if skipped:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import pickle
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,10 +22,13 @@ from tether_astgrep.files import FileEntry
 from tether_astgrep.grammars import Grammar, Registry, builtin_grammars
 from tether_astgrep.pattern import Pattern, compile_pattern
 
+log = logging.getLogger("tether.astgrep")
+
 SMALL_JOB_BYTES = 1_500_000  # below this, searching in the run's own process beats starting workers
 CACHE_MATCHES = 200_000  # result cache bound: matches kept (+1 per file) across patterns
 CACHE_PATTERNS = 64
 SHUTDOWN_TIMEOUT = 5.0
+SEARCH_TIMEOUT = 120.0  # one search over the worker pool; run option astgrep_timeout
 
 Progress = Callable[[float, float, str], Awaitable[None]]
 
@@ -166,24 +170,54 @@ class ParserPool:
         if self.workers <= 1 or total < SMALL_JOB_BYTES or not self._can_fork_out(grammar):
             paths = [f.path for f in todo]
             return await asyncio.to_thread(engine.search_chunk, paths, pattern, loader)
+        from concurrent.futures.process import BrokenProcessPool
+
+        from tether.tools import ToolError
+
         pool = await self._ensure_pool()
         chunks = _chunks(todo, total, self.workers)
         loop = asyncio.get_running_loop()
         futures = [asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop) for c in chunks]
         out: list[engine.FileResult] = []
-        done = 0
-        try:
+        timeout = float((getattr(self.run, "options", {}) or {}).get("astgrep_timeout", SEARCH_TIMEOUT))
+
+        async def collect() -> None:
+            done = 0
             for fut in asyncio.as_completed(futures):
                 part = await fut
                 out.extend(part)
                 done += len(part)
                 if progress is not None:
                     await progress(done, len(todo), "files searched")
+
+        try:
+            await asyncio.wait_for(collect(), timeout)
+        except (TimeoutError, BrokenProcessPool) as exc:
+            await self._drop_pool()  # a hung or dead worker: the next search starts fresh ones
+            why = f"took longer than {timeout:g} s" if isinstance(exc, asyncio.TimeoutError) else "lost a worker process"
+            raise ToolError(
+                f"the search {why} over {len(todo):,} files; nothing is cached from it. Search a narrower path "
+                "(or raise the run option astgrep_timeout)",
+                {"error": "search_failed"},
+            ) from None
         except BaseException:
             for f in futures:
                 f.cancel()
             raise
         return out
+
+    async def _drop_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        from tether.procs import kill_tree
+
+        pids = list(getattr(pool, "_processes", {}) or {})
+        await asyncio.to_thread(lambda: [kill_tree(pid, 1.0) for pid in pids])
+        try:
+            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
+        except Exception:
+            log.debug("shutting down a dropped worker pool failed", exc_info=True)
 
     async def _ensure_pool(self) -> Any:
         async with self._lock:
@@ -224,8 +258,8 @@ class ParserPool:
         if pool is not None:
             try:
                 await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
-            except Exception:  # noqa: BLE001 - the run kills the tracked workers anyway
-                pass
+            except Exception:
+                log.debug("worker pool shutdown failed", exc_info=True)
 
 
 def _chunks(todo: list[FileEntry], total: int, workers: int) -> list[list[str]]:

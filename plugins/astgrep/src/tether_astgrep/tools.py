@@ -329,8 +329,10 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     edit = pool.stage({Path(p): new for p, _, new, *_ in changed}, snapshots, replacements)
     rels = [run.relpath(p) for p, *_ in changed]
     lines = [
-        f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is written "
-        f'until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
+        (
+            f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is "
+            f'written until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
+        )
     ]
     if tails:
         lines.append(
