@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import statistics
 import subprocess
@@ -106,14 +107,12 @@ class Raw:
         return await self.event("stopped")
 
     async def stop(self) -> None:
-        try:
+        with contextlib.suppress(TimeoutError, ConnectionError):
             await asyncio.wait_for(self.send("disconnect", {"terminateDebuggee": True}), 2)
-        except Exception:  # noqa: BLE001
-            pass
         self.proc.stdin.close()
         try:
             await asyncio.wait_for(self.proc.wait(), 2)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         from tether.procs import kill_tree
 
@@ -186,7 +185,8 @@ async def main() -> None:
             croot.mkdir()
             (croot / "CMakeLists.txt").write_text("project(bench C)\n")
             (croot / "main.c").write_text(C_APP)
-            subprocess.run([gcc, "-g", "-O0", "-o", str(croot / "demo"), str(croot / "main.c")], check=True)
+            cmd = [gcc, "-g", "-O0", "-o", str(croot / "demo"), str(croot / "main.c")]
+            await asyncio.to_thread(subprocess.run, cmd, check=True)
             launch = {"program": str(croot / "demo"), "cwd": str(croot), "args": []}
             native = await bench_adapter("lldb", croot, [lldb], launch, "demo", "main.c", 3, rounds)
             report("lldb-dap", native)

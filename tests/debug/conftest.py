@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import tether
 
 APP = '''\

@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support import require_binary
 
 C_SOURCE = """\

@@ -217,9 +217,11 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
         "value = 21 * 2\n"
         "print('value', value, flush=True)\n"
     )})
-    proc = subprocess.Popen([sys.executable, str(pyproject / "served.py"), str(port)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(pyproject / "served.py"), str(port), stdout=subprocess.PIPE, start_new_session=True
+    )
     try:
-        assert proc.stdout.readline().strip() == "ready"
+        assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
         async with open_debug(pyproject) as debug:
             await debug.ok(action="breakpoints", file="served.py", lines=[7])
             attached = await debug.ok(action="attach", port=port)
@@ -228,12 +230,11 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
             value = await debug.ok(action="evaluate", expression="value")
             assert value.data["result"] == "42"
             await debug.ok(action="terminate")
-        proc.wait(timeout=20)
+        await asyncio.wait_for(proc.wait(), 20)  # the debuggee finishes once the debugger lets go
     finally:
-        if proc.poll() is None:
+        if proc.returncode is None:
             proc.kill()
-            proc.wait()
-        proc.stdout.close()
+            await proc.wait()
 
 
 async def test_terminate_leaves_no_process_behind(debug):

@@ -10,6 +10,7 @@ gets no answer stalls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -159,7 +160,7 @@ class DapClient:
 
         try:
             return await asyncio.wait_for(loop(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     # -- reading -------------------------------------------------------------------------------------
@@ -188,7 +189,7 @@ class DapClient:
                     if self._on_event is not None:
                         try:
                             self._on_event(message)
-                        except Exception:  # noqa: BLE001 - a bad event must not kill the reader
+                        except Exception:
                             log.exception("debug event handler failed")
                     if message.get("event") not in UNLOGGED:
                         async with self._changed:
@@ -238,20 +239,16 @@ class DapClient:
         try:
             self._write(response)
             await self._drain()
-        except DapError:
-            pass
+        except DapError as exc:
+            log.debug("could not answer %s: %s", command, exc)
 
     async def close(self) -> None:
         """Stop reading and close our end of the connection (for a stdio adapter: its stdin)."""
-        try:
+        with contextlib.suppress(OSError, RuntimeError):
             self._writer.close()
-        except Exception:  # noqa: BLE001
-            pass
         if self._task is not None and not self._task.done():
             self._task.cancel()
-            try:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._task, 1.0)
-            except (asyncio.CancelledError, asyncio.TimeoutError, Exception):  # noqa: BLE001
-                pass
         for task in list(self._reverse_tasks):
             task.cancel()

@@ -9,7 +9,9 @@ only after configurationDone; lldb-dap sends ``initialized`` only after answerin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import re
 import time
 from collections import deque
@@ -144,7 +146,7 @@ class Session:
             host, port = await self._read_port(start_timeout)
             try:
                 reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=2**24), start_timeout)
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 raise SessionError(f"could not connect to the {self.adapter.id} adapter at {host}:{port}: {exc}") from None
             if self.adapter.stdout_is_program_output:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stdout()))
@@ -157,7 +159,7 @@ class Session:
         """Attach mode: speak DAP straight to a port a debugger listens on (e.g. ``debugpy --listen``)."""
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=2**24), timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise SessionError(
                 f"nothing accepts connections on {host}:{port} ({type(exc).__name__}: {exc}). Start the program "
                 f"under a debugger listening there first, e.g. `python -m debugpy --listen {host}:{port} --wait-for-client app.py`."
@@ -179,7 +181,7 @@ class Session:
                 raise SessionError(f"the {self.adapter.id} adapter did not say which port it listens on within {timeout:g} s")
             try:
                 line = await asyncio.wait_for(self.proc.stdout.readline(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             if not line:
                 raise SessionError(f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}")
@@ -189,22 +191,22 @@ class Session:
 
     async def _drain_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        try:
+        with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
             while line := await self.proc.stderr.readline():
                 text = line.decode(errors="replace")
                 self.stderr_tail.append(text.rstrip())
                 if self.adapter.stdout_is_program_output:
                     self.output.add(text)
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - draining is best effort
-            pass
 
     async def _drain_stdout(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        try:
-            while chunk := await self.proc.stdout.read(65536):
+        await self._pump_stream(self.proc.stdout)
+
+    async def _pump_stream(self, stream: asyncio.StreamReader) -> None:
+        """Copy a stream of the program's output into the buffer until it ends (or we stop it)."""
+        with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
+            while chunk := await stream.read(65536):
                 self.output.add(chunk.decode(errors="replace"))
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001
-            pass
 
     def _stderr_text(self) -> str:
         return " | ".join(line for line in self.stderr_tail if line)[-1500:]
@@ -234,7 +236,7 @@ class Session:
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
-                env={**__import__("os").environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}},
+                env={**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}},
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -243,16 +245,10 @@ class Session:
             if self._track is not None:
                 self._track(proc)
             self._children.append(proc.pid)
-            self._tasks.append(asyncio.get_running_loop().create_task(self._pump(proc)))
+            self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))  # type: ignore[arg-type]
             return {"processId": proc.pid}
         return None  # startDebugging and the rest: answered with a refusal, never left hanging
 
-    async def _pump(self, proc: asyncio.subprocess.Process) -> None:
-        try:
-            while chunk := await proc.stdout.read(65536):  # type: ignore[union-attr]
-                self.output.add(chunk.decode(errors="replace"))
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001
-            pass
 
     # -- protocol ----------------------------------------------------------------------------------
 
@@ -424,7 +420,7 @@ class Session:
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), grace)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         # delve's program output is its stdout: let the drains reach end of stream before stopping them
         if self._tasks:
@@ -437,7 +433,7 @@ class Session:
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
 

@@ -8,12 +8,12 @@ Every wait on the adapter is bounded (run options `debug_stop_timeout`, `debug_l
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-
 from tether import ToolError, ToolResult, arg
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ Action = Literal[
     "adapters", "status", "breakpoints", "launch", "attach", "continue", "pause", "step_over", "step_in",
     "step_out", "threads", "stack", "scopes", "variables", "evaluate", "output", "terminate",
 ]
+
+log = logging.getLogger("tether.debug")
 
 MAX_THREADS = 50
 MAX_FRAMES = 30
@@ -51,13 +53,13 @@ DESCRIPTION = (
 
 @attrs.frozen
 class DebugArgs:
-    action: Action = arg("what to do; the other arguments are needed only by the actions that name them")
+    action: Action = arg("what to do; the other arguments are needed only by the actions that name them")  # noqa: RUF009 - arg() declares an attrs field
     program: str | None = arg("launch: the program to debug (a .py file, a native binary, a Go package dir or .go file), relative to the root", default=None)
-    args: list[str] | None = arg("launch: command-line arguments for the program", default=None)
+    args: list[str] | None = arg("launch: command-line arguments for the program", default=None)  # noqa: RUF009 - arg() declares an attrs field
     adapter: str | None = arg("launch/attach: force an adapter id (see action='adapters'); default: chosen from the program", default=None)
     port: int | None = arg("attach: the local port a debugger listens on", default=None, minimum=1, maximum=65535)
     file: str | None = arg("breakpoints: the source file, relative to the root", default=None)
-    lines: list[int] | None = arg("breakpoints: 1-based line numbers; an empty list clears the file's breakpoints", default=None)
+    lines: list[int] | None = arg("breakpoints: 1-based line numbers; an empty list clears the file's breakpoints", default=None)  # noqa: RUF009 - arg() declares an attrs field
     thread_id: int | None = arg("continue/pause/step_*/stack: the thread (default: the thread that stopped)", default=None)
     frame_id: int | None = arg("scopes/evaluate: a frame id from 'stack' at the current stop", default=None)
     reference: int | None = arg("variables: a reference from 'scopes' or from a variable with children", default=None, minimum=1)
@@ -330,11 +332,8 @@ def _comment_prefixes(run: Run, path: Path, session: Session | None) -> tuple[st
     if session is not None:
         return session.adapter.comment_prefixes
     for adapter in _adapter_table(run).values():
-        try:
-            if adapter.handles(path):
-                return adapter.comment_prefixes
-        except Exception:  # noqa: BLE001 - a third party's predicate must not break breakpoints
-            continue
+        if _handles(adapter, path):
+            return adapter.comment_prefixes
     return ("//",) if path.suffix in (".c", ".h", ".cc", ".cpp", ".rs", ".go", ".dart") else ("#",)
 
 
@@ -396,6 +395,14 @@ def _refuse_second(run: Run, session: Session) -> ToolError:
     )
 
 
+def _handles(adapter, path: Path) -> bool:
+    try:
+        return bool(adapter.handles(path))
+    except Exception:
+        log.warning("debug adapter %s failed to judge %s", adapter.id, path, exc_info=True)
+        return False
+
+
 def _pick_adapter(run: Run, program: Path, forced: str | None):
     table = _adapter_table(run)
     if forced is not None:
@@ -403,11 +410,8 @@ def _pick_adapter(run: Run, program: Path, forced: str | None):
             raise ToolError(f"unknown adapter '{forced}'; known adapters: {', '.join(table)}. See action='adapters'.")
         return table[forced]
     for adapter in table.values():
-        try:
-            if adapter.handles(program):
-                return adapter
-        except Exception:  # noqa: BLE001
-            continue
+        if _handles(adapter, program):
+            return adapter
     raise ToolError(
         f"no debug adapter handles '{run.relpath(program)}': give a .py file (debugpy), a native binary built with -g (lldb), "
         "a Go package directory or .go file (delve), or a .dart file; or force one with adapter='<id>'.",
