@@ -214,3 +214,24 @@ async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_proc
         r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
         assert not r.is_error, r.plain
         assert r.data["locations"][0]["file"] == "pkg/util.py"
+
+
+async def test_in_a_tree_too_large_to_scan_per_query_a_poller_sees_shell_edits(py_root, monkeypatch):
+    import asyncio
+
+    import tether_lsp.connection
+
+    monkeypatch.setattr(tether_lsp.connection, "SYNC_SCAN_BUDGET", 0.0)  # any tree counts as large
+    async with tether.open_run(py_root) as run:
+        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        assert r.data["locations"][0]["line"] == 1
+        r = await run.call("lsp", {"action": "status"})
+        assert r.data["running"][0]["file_sync"] == "polled every 1 s (large tree)"
+        util = py_root / "pkg/util.py"
+        util.write_text("import os\n" + util.read_text())
+        for _ in range(40):
+            await asyncio.sleep(0.1)
+            r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+            if r.data["locations"][0]["line"] == 2:
+                break
+        assert r.data["locations"][0]["line"] == 2

@@ -25,6 +25,8 @@ log = logging.getLogger("tether.lsp")
 
 SKIP_DIRS = {"node_modules", "__pycache__", "target", "venv", "build", "dist", "site-packages"}
 SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status)
+SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
+POLL_INTERVAL = 1.0  # s between background scans of a large tree
 
 
 class ServerDied(Exception):
@@ -114,6 +116,7 @@ class Connection:
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._closing = False
+        self._poller: asyncio.Task[Any] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -444,11 +447,25 @@ class Connection:
         return True
 
     def refresh(self) -> None:
-        """Tell the server about every file changed on disk behind its back (mtime/size)."""
-        lsp = self.lsp
+        """Tell the server about every file changed on disk behind its back (mtime/size).
+
+        Open documents are always checked. The other files are scanned here while a scan is cheap;
+        in a tree where it is not (> SYNC_SCAN_BUDGET), a background task polls instead, so a query
+        does not pay for the whole tree (a shell's edit is then seen within about POLL_INTERVAL).
+        """
         for doc in list(self.docs.values()):
             self._sync_doc(doc)
+        if self._poller is not None:
+            return
+        start = time.perf_counter()
         current = self._scan()
+        self._apply_scan(current)
+        if time.perf_counter() - start > SYNC_SCAN_BUDGET and not self._closing:
+            self._poller = asyncio.create_task(self._poll())
+            self._tasks.append(self._poller)
+
+    def _apply_scan(self, current: dict[Path, tuple[int, int]]) -> None:
+        lsp = self.lsp
         events = []
         for path, stat in current.items():
             old = self._watched.get(path)
@@ -459,6 +476,36 @@ class Connection:
         for path in self._watched.keys() - current.keys():
             events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
         self._watched = current
+        if events:
+            self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
+
+    async def _poll(self) -> None:
+        while self.alive:
+            await asyncio.sleep(POLL_INTERVAL)
+            current = await asyncio.to_thread(self._scan)
+            # files this process changed meanwhile were told about already (files_changed)
+            self._apply_scan(current)
+
+    def files_changed(self, paths: list[Path]) -> None:
+        """Tell the server about files we just wrote (or deleted), without waiting for a scan."""
+        lsp = self.lsp
+        events = []
+        for path in paths:
+            doc = self.docs.get(path.as_uri())
+            if doc is not None:
+                self._sync_doc(doc)
+                continue
+            if not path.name.endswith(self.server.extensions):
+                continue
+            stat = file_stat(path)
+            old = self._watched.get(path)
+            if stat is None and old is not None:
+                del self._watched[path]
+                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
+            elif stat is not None and stat != old:
+                self._watched[path] = stat
+                kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
+                events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         if events:
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 

@@ -355,6 +355,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
             "server": sid, "root": run.relpath(root), "pid": conn.pid, "uptime_s": round(sup.uptime(conn), 1),
             "open_documents": len(conn.docs), "restarts": conn.restarts, "position_encoding": conn.encoding,
             "indexing": conn.indexing, "binary": conn.binary,
+            "file_sync": ("polled every 1 s (large tree)" if conn._poller is not None else "checked before every query")
+            + (" - only the first 20000 files" if conn.scan_truncated else ""),
         })
     servers = []
     for server in sup.definitions():
@@ -366,7 +368,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
         })
     lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
     lines += [f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
-              f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''})" for r in running]
+              f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''}; "
+              f"files changed on disk: {r['file_sync']})" for r in running]
     lines.append("servers (checked at the root; a subdirectory with its own marker is checked when a file there is asked about):")
     for s in servers:
         langs = ", ".join(s["languages"])
@@ -430,7 +433,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
             if d is not None:
                 conn.close_doc(d)
                 conn.open(new)
-        conn.refresh()
+        conn.files_changed(list(writes))
         files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
         total = sum(f["edits"] for f in files)
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]

@@ -108,7 +108,8 @@ async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
         if conn not in used:
             used.append(conn)
         try:
-            conn.refresh()  # sees the write: didChange with the whole new content, didSave
+            conn.files_changed([path])  # the write: didChange with the whole new content + didSave, or a file event
+            conn.refresh()
             if not path.is_file():
                 files[rel] = []
                 continue
