@@ -80,3 +80,14 @@ async def test_a_file_no_server_handles_is_written_without_noise(py_root):
         r = await run.call("write", {"path": "notes.md", "content": "# notes\n"})
         assert not r.is_error and r.plain.count("\n") == 0
         assert run.resource("tether_lsp_supervisor").connections == {}
+
+
+async def test_a_pull_server_ty_reports_a_dependent_open_files_new_error(py_root):
+    # ty answers only textDocument/diagnostic (pull): the other open documents are asked again
+    async with tether.open_run(py_root, plugins=[tether.files], options={"lsp_servers": ["ty"]}) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/other.py"})
+        assert r.data["diagnostics"] == [], r.plain
+        r = await edit(run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:")
+        got = introduced(r)
+        assert ("pkg/other.py", 3, "error", "missing-argument") in got, r.plain
+        assert ("pkg/util.py", 8, "error", "missing-argument") in got

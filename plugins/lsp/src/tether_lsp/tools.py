@@ -136,7 +136,8 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         if args.action == "references":
             params = lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))
         elif args.action == "code_actions":
-            end = lsp.Position(line=pos.line, character=pos.character + len(args.symbol.encode("utf-16-le")) // 2)
+            source = doc.text.splitlines()[spot_now.line]
+            end = lsp.Position(line=pos.line, character=to_units(source, spot_now.char + len(args.symbol), conn.encoding))
             on_line = [d for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
                        if d.range.start.line <= pos.line <= d.range.end.line]
             params = lsp.CodeActionParams(

@@ -124,10 +124,20 @@ async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
             notes.append(f"diagnostics still pending for {rel} after {cap:g} s; run lsp diagnostics on it later")
             continue
         files[rel] = _convert(conn, path, items)
-    # dependents are published after the written file: collect until the server has been quiet a moment
+    # dependents are published after the written file: collect until the server has been quiet a moment;
+    # a server that only answers pulls is asked again for the other open documents
+    written = {(run.root / rel).resolve() for rel in paths}
     for conn in used:
         if not conn.pulls:
             await conn.settle(sup.option("lsp_dependents_quiet"), max(0.0, min(1.0, deadline - time.monotonic())))
+            continue
+        for doc in list(conn.docs.values()):
+            if doc.path in written or time.monotonic() >= deadline:
+                continue
+            try:
+                await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
+            except (ServerDied, RequestTimeout, ServerError):
+                break
     before = sup.baseline
     changed = []
     for rel, diags in _known(sup).items():
