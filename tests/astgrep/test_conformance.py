@@ -47,6 +47,10 @@ SEARCH = [
     # -- javascript
     ("javascript", "console.log($$$A)", "console.log();\nconsole.log(1, 'two', x);\nconsole.error(1);\n"),
     ("javascript", "foo($A, b)", "foo(a, /* why */ b);\nfoo(a, b);\nfoo(a, c);\n"),
+    ("javascript", "foo(a, bar())", "foo(a, /* c */ bar());\nfoo(a, bar());\n"),
+    ("python", "f(a, b)", "f(a, \\\n  b)\nf(a, \\\n  g())\nfor x in \\\n  y:\n    pass\n"),
+    ("python", "for $X in $Y: $$$B", "for x in \\\n  y:\n    pass\n"),
+    ("python", "$F($$$A)", "x = re.compile \\\n  (1)\ny = g(2)\n"),
     ("javascript", "const $A = $B", "const a = 1;\nlet b = 2;\nconst c = 3, d = 4;\n"),
     ("javascript", "$A === $A", "x === x;\nx === y;\nf(1) === f(1);\n"),
     ("javascript", "function $F($$$P) { $$$B }", "function f(a, b) { return a; }\nfunction g() {}\nconst h = function () {};\n"),

@@ -87,6 +87,8 @@ def builtin_grammars() -> list[Grammar]:
         Grammar("python", (".py", ".pyi"), _pack("python"), (
             Rung("statement"),  # a Python module is a statement list
             Rung("class member", "class _:\n    PATTERN\n", indent="    "),
+            Rung("clause", "try:\n    pass\nPATTERN\n"),  # `except $E as $N: $$$B`, `finally: ...`
+            Rung("clause", "if _:\n    pass\nPATTERN\n"),  # `elif $C: ...`, `else: ...`
         ), expando="µ"),
         Grammar("javascript", (".js", ".mjs", ".cjs", ".jsx"), _pack("javascript"), _JS_LADDER),
         Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _JS_LADDER, same_names=_TS_NAMES),

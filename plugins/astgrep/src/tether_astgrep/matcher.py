@@ -2,7 +2,9 @@
 
 - A named leaf of the pattern matches a node of the same kind and text; an unnamed token matches a
   token of the same kind (its text is not compared: some grammars give tokens odd spans).
-- Unnamed tokens and comments in the code are skipped where the pattern has no counterpart.
+- Unnamed tokens in the code are skipped where the pattern has no counterpart, and so are comments
+  (and other extras, like Python's backslash line continuation) where the pattern has a leaf or a
+  metavariable (not before an inner node: ast-grep 0.51 does the same).
 - ``$$$`` is lazy: it takes candidates until the next pattern node matches, with no backtracking.
 - Once the pattern's children are used up, the candidate may have more children (a pattern with one
   statement matches a block that starts with it). `Match.end_of_pattern` records where the pattern's
@@ -88,11 +90,11 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
         ):
             env[_END] = cand.end_byte
             return MATCHED
-        if not cand.is_named or kind in ctx.comments:
+        if not cand.is_named or kind in ctx.comments or cand.is_extra:
             return SKIP
         return NOMATCH
     if tag == META:
-        if cand.is_named and cand.kind_id in ctx.comments:
+        if cand.is_extra and (cand.is_named or cand.kind_id in ctx.comments):
             return SKIP
         kind, name, named = goal[1], goal[2], goal[3]
         if kind == CAPTURE:
@@ -113,9 +115,7 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
         env[_END] = cand.end_byte
         return MATCHED
     if cand.kind_id != goal[1]:
-        if cand.is_named and cand.kind_id in ctx.comments:
-            return SKIP
-        return NOMATCH
+        return NOMATCH  # ast-grep skips no comment before an inner node: `f(a, /* c */ g())` is no `f(a, g())`
     return MATCHED if _match_children(goal[2], cand.children, env, ctx) else NOMATCH
 
 
