@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import tether.files
 
 REPO = Path(__file__).resolve().parents[2]

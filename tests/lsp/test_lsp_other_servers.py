@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 
-import pytest
-
 import tether
 import tether.files
 from support import require_binary

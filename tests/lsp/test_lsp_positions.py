@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tether.tools import ToolError
 from tether_lsp.positions import find_symbol, from_units, to_units
 

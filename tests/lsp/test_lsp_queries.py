@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-
 import tether
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types as lsp
-
 import tether
 import tether.atomic
+from lsprotocol import types as lsp
 from tether.tools import ToolError
 from tether_lsp.edits import plan_workspace_edit
 

@@ -8,7 +8,6 @@ import time
 
 import attrs
 import psutil
-
 import tether
 from tether.hookspecs import hookimpl
 from tether_lsp.servers import BUILTIN_SERVERS, PY_MARKERS
@@ -153,8 +152,9 @@ async def test_a_definition_registered_by_a_plugin_is_used_and_ty_initializes_wi
 
 
 def test_cattrs_is_pinned_below_25():
-    import cattrs
     from importlib.metadata import version
+
+    import cattrs
 
     assert int(version("cattrs").split(".")[0]) < 25, cattrs.__file__
 

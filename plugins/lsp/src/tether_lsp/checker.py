@@ -11,11 +11,12 @@ from typing import Any
 
 from tether.diagnostics import Diagnostic
 from tether.tools import ToolError
+
 from tether_lsp.servers import ServerDef, find_binary
 
 TSC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$")
 GNU = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):\s*(?P<msg>.*)$")
-SEV = re.compile(r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.I)
+SEV = re.compile(r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.IGNORECASE)
 
 
 def _rel(run: Any, cwd: Path, file: str) -> str:
@@ -94,7 +95,7 @@ async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -
     run.track_process(proc.pid)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         await asyncio.to_thread(kill_tree, proc.pid, 0.5)
         raise ToolError(
             f"`{shown}` did not finish within {timeout:g} s and was stopped; raise the run option lsp_checker_timeout "

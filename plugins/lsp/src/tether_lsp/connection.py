@@ -8,6 +8,7 @@ server that dies leaves nobody to notice. Every wait here has a bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -174,10 +175,9 @@ class Connection:
                 + (f" ({why})" if why else "")
             ) from None
         except ServerDied:
-            try:  # the drain ends at EOF: let it catch the last words before they are quoted
+            # the drain ends at EOF: let it catch the last words before they are quoted
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._tasks[0]), 1.0)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
-                pass
             why = " | ".join(list(self.stderr_tail)[-5:]) or "no output on stderr"
             raise StartFailed(f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}") from None
         self.capabilities = result.capabilities
@@ -323,23 +323,17 @@ class Connection:
         if self.proc is None:
             return
         if self.proc.returncode is None:
-            try:
+            with contextlib.suppress(Exception):  # a server that will not shut down is killed below
                 await self.request("shutdown", None, grace)
                 self.client.protocol.notify("exit", None)
-            except Exception:  # noqa: BLE001 - a server that will not shut down is killed below
-                pass
         self._closing = True
-        try:
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.proc.wait(), grace)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001
-            pass
         await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
         if self.client is not None:
             self.client._stop_event.set()
-            try:
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.gather(*self.client._async_tasks, return_exceptions=True), grace)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
-                pass
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -354,7 +348,7 @@ class Connection:
         future = protocol.send_request(method, params, msg_id=msg_id)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             protocol._request_futures.pop(msg_id, None)
             protocol._result_types.pop(msg_id, None)
             if self.proc.returncode is None:
@@ -568,7 +562,7 @@ class Connection:
             event = self._changed
             try:
                 await asyncio.wait_for(event.wait(), wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     @staticmethod
@@ -605,5 +599,5 @@ class Connection:
                 return
             try:
                 await asyncio.wait_for(event.wait(), min(quiet, remaining))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return

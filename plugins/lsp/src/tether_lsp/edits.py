@@ -7,14 +7,15 @@ every file applied cleanly; `tether.atomic.write_all` then writes all files or n
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import attrs
-
 from tether.atomic import Snapshot
 from tether.tools import ToolError
+
 from tether_lsp.positions import from_units
 from tether_lsp.render import uri_to_path
 
@@ -61,7 +62,7 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
         end = _offset(text, e.range.end.line, e.range.end.character, encoding)
         spans.append((start, end, i, new_text))
     spans.sort()
-    for a, b in zip(spans, spans[1:]):
+    for a, b in itertools.pairwise(spans):
         if b[0] < a[1]:
             raise ToolError("the server's edit has overlapping changes in one file; nothing was written", {"error": "bad_edit"})
     for start, end, _, new_text in reversed(spans):

@@ -8,6 +8,7 @@ from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
+
     from tether_lsp.servers import ServerDef
 
 

@@ -47,6 +47,7 @@ def tether_lsp_servers(run: Any) -> list[Any]:
 @hookimpl
 def tether_register_tools(run: Any, register: Any) -> None:
     from tether.tools import Tier, Tool
+
     from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler
 
     if run.resource("tether_lsp_supervisor") is None:

@@ -8,7 +8,6 @@ refused with the occurrences listed instead of guessed.
 from __future__ import annotations
 
 import attrs
-
 from tether.tools import ToolError
 
 

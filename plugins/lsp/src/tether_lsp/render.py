@@ -7,8 +7,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import attrs
-
 from tether.diagnostics import Diagnostic
+
 from tether_lsp.positions import from_units
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}

@@ -10,8 +10,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tether.tools import ToolError
+
 from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
-from tether_lsp.servers import Availability, ServerDef, answers_version, find_binary, find_root, merge_definitions
+from tether_lsp.servers import (
+    Availability,
+    ServerDef,
+    answers_version,
+    find_binary,
+    find_root,
+    merge_definitions,
+)
 
 log = logging.getLogger("tether.lsp")
 

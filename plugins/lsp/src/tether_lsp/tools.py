@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-
 from tether.args import arg
 from tether.diagnostics import sort_diagnostics
 from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
+
 from tether_lsp import render
 from tether_lsp.positions import Spot, find_symbol, to_units
 
@@ -35,7 +35,7 @@ HOVER_CHARS = 6000
 
 @attrs.frozen
 class LspArgs:
-    action: Action = arg(
+    action: Action = arg(  # noqa: RUF009 - attrs, not a dataclass
         "What to ask: diagnostics (file, or \"*\" for the whole project), definition, type_definition, "
         "implementation, references, hover, code_actions (these take file, line, symbol), symbols (query for a "
         "workspace search, or file for its outline), status, reload."
@@ -315,7 +315,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         conn.refresh()
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
-        except Exception as exc:  # noqa: BLE001 - one server failing must not hide the others' answers
+        except Exception as exc:
             from tether_lsp.connection import RequestTimeout
 
             if isinstance(exc, RequestTimeout):
@@ -389,6 +389,7 @@ IDENT_BREAK = re.compile(r"\s")
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     from tether.atomic import changed_since, write_all
+
     from tether_lsp.edits import plan_workspace_edit
 
     run = ctx.run

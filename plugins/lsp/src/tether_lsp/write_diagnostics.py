@@ -15,6 +15,7 @@ from typing import Any
 
 from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
+
 from tether_lsp import render
 from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
 
