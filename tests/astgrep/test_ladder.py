@@ -128,3 +128,13 @@ async def test_typescript_lone_name_also_finds_it_as_a_type(project, sg):
     ours = [m["start"]["line"] for m in result.data["matches"]]
     assert ours == [1, 2, 3]  # the class name, the value and the type annotation; not the string
     assert theirs == [2]  # ast-grep: the bare name parses as an identifier only
+
+
+async def test_python_clauses_parse_in_their_statement(project, sg):
+    path = put(project, "a.py", "try:\n    f()\nexcept OSError as e:\n    log(e)\nif a:\n    pass\nelif b:\n    g()\n")
+    assert sg("except $E as $N: $$$B", path, "python") == []
+    result = await grep(project, pattern="except $E as $N: $$$B")
+    assert result.data["context"] == "clause"
+    assert [(m["captures"]["E"], m["captures"]["N"]) for m in result.data["matches"]] == [("OSError", "e")]
+    elif_ = await grep(project, pattern="elif $C: $$$B")
+    assert [m["captures"]["C"] for m in elif_.data["matches"]] == ["b"]
