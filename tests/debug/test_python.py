@@ -53,7 +53,7 @@ async def test_variable_caps_are_applied_and_said(debug):
     names = [v["name"] for v in children.data["variables"]]
     assert "000" in names and "040" in names and "060" not in names
     assert len(children.data["variables"]) == 50
-    assert f"showing 50 of {children.data['total']}" in children.plain
+    assert f"showing 50 of {children.data['total']}; the container's len() is 1000" in children.plain
     assert "evaluate" in children.plain
 
 
@@ -278,6 +278,19 @@ async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(pyproject, o
         assert "ended while running, before this 'stack' call" in late.plain
         assert late.data["ended"]["exit_code"] == 0 and "done" in late.data["output"]
         assert (await debug.ok(action="status")).data["session"] is None
+
+
+async def test_launch_after_a_running_program_ended_unwatched(pyproject, open_debug, write_files, no_leftover_processes):
+    write_files(pyproject, {"short.py": "import time\ntime.sleep(1)\nprint('done')\n"})
+    async with open_debug(pyproject, debug_stop_timeout=0.3) as debug:
+        assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
+        await asyncio.sleep(2.5)
+        await debug.ok(action="breakpoints", file="app.py", lines=[13])
+        await debug.ok(action="launch", program="app.py")  # not refused: the first one ended
+        deadline = time.monotonic() + 20
+        while (status := await debug.ok(action="status")).data.get("stopped") is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)  # the 0.3 s stop bound is shorter than debugpy's way to the breakpoint
+        assert status.data["stopped"]["line"] == 13
 
 
 async def test_an_adapter_that_dies_under_a_stopped_program_ends_the_session(debug):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-from tether import ToolError, ToolResult, arg
+from tether import Text, ToolError, ToolResult, arg
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
@@ -107,25 +107,21 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     session = supervisor.session(conversation)
     note = supervisor.take_note(conversation)
     try:
-        if action == "adapters":
-            result = _adapters(run)
-        elif session is not None and session.stop is None and (caught := await _caught_up(run, supervisor, conversation, session, action)):
-            result = caught  # the program stopped or ended while nobody waited: say that first
-        elif action == "status":
-            result = await _status(run, supervisor, conversation, session)
-        elif action == "breakpoints":
-            result = await _breakpoints(run, supervisor, conversation, session, args)
-        elif action == "launch":
-            result = await _launch(ctx, supervisor, conversation, session, args)
-        elif action == "attach":
-            result = await _attach(ctx, supervisor, conversation, session, args)
-        elif action == "output":
-            result = _output(supervisor, conversation, session)
+        caught = None
+        if session is not None and session.stop is None and action not in ("output", "adapters"):
+            # the program stopped or ended while nobody waited (a wait gave up): that comes first
+            caught = await _caught_up(run, supervisor, conversation, session)
+            session = supervisor.session(conversation)
+        if caught is not None and action not in ("status", "breakpoints", "launch", "attach"):
+            what = "ended" if caught.data and caught.data.get("ended") else "stopped"
+            prefix = f"the program {what} while running, before this '{action}' call, which was not carried out:\n"
+            result = ToolResult((Text(prefix), *caught.content), caught.is_error, caught.data)
+        elif caught is not None and action == "status":
+            result = caught
         else:
-            if session is None:
-                raise _no_session(action, supervisor, conversation, note)
-            async with session.lock:
-                result = await _in_session(run, supervisor, conversation, session, args)
+            result = await _dispatch(ctx, supervisor, conversation, session, args, note)
+            if caught is not None:
+                result = ToolResult((*caught.content, Text("\n"), *result.content), result.is_error, result.data)
     except DapError as exc:
         raise ToolError(
             f"the {action} request failed in the debug adapter: {exc.message}",
@@ -136,31 +132,39 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
             raise ToolError(f"{note}\n{exc.message}", data=exc.data) from None
         raise
     if note:
-        result = ToolResult(((_text(note + "\n")), *result.content), result.is_error, {**(result.data or {}), "note": note})
+        result = ToolResult((Text(note + "\n"), *result.content), result.is_error, {**(result.data or {}), "note": note})
     return result
 
 
-async def _caught_up(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, action: str) -> ToolResult | None:
-    """A stop or an end that arrived after the last wait gave up (a program left running)."""
-    if action in ("output", "adapters"):
-        return None
+async def _dispatch(
+    ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs, note: str | None
+) -> ToolResult:
+    run, action = ctx.run, args.action
+    if action == "adapters":
+        return _adapters(run)
+    if action == "status":
+        return await _status(run, supervisor, conversation, session)
+    if action == "breakpoints":
+        return await _breakpoints(run, supervisor, conversation, session, args)
+    if action == "launch":
+        return await _launch(ctx, supervisor, conversation, session, args)
+    if action == "attach":
+        return await _attach(ctx, supervisor, conversation, session, args)
+    if action == "output":
+        return _output(supervisor, conversation, session)
+    if session is None:
+        raise _no_session(action, supervisor, conversation, note)
+    async with session.lock:
+        return await _in_session(run, supervisor, conversation, session, args)
+
+
+async def _caught_up(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session) -> ToolResult | None:
+    """A stop or an end that arrived after the last wait gave up (a program left running), as a result."""
     async with session.lock:
         outcome = await session.wait_stop(session.consumed, 0)
         if outcome is None:
             return None
-        from tether_debug.session import Ended
-
-        what = "ended" if isinstance(outcome, Ended) else "stopped"
-        prefix = f"the program {what} while running, before this '{action}' call (which was not carried out):\n"
-        if action == "status":
-            prefix = ""
-        return await _after_run(run, supervisor, conversation, session, outcome, prefix=prefix)
-
-
-def _text(text: str):
-    from tether import Text
-
-    return Text(text)
+        return await _after_run(run, supervisor, conversation, session, outcome)
 
 
 def _no_session(action: str, supervisor: DebugSupervisor, conversation: str, note: str | None) -> ToolError:
@@ -688,8 +692,11 @@ async def _variables(session: Session, reference: int | None) -> ToolResult:
         children = f"  [reference {ref}]" if ref else ""
         lines.append(f"{v.get('name', '')}{kind} = {value}{children}")
     if total > MAX_VARIABLES:
+        # debugpy pages big containers itself and puts their length last, past our cap: say it
+        length = next((v.get("value") for v in everything[MAX_VARIABLES:] if v.get("name") == "len()"), None)
+        size = f"; the container's len() is {length}" if length is not None else ""
         lines.append(
-            f"[{total - MAX_VARIABLES} more variables not shown (showing {MAX_VARIABLES} of {total}). "
+            f"[{total - MAX_VARIABLES} more variables not shown (showing {MAX_VARIABLES} of {total}{size}). "
             "Use action='evaluate' with a slice or a specific name (e.g. items[50:100]) to see others.]"
         )
     if values_cut:
