@@ -16,6 +16,7 @@ async def nav(tmp_path_factory, samples):
     root = samples.python_project(tmp_path_factory.mktemp("nav") / "proj")
     samples.write_tree(root, {"pkg/many.py": MANY})
     (root.parent / "outside.py").write_text("x = 1\n")
+    (root / "pkg/latin1.py").write_bytes("x = 'caf\u00e9'\n".encode("latin-1"))
     async with tether.open_run(root) as run:
         yield run, root
 
@@ -128,6 +129,12 @@ BAD = [
     ({"action": "hover", "file": "pkg", "line": 1, "symbol": "x"}, "'pkg' is a directory"),
     ({"action": "hover", "file": "README.md", "line": 1, "symbol": "x"}, "no such file"),
     ({"action": "definition", "file": "pkg/util.py", "line": 0, "symbol": "greet"}, "line: must be at least 1"),
+    ({"action": "definition", "file": "pkg/util.py", "line": 1, "symbol": "greet", "occurrence": 0}, "occurrence: must be at least 1"),
+    ({"action": "definition", "file": "pkg/util.py", "line": 1, "symbol": ""}, "symbol: must not be empty"),
+    ({"action": "symbols", "file": "pkg/nope.py"}, "no such file: 'pkg/nope.py'"),
+    ({"action": "diagnostics", "file": "pkg/nope.py"}, "no such file: 'pkg/nope.py'"),
+    ({"action": "hover", "file": "pkg/latin1.py", "line": 1, "symbol": "x"}, "'pkg/latin1.py' is not UTF-8 text"),
+    ({"action": "hover", "file": "pkg/util.py", "line": "1", "symbol": "greet"}, "line: expected integer, got string '1'"),
 ]
 
 

@@ -235,3 +235,30 @@ async def test_in_a_tree_too_large_to_scan_per_query_a_poller_sees_shell_edits(p
             if r.data["locations"][0]["line"] == 2:
                 break
         assert r.data["locations"][0]["line"] == 2
+
+
+class ProxyWithoutComponent:
+    """Like ~/.cargo/bin/rust-analyzer from rustup without the component: present, but fails --version."""
+
+    @hookimpl
+    def tether_lsp_servers(self, run):
+        from tether_lsp.servers import ServerDef
+
+        return [ServerDef(id="fake-ra", languages=("rust",), extensions=(".rs",), root_markers=("Cargo.toml",),
+                          command=("fake-ra",))]
+
+
+async def test_a_binary_that_fails_its_version_query_is_not_usable(tmp_path, samples):
+    root = samples.write_tree(tmp_path / "rs", {"Cargo.toml": "[package]\nname = 'x'\n", "src/main.rs": "fn main() {}\n"})
+    script = root / ".venv/bin/fake-ra"  # project-local bin directories are looked at first
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\necho \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'\" >&2\nexit 1\n")
+    script.chmod(0o755)
+    async with tether.open_run(root, plugins=[ProxyWithoutComponent()]) as run:
+        r = await run.call("lsp", {"action": "status"})
+        fake = next(s for s in r.data["servers"] if s["id"] == "fake-ra")
+        assert fake["binary"] == str(script)
+        assert fake["reason"] == ("binary does not work: `fake-ra --version` failed (exit 1): "
+                                  "error: Unknown binary 'rust-analyzer' in official toolchain 'stable'")
+        r = await run.call("lsp", {"action": "hover", "file": "src/main.rs", "line": 1, "symbol": "main"})
+        assert r.is_error and "fake-ra: binary does not work" in r.plain
