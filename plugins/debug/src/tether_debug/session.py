@@ -110,6 +110,7 @@ class Session:
         self.exit_code: int | None = None
         self.generation = 0
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
+        self.total_frames = 0  # the depth the adapter reported at the last stackTrace
         self.references: set[int] = set()  # variable references handed out at the current stop
         self.consumed = 0  # events before this index have been turned into stops or ends
         self.top_frame: int | None = None  # innermost frame of the stopped thread: evaluate's default
@@ -396,7 +397,7 @@ class Session:
         frames = list(body.get("stackFrames") or [])
         for f in frames:
             self.frames[f["id"]] = {**f, "thread_id": thread_id}
-        self._total_frames = body.get("totalFrames")
+        self.total_frames = body.get("totalFrames") or len(frames)
         return frames
 
     # -- ending ------------------------------------------------------------------------------------

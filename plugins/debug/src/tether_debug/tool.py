@@ -616,7 +616,7 @@ async def _stack(run: Run, session: Session, thread_id: int | None) -> ToolResul
     if thread is None:
         raise ToolError("no thread given and the stop named none; pass thread_id from action='threads'.")
     frames = await session.stack_trace(thread, MAX_FRAMES)
-    total = getattr(session, "_total_frames", None) or len(frames)
+    total = max(session.total_frames, len(frames))
     rows, lines = [], []
     for f in frames:
         path = (f.get("source") or {}).get("path")
