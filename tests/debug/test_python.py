@@ -304,3 +304,13 @@ async def test_an_adapter_that_dies_under_a_stopped_program_ends_the_session(deb
     assert "exited unexpectedly" in lost.plain and "action='launch'" in lost.plain
     again = await debug.ok(action="launch", program="app.py")
     assert again.data["stopped"]["line"] == 13
+
+
+async def test_deep_stack_is_capped_at_30_frames_and_says_so(pyproject, open_debug, write_files, no_leftover_processes):
+    write_files(pyproject, {"deep.py": "def down(n):\n    if n == 0:\n        return 0\n    return down(n - 1)\n\n\ndown(50)\n"})
+    async with open_debug(pyproject) as debug:
+        await debug.ok(action="breakpoints", file="deep.py", lines=[3])
+        await debug.ok(action="launch", program="deep.py")
+        stack = await debug.ok(action="stack")
+        assert len(stack.data["frames"]) == 30 and stack.data["total"] == 52  # 51 calls of down() and <module>
+        assert "22 more frames not shown (showing 30 of 52" in stack.plain
