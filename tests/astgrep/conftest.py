@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,25 +40,11 @@ def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = 
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
-def write(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
     return root
-
-
-def has_cli() -> bool:
-    return shutil.which("ast-grep") is not None or (Path(sys.executable).parent / "ast-grep").exists()
 
 
 @pytest.fixture(scope="module", autouse=True)
