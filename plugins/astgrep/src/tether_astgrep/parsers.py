@@ -96,7 +96,7 @@ class ParserPool:
     def __init__(self, run: Any, workers: int | None = None) -> None:
         self.run = run
         opts = getattr(run, "options", {}) or {}
-        self.workers = int(workers or opts.get("astgrep_workers") or len(os.sched_getaffinity(0)) or 1)
+        self.workers = int(workers or opts.get("astgrep_workers") or _cores())
         self.cache = ResultCache()
         self.edits: dict[str, StagedEdit] = {}
         self._registry: Registry | None = None
@@ -260,6 +260,11 @@ class ParserPool:
                 await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
             except Exception:
                 log.debug("worker pool shutdown failed", exc_info=True)
+
+
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux: the cores this process may use
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
 def _chunks(todo: list[FileEntry], total: int, workers: int) -> list[list[str]]:

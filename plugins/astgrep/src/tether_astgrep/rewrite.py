@@ -20,7 +20,7 @@ import attrs
 
 from tether_astgrep.matcher import Match
 
-_VAR = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)|\$([A-Z_][A-Z0-9_]*)")
+_VAR = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)|\$\$?([A-Z_][A-Z0-9_]*)")  # $$$A, $A, and $$A
 _CODE = re.compile(r"\w")
 
 
