@@ -105,6 +105,11 @@ REWRITE = [
     ("typescript", "let $A: $T = $V", "const $A: $T = $V", "let a: number = 1\nlet b: string = 'x'\n"),
     ("go", "$A.Close()", "_ = $A.Close()", "package main\nfunc f() {\n\tf.Close()\n}\n"),
     ("rust", "$A.unwrap()", '$A.expect("checked")', "fn main() {\n    let a = b.unwrap();\n}\n"),
+    ("python", "with $A:\n    $$$B", "try:\n    with $A:\n        $$$B\nfinally:\n    pass",
+     "def f():\n    with lock:\n        a = 1\n        if a:\n            b()\n"),
+    ("python", "$F($$$A)", "wrap(\n    $F,\n    $$$A,\n)", "class C:\n    def m(self):\n        x = call(1,\n                 2)\n"),
+    ("javascript", "if ($C) { $$$B }", "if (!($C)) { return; }\n$$$B", "function f() {\n  if (x) {\n    a();\n    b();\n  }\n}\n"),
+    ("rust", "match $X { $$$A }", "match $X {\n    $$$A\n}", "fn f() {\n    match x { 1 => a(),\n        _ => b() }\n}\n"),
 ]
 
 
