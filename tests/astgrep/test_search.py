@@ -234,3 +234,12 @@ async def test_a_search_that_outlives_its_bound_is_stopped(tmp_path, no_leftover
         assert pool._pool is None and pool.cache._data == {}
         small = await run.call("ast_grep", {"pattern": "g($X, $N)", "path": "m1.py", "max_results": 1})
         assert small.data["total"] == 250  # the run still works
+
+
+async def test_any_language_pack_grammar_by_id(project):
+    put(project, "app.rb", "def hi(name)\n  puts \"hi #{name}\"\nend\nputs 1\n")
+    result = await call(project, pattern="puts $A", language="ruby")
+    assert not result.is_error, result.plain
+    assert [m["captures"]["A"] for m in result.data["matches"]] == ['"hi #{name}"', "1"]
+    unknown = await call(project, pattern="x", language="cobol-85")
+    assert unknown.is_error and "tree-sitter-language-pack" in unknown.plain

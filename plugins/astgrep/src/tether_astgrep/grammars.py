@@ -128,6 +128,31 @@ def builtin_grammars() -> list[Grammar]:
     ]
 
 
+def pack_grammar(name: str) -> Grammar | None:
+    """Any other grammar of the language pack, by id: parsed as a whole file, `$` written as `µ`.
+
+    No extensions are claimed (pass ``language``); `µ` is a letter to most grammars, so `$A` in the
+    pattern reads as a name where `$` itself would not.
+    """
+    from typing import get_args
+
+    from tree_sitter_language_pack import SupportedLanguage
+
+    if name not in get_args(SupportedLanguage):
+        return None
+    return Grammar(name, _PACK_EXTENSIONS.get(name, ()), _pack(name), (Rung("file"),), expando="µ")
+
+
+# file extensions of common language-pack grammars, for walking a folder when one is asked for by id
+_PACK_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "ruby": (".rb",), "kotlin": (".kt", ".kts"), "lua": (".lua",), "bash": (".sh", ".bash"),
+    "csharp": (".cs",), "php": (".php",), "swift": (".swift",), "scala": (".scala",),
+    "elixir": (".ex", ".exs"), "haskell": (".hs",), "ocaml": (".ml",), "zig": (".zig",),
+    "css": (".css",), "html": (".html", ".htm"), "sql": (".sql",), "yaml": (".yml", ".yaml"),
+    "json": (".json",), "toml": (".toml",), "r": (".r", ".R"), "julia": (".jl",), "perl": (".pl", ".pm"),
+}
+
+
 @attrs.frozen
 class Registry:
     """The grammars of one run, by id and by file extension."""

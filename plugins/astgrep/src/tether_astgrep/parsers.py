@@ -100,6 +100,7 @@ class ParserPool:
         self.cache = ResultCache()
         self.edits: dict[str, StagedEdit] = {}
         self._registry: Registry | None = None
+        self._extra: dict[str, Grammar | None] = {}
         self._patterns: dict[tuple[str, str], Pattern] = {}
         self._pool: Any = None
         self._picklable: dict[str, bool] = {}
@@ -116,6 +117,14 @@ class ParserPool:
                 contributed.extend(answer or ())
             self._registry = Registry.build(contributed)
         return self._registry
+
+    def extra_grammar(self, name: str) -> Grammar | None:
+        """A language-pack grammar without a ladder, asked for by id (cached for the run)."""
+        if name not in self._extra:
+            from tether_astgrep.grammars import pack_grammar
+
+            self._extra[name] = pack_grammar(name) if name else None
+        return self._extra[name]
 
     def pattern(self, source: str, grammar: Grammar) -> Pattern:
         """Compile (and remember) a pattern; raises `PatternError`."""

@@ -86,11 +86,15 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     known = ", ".join(sorted(registry.by_id))
     grammar = None
     if language is not None:
-        grammar = registry.by_id.get(language.strip().lower())
+        grammar = registry.by_id.get(language.strip().lower()) or pool.extra_grammar(language.strip().lower())
         if grammar is None:
             close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ToolError(f"unknown language '{language}'{hint}; known grammar ids: {known}", {"error": "unknown_language"})
+            raise ToolError(
+                f"unknown language '{language}'{hint}; grammar ids with a pattern ladder: {known}; any other grammar "
+                "of tree-sitter-language-pack works too (e.g. ruby, kotlin, lua, bash), with patterns parsed as a file",
+                {"error": "unknown_language"},
+            )
     shown = run.relpath(target)
     if target.is_file():
         if grammar is None:
@@ -107,7 +111,17 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
         raise ToolError(f"'{shown}' is neither a file nor a folder", {"error": "bad_path"})
     if grammar is not None:
         gid = grammar.id
-        found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) == gid)
+        if gid in registry.by_id:
+            wanted = lambda name: registry.for_path(name) == gid  # noqa: E731
+        else:  # a language-pack grammar asked for by id: its usual extensions
+            exts = tuple(e.lower() for e in grammar.extensions)
+            if not exts:
+                raise ToolError(
+                    f"tether does not know the file extensions of '{gid}'; give path as a file to search it",
+                    {"error": "no_extensions"},
+                )
+            wanted = lambda name: name.lower().endswith(exts)  # noqa: E731
+        found = await asyncio.to_thread(walk, run.root, target, wanted)
         return Target(grammar, found.files, found.ignored, shown)
     found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) is not None)
     counts: dict[str, int] = {}
@@ -157,13 +171,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 'es' if word.endswith('ch') else 's'}"
 
 
-async def _progress(ctx: Any):
-    async def report(done: float, total: float, message: str) -> None:
-        await ctx.progress(done, total, message)
-
-    return report
-
-
 # -- ast_grep -------------------------------------------------------------------------------------------
 
 
@@ -184,7 +191,7 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     run = pool.run
     target = await _target(pool, args.path, args.language)
     pattern = _compile(pool, args.pattern, target.grammar)
-    results = await pool.search(pattern, target.grammar, target.files, await _progress(ctx))
+    results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
     shown_spans, cut = cap_items(
@@ -314,7 +321,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
             f"(it captures: {defined}); capture it in the pattern or write the code out in the rewrite",
             {"error": "unbound_metavariable", "names": unbound},
         )
-    results = await pool.search(pattern, target.grammar, target.files, await _progress(ctx))
+    results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     paths = [r.path for r in results if r.matches]
     changed = await asyncio.to_thread(_rewrite_files, pool, pattern, target.grammar, paths, args.rewrite)
     if not changed:
