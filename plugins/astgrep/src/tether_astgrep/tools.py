@@ -112,7 +112,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     if grammar is not None:
         gid = grammar.id
         if gid in registry.by_id:
-            wanted = lambda name: registry.for_path(name) == gid  # noqa: E731
+            wanted = lambda name: registry.for_path(name) == gid
         else:  # a language-pack grammar asked for by id: its usual extensions
             exts = tuple(e.lower() for e in grammar.extensions)
             if not exts:
@@ -120,7 +120,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
                     f"tether does not know the file extensions of '{gid}'; give path as a file to search it",
                     {"error": "no_extensions"},
                 )
-            wanted = lambda name: name.lower().endswith(exts)  # noqa: E731
+            wanted = lambda name: name.lower().endswith(exts)
         found = await asyncio.to_thread(walk, run.root, target, wanted)
         return Target(grammar, found.files, found.ignored, shown)
     found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) is not None)
