@@ -72,18 +72,20 @@ def tether_approve(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | st
 
 @hookspec
 def tether_diagnostics_before_write(
-    run: Run, paths: Sequence[str]
+    run: Run, paths: Sequence[str], call_id: str
 ) -> Awaitable[dict[str, list[Diagnostic]] | None] | dict[str, list[Diagnostic]] | None:
     """Before a file-writing tool runs: the current diagnostics of files it will write (the baseline).
 
-    ``paths`` are relative to the root. Return ``{path: [Diagnostic, ...]}`` for the files you know about.
+    ``paths`` are relative to the root; ``call_id`` pairs this with the after-write call of the same
+    write (writes may overlap). A tool's ``touches`` runs before this, so it can refuse bad arguments
+    before any checker is asked. Return ``{path: [Diagnostic, ...]}`` for the files you know about.
     Diagnostics present in the baseline are never reported as introduced by the write.
     """
 
 
 @hookspec
 def tether_diagnostics_after_write(
-    run: Run, paths: Sequence[str]
+    run: Run, paths: Sequence[str], call_id: str
 ) -> Awaitable[dict[str, list[Diagnostic]] | None] | dict[str, list[Diagnostic]] | None:
     """After a file-writing tool ran: the latest full diagnostics of every file the write affected.
 

@@ -236,7 +236,7 @@ class Run:
         try:
             if tool.touches is not None:
                 paths = [self.relpath(self.resolve_path(p)) for p in tool.touches(args)]
-                await self._baseline(paths)
+                await self._baseline(paths, ctx.call_id)
             result = await _settle(tool.handler(ctx, args))
             if isinstance(result, str):
                 result = ToolResult.text(result)
@@ -252,7 +252,7 @@ class Run:
                 {"error": "internal"},
             )
         if tool.touches is not None and not result.is_error:
-            result = await self._post_write(tool, paths, result)
+            result = await self._post_write(tool, paths, result, ctx.call_id)
         return self._bound(result)
 
     def _bound(self, result: ToolResult) -> ToolResult:
@@ -287,12 +287,14 @@ class Run:
                 files.update(value)
         return files, notes
 
-    async def _baseline(self, paths: Sequence[str]) -> None:
-        files, _ = await self._gather_diagnostics(self.hook.tether_diagnostics_before_write(run=self, paths=list(paths)))
+    async def _baseline(self, paths: Sequence[str], call_id: str) -> None:
+        answers = self.hook.tether_diagnostics_before_write(run=self, paths=list(paths), call_id=call_id)
+        files, _ = await self._gather_diagnostics(answers)
         self.diagnostics.baseline(files)
 
-    async def _post_write(self, tool: Tool, paths: Sequence[str], result: ToolResult) -> ToolResult:
-        files, notes = await self._gather_diagnostics(self.hook.tether_diagnostics_after_write(run=self, paths=list(paths)))
+    async def _post_write(self, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
+        answers = self.hook.tether_diagnostics_after_write(run=self, paths=list(paths), call_id=call_id)
+        files, notes = await self._gather_diagnostics(answers)
         introduced = self.diagnostics.update(files)
         try:
             out = self.hook.tether_post_write(

@@ -48,7 +48,7 @@ def tether_lsp_servers(run: Any) -> list[Any]:
 def tether_register_tools(run: Any, register: Any) -> None:
     from tether.tools import Tier, Tool
 
-    from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler
+    from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler, rename_touches
 
     if run.resource("tether_lsp_supervisor") is None:
         register.unavailable("lsp", "no language-server supervisor for this run (the harness disabled it)")
@@ -56,7 +56,7 @@ def tether_register_tools(run: Any, register: Any) -> None:
     register(Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True))
     # not parallel-safe: two renames computed against the same files would race
     register(Tool("lsp_rename", Tier.WRITE, RENAME_DESCRIPTION, RenameArgs, rename_handler, family="lsp",
-                  parallel_safe=False, touches=lambda a: [a.file]))
+                  parallel_safe=False, touches=rename_touches))
 
 
 def _supervisor(run: Any) -> Any:

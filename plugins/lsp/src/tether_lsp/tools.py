@@ -396,8 +396,6 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
-    if IDENT_BREAK.search(args.new_name):
-        raise ToolError(f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"})
 
     async def rename(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
@@ -444,3 +442,10 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         return ToolResult.text("\n".join(lines), {"files": files, "edits": total, "operations": plan.operations})
 
     return await sup.with_file(path, rename)
+
+
+def rename_touches(args: RenameArgs) -> list[str]:
+    """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
+    if IDENT_BREAK.search(args.new_name):
+        raise ToolError(f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"})
+    return [args.file]
