@@ -56,8 +56,8 @@ ROUNDS_PER_STOP = 20
 class Raw:
     """The anchor: a bare DAP conversation over an adapter's stdio."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
-        self.argv, self.cwd = argv, cwd
+    def __init__(self, argv: list[str], cwd: Path, filters: list[str]) -> None:
+        self.argv, self.cwd, self.filters = argv, cwd, filters
         self.seq = 0
         self.responses: dict[int, asyncio.Future] = {}
         self.events: asyncio.Queue = asyncio.Queue()
@@ -101,7 +101,7 @@ class Raw:
         launched = self.send("launch", launch)
         await self.event("initialized")
         await self.req("setBreakpoints", {"source": {"path": str(source)}, "breakpoints": [{"line": line}]})
-        await self.req("setExceptionBreakpoints", {"filters": []})
+        await self.req("setExceptionBreakpoints", {"filters": self.filters})
         await self.req("configurationDone")
         await asyncio.wait_for(launched, 30)
         return await self.event("stopped")
@@ -126,7 +126,7 @@ async def bench_adapter(name: str, root: Path, argv: list[str], launch: dict, pr
         await run.call("debug", {"action": "breakpoints", "file": source, "lines": [line]})
         for _ in range(rounds):
             # raw
-            raw = Raw(argv, root)
+            raw = Raw(argv, root, ["uncaught"] if name == "debugpy" else [])  # what tether sends too
             t = time.perf_counter()
             await raw.start()
             stopped = await raw.launch_to_stop(name, launch, root / source, line)
@@ -164,7 +164,7 @@ def report(name: str, results: dict) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9)
     rounds = parser.parse_args().rounds
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "py"

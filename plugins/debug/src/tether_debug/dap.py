@@ -125,6 +125,9 @@ class DapClient:
         return await self.wait(fut, command, timeout)
 
     async def _drain(self) -> None:
+        transport = getattr(self._writer, "transport", None)
+        if transport is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
+            return  # everything was written straight through: nothing to wait for
         try:
             async with asyncio.timeout(self.request_timeout):  # an adapter that stops reading must not hang us
                 await self._writer.drain()

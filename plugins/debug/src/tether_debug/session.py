@@ -337,16 +337,13 @@ class Session:
         self.generation += 1
         self.frames = {}
         self.references = set()
-        frame = None
-        frames: list[dict[str, Any]] = []
-        if thread_id is not None:
-            frames = await self.stack_trace(thread_id, 30)
-            frame = frames[0] if frames else None
-        self.top_frame = frame["id"] if frame else None
-        description = None
         reason = body.get("reason", "unknown")
-        if reason == "exception":
-            description = await self._exception_text(thread_id, body)
+        # both at once: each request to debugpy costs ~44 ms of its own latency
+        frames_task = self.stack_trace(thread_id, 30) if thread_id is not None else _nothing([])
+        text_task = self._exception_text(thread_id, body) if reason == "exception" else _nothing(None)
+        frames, description = await asyncio.gather(frames_task, text_task)
+        frame = frames[0] if frames else None
+        self.top_frame = frame["id"] if frame else None
         self.stop = Stop(
             reason=reason,
             thread_id=thread_id,
@@ -436,6 +433,10 @@ class Session:
                 await asyncio.wait_for(proc.wait(), 1.0)
             except TimeoutError:
                 pass
+
+
+async def _nothing(value: Any) -> Any:
+    return value
 
 
 def _descendants(pid: int) -> list[int]:
