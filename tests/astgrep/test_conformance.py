@@ -7,6 +7,7 @@ tether writes after ast_edit + resolve accept.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,45 @@ def test_same_rewrite_as_ast_grep(i, sg, tmp_path):
         done = r.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert not done.is_error, done.plain
     assert (ours / f"f.{EXT[lang]}").read_text() == expected
+
+
+# -- real code: packages of the running interpreter's standard library ------------------------------
+
+STDLIB_PATTERNS = [
+    "print($$$A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY", "self.$A = $B", "for $X in $Y: $$$B",
+    "$A.$B($$$C)", "if $X: $$$B", "return $A", "with $A as $B: $$$C", "$A[$B]", "raise $E($$$A)",
+    "lambda $$$A: $B", "$A == $A", "isinstance($X, $T)", "try:\n    $$$A\nexcept $E:\n    $$$B",
+]
+
+
+@pytest.fixture(scope="module")
+def stdlib_corpus(tmp_path_factory) -> Path:
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    root = tmp_path_factory.mktemp("stdlib")
+    for package in ("json", "email", "asyncio", "logging", "unittest", "importlib"):
+        for src in (stdlib / package).rglob("*.py"):
+            target = root / src.relative_to(stdlib)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+    return root
+
+
+@pytest.mark.parametrize("pattern", STDLIB_PATTERNS)
+async def test_same_matches_on_real_code(pattern, sg, stdlib_corpus):
+    theirs = set()
+    for m in sg(pattern, stdlib_corpus, "python"):
+        off = m["range"]["byteOffset"]
+        theirs.add((Path(m["file"]).resolve().relative_to(stdlib_corpus.resolve()).as_posix(), off["start"], off["end"]))
+    async with tether.open_run(stdlib_corpus) as run:
+        from tether_astgrep.tools import _compile, _target
+
+        pool = run.resource("tether_astgrep_parsers")
+        target = await _target(pool, ".", "python")
+        results = await pool.search(_compile(pool, pattern, target.grammar), target.grammar, target.files)
+        total = (await run.call("ast_grep", {"pattern": pattern, "max_results": 1})).data["total"]
+    ours = {(run.relpath(r.path), span[0], span[1]) for r in results for span in r.matches}
+    assert theirs, "ast-grep found nothing: the case is vacuous"
+    assert sorted(ours - theirs)[:5] == [] and sorted(theirs - ours)[:5] == []
+    assert total == len(theirs)
