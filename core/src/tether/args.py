@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union
 
 import attrs
-import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+if typing.TYPE_CHECKING:
+    import cattrs
 
 _META = "tether"
 NOTHING = attrs.NOTHING
@@ -183,7 +184,12 @@ def _strict_bool(value: Any, _: Any) -> bool:
     raise _Mismatch("boolean (true or false)", value)
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The strict converter, built on the first call (cattrs stays out of `tether tools` start-up)."""
+    import cattrs
+    from cattrs.errors import IterableValidationError
+
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(int, _strict_int)
@@ -246,11 +252,12 @@ def _make_converter() -> cattrs.Converter:
     return conv
 
 
-_converter = _make_converter()
 
 
 def _walk(exc: BaseException, path: str, out: list[str]) -> None:
     """Flatten a cattrs error tree into `path: problem` lines."""
+    from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
     if isinstance(exc, ClassValidationError):
         for sub in exc.exceptions:
             note = next((n for n in getattr(sub, "__notes__", []) if " @ attribute " in str(n)), None)
@@ -328,7 +335,7 @@ def structure_arguments(cls: type, raw: Any) -> Any:
     if problems:
         raise ArgumentsError(problems)
     try:
-        obj = _converter.structure(raw, cls)
+        obj = _converter().structure(raw, cls)
     except Exception as exc:  # noqa: BLE001 - every structuring problem becomes a line for the model
         _walk(exc, "", problems)
         raise ArgumentsError(problems or [f"{type(exc).__name__}: {exc}"]) from None

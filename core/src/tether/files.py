@@ -14,7 +14,6 @@ from pathlib import Path
 import attrs
 
 from tether.args import arg
-from tether.atomic import write_all
 from tether.hookspecs import hookimpl
 from tether.tools import Tier, Tool, ToolError, ToolResult
 
@@ -45,6 +44,12 @@ class EditArgs:
 @attrs.frozen
 class PatchArgs:
     patch: str = arg("A unified diff (as `git diff` or `diff -u` prints it); applied to all files or none.", min_length=1)
+
+
+def write_all(changes) -> None:
+    from tether.atomic import write_all as atomic_write_all  # hashlib/tempfile: only when writing
+
+    atomic_write_all(changes)
 
 
 def _read_text(path: Path, rel: str) -> str:
