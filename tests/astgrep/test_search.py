@@ -243,3 +243,15 @@ async def test_any_language_pack_grammar_by_id(project):
     assert [m["captures"]["A"] for m in result.data["matches"]] == ['"hi #{name}"', "1"]
     unknown = await call(project, pattern="x", language="cobol-85")
     assert unknown.is_error and "tree-sitter-language-pack" in unknown.plain
+
+
+async def test_hints_for_the_model(project):
+    put(project, "A.java", "class A {\n  public void run() {}\n}\n")
+    member = await call(project, pattern="public void $M() {}")
+    assert "pattern read as a class member" in member.plain.splitlines()[0]
+    put(project, "a.js", "f(1);\n")
+    lower = await call(project, pattern="f($a)", path="a.js")
+    assert lower.data["total"] == 0 and "metavariables are uppercase" in lower.plain
+    put(project, "a.py", "f(1)\n")
+    unparsed = await call(project, pattern="f($a)", path="a.py")
+    assert unparsed.is_error and "metavariables are uppercase" in unparsed.plain

@@ -24,7 +24,7 @@ from tether_astgrep.pattern import Pattern, compile_pattern
 
 log = logging.getLogger("tether.astgrep")
 
-SMALL_JOB_BYTES = 1_500_000  # below this, searching in the run's own process beats starting workers
+SMALL_JOB_BYTES = 500_000  # below this, searching in the run's own process beats handing work to workers
 CACHE_MATCHES = 200_000  # result cache bound: matches kept (+1 per file) across patterns
 CACHE_PATTERNS = 64
 SHUTDOWN_TIMEOUT = 5.0

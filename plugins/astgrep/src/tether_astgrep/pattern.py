@@ -223,6 +223,7 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
             f"the pattern {shown!r} does not parse as {grammar.id} code in any context tried "
             f"({', '.join(r.name for r in grammar.ladder)}){where}. Write it as valid {grammar.id} code, "
             "with $NAME where any single node may stand and $$$NAME for a list"
+            + ("; metavariables are uppercase ($name is literal text)" if re.search(r"\$[a-z]", stripped) else "")
         )
     rung, node, src = tolerated
     root = _convert(node, src, grammar.expando)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +26,7 @@ SHOWN_LINES = 3  # of a long match
 LINE_CHARS = 200
 CAPTURE_CHARS = 80
 DIFF_LINES = 120
+_LOWER_VAR = re.compile(r"\$[a-z]")
 DATA_TEXT_CHARS = 2000  # of a match's text or a capture in the structured data
 
 
@@ -203,11 +205,14 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
+    read_as = "" if pattern.rung == target.grammar.ladder[0].name else f"; pattern read as a {pattern.rung}"
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
-        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)})"
+        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as})"
     )
     lines = [head]
+    if not total and _LOWER_VAR.search(args.pattern):
+        lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
         if m is None:
             lines.append(f"{rel}: (changed since it was searched; search again)")
