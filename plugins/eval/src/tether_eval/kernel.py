@@ -28,6 +28,7 @@ import attrs
 log = logging.getLogger("tether.eval")
 
 MARKER = "\u2063tether-call:"  # the prefix of a tool() call's input_request (see kernel_side/)
+PING = '{"ping": true}'  # the stdin probe at kernel start (answered here, never by a tool)
 _DIED = "died"
 
 
@@ -155,6 +156,21 @@ class Kernel:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the kernel did not answer within {timeout:g} s")
 
+    async def probe_stdin(self, ping_code: str, attempts: int = 5) -> None:
+        """Make sure the kernel can reach us on stdin before any cell calls tool() or input().
+
+        The kernel's stdin is a ROUTER: an input_request sent before our socket finished its handshake
+        is dropped silently, and the cell would then wait forever for an answer. A silent cell asks
+        once; if the question does not arrive in time we interrupt it and ask again.
+        """
+        for _ in range(attempts):
+            end = await self.execute(ping_code, timeout=1.0, grace=2.0, silent=True)
+            if end.status == "ok" and end.tool_calls:
+                return
+            if end.status in ("died", "stuck"):
+                break
+        raise KernelDied("the kernel's stdin channel did not connect (tool() and input() could not be answered)\n" + self.log_tail())
+
     def _watch_death(self, proc: Any) -> None:
         loop = self._loop
         assert loop is not None
@@ -165,6 +181,13 @@ class Kernel:
             return
         self._pidfd = fd
         loop.add_reader(fd, self._died)
+
+    def check_alive(self) -> bool:
+        """False once the process is gone, even before the death notice was processed."""
+        proc = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if not self.dead and proc is not None and proc.poll() is not None:
+            self._died()
+        return not self.dead
 
     def _died(self) -> None:
         if self._pidfd is not None and self._loop is not None:
@@ -218,7 +241,7 @@ class Kernel:
         """
         if self.dead:
             return CellEnd("died", [])
-        msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=not silent)
+        msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=True)
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
         end = CellEnd("ok", [])
@@ -244,7 +267,7 @@ class Kernel:
             return loop.time() + timeout if timeout else None
 
         try:
-            async with asyncio.timeout(later()) as budget:
+            async with asyncio.timeout_at(later()) as budget:
                 while not (end.replied and end.idle):
                     channel, msg = await queue.get()
                     if channel == _DIED:
@@ -269,7 +292,10 @@ class Kernel:
 
     async def _answer(self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Any, later: Callable[[], float | None]) -> None:
         prompt = str(msg["content"].get("prompt", ""))
-        if prompt.startswith(MARKER):
+        if prompt == MARKER + PING:
+            answer = "pong"
+            end.tool_calls += 1
+        elif prompt.startswith(MARKER):
             if bridge is None:
                 answer = json.dumps({"is_error": True, "text": "the cell was interrupted; tool() is not answered now"})
             else:

@@ -88,19 +88,22 @@ class KernelFactory:
         self._dir: Path | None = None
         self._serial = itertools.count(1)
         self.python_note = ""
+        self.lost_between_cells = False  # a kernel died while no cell ran (killed from outside, OOM)
 
     def lock(self, language: str) -> asyncio.Lock:
         return self._locks.setdefault(language, asyncio.Lock())
 
     def live(self, language: str) -> Kernel | None:
         kernel = self._kernels.get(language)
-        return kernel if kernel is not None and not kernel.dead else None
+        return kernel if kernel is not None and kernel.check_alive() else None
 
     async def get(self, language: str) -> tuple[Kernel, bool]:
         """The live kernel for ``language`` and whether it was started just now."""
         kernel = self.live(language)
         if kernel is not None:
             return kernel, False
+        if language in self._kernels:
+            self.lost_between_cells = True
         await self.discard(language)
         kernel = await self._start(language)
         self._kernels[language] = kernel
@@ -168,6 +171,7 @@ class KernelFactory:
             if end.status != "ok" or (end.reply or {}).get("status") != "ok":
                 why = (end.reply or {}).get("evalue") or end.status
                 raise KernelDied(f"the tether helper failed to install in the kernel: {why}\n{kernel.log_tail()}")
+            await kernel.probe_stdin("__import__('__tether__').ping()" if language == "python" else "__tether.ping();")
         except (KernelDied, TimeoutError, OSError) as exc:
             await kernel.shutdown()
             detail = str(exc).strip()

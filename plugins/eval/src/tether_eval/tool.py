@@ -80,7 +80,10 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
             await factory.discard(language)
             if had:
                 notes.append(f"[{language} interpreter reset: all earlier state is gone]")
+        factory.lost_between_cells = False
         kernel, started = await factory.get(language)
+        if factory.lost_between_cells:
+            notes.append(f"[the previous {language} kernel died since the last cell (killed from outside?): its state is lost]")
         info = describe(kernel)
         if started:
             env = f" in {kernel.spec.environment}" if language == "python" else ""
@@ -108,7 +111,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     blocks: list[Any] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
     status = end.status
-    if status == "ok" and (end.reply or {}).get("status") == "error" or shown.error:
+    if status == "ok" and ((end.reply or {}).get("status") == "error" or shown.error):
         status = "error"
     tail: list[str] = []
     budget = option(run, "eval_timeout")

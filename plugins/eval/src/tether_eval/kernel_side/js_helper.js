@@ -54,5 +54,6 @@
   };
   globalThis.tool = tool;
   globalThis.toolResult = toolResult;
-  globalThis.__tether = { sh, cd, timeit, exitCode: 0 };
+  const ping = () => { prompt(MARKER + '{"ping": true}'); };
+  globalThis.__tether = { sh, cd, timeit, ping, exitCode: 0 };
 })();

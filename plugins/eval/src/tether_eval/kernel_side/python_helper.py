@@ -38,6 +38,11 @@ def tool_result(name, args=None, /, **kwargs):
         raise RuntimeError(f"tool({name!r}): no answer from the tether run (stdin is not connected)") from None
 
 
+def ping():
+    """The stdin probe at kernel start: proves tether can answer input_requests."""
+    builtins.input(MARKER + '{"ping": true}')
+
+
 def tool(name, args=None, /, **kwargs):
     """Call a tool of the run and return its text; a refused or failed call raises RuntimeError with its message."""
     reply = tool_result(name, args, **kwargs)

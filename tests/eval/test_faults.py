@@ -1,0 +1,110 @@
+"""Timeouts, kernel death, reset and clean shutdown: each test owns its run and its kernel."""
+
+from __future__ import annotations
+
+import psutil
+
+import tether
+import tether_eval.plugin as eval_plugin
+
+D = "exercise a kernel fault for tests"
+
+
+def open_run(root, fake_tools, **options):
+    return tether.open_run(root, plugins=[eval_plugin, fake_tools], load_entry_points=False, options=options)
+
+
+async def cell(run, code, **kw):
+    return await run.call("eval", {"code": code, "description": D, **kw})
+
+
+async def test_silent_sleep_is_interrupted_and_state_survives(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools, eval_timeout=1.0, eval_interrupt_grace=5.0) as run:
+        await cell(run, "kept = 'still here'")
+        r = await cell(run, "import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('nev' + 'er')")
+        assert r.is_error and r.data["status"] == "interrupted"
+        assert "started" in r.plain and "never" not in r.plain
+        assert "was interrupted" in r.plain and "state survive" in r.plain
+        r = await cell(run, "kept")
+        assert "'still here'" in r.plain and r.data["kernel"]["started"] is False
+
+
+async def test_printing_cell_is_not_interrupted(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools, eval_timeout=1.0) as run:
+        r = await cell(run, "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(0.4)\n'done'")
+        assert not r.is_error, r.plain
+        assert "tick 7" in r.plain and "'done'" in r.plain and r.data["status"] == "ok"
+
+
+async def test_slow_bridge_call_suspends_the_budget(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools, eval_timeout=1.0) as run:
+        r = await cell(run, "tool('slow', {'seconds': 2.5})")
+        assert not r.is_error, r.plain
+        assert "slept 2.5" in r.plain and r.data["tool_calls"] == 1
+
+
+async def test_cell_ignoring_interrupt_restarts_kernel_and_says_state_lost(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools, eval_timeout=0.5, eval_interrupt_grace=1.0) as run:
+        first = await cell(run, "lost = 1\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)")
+        assert first.is_error and first.data["status"] == "stuck"
+        assert "ignoring" in first.plain and "restarted" in first.plain and "was lost" in first.plain
+        old_pid = first.data["kernel"]["pid"]
+        assert not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == psutil.STATUS_ZOMBIE
+        r = await cell(run, "'lost' in globals()")
+        assert "False" in r.plain and r.data["kernel"]["started"] is True
+
+
+async def test_kernel_death_is_reported_and_next_call_starts_fresh(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools) as run:
+        await cell(run, "doomed = 1")
+        r = await cell(run, "import os\nprint('bye', flush=True)\nos._exit(1)")
+        assert r.is_error and r.data["status"] == "died"
+        assert "kernel died" in r.plain and "state is lost" in r.plain and "next call starts a fresh kernel" in r.plain
+        r = await cell(run, "'doomed' in globals()")
+        assert not r.is_error and "False" in r.plain and r.data["kernel"]["started"] is True
+
+
+async def test_kernel_killed_from_outside_between_cells(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools) as run:
+        r = await cell(run, "x = 1")
+        victim = psutil.Process(r.data["kernel"]["pid"])
+        victim.kill()  # e.g. the OOM killer, some time before the next call
+        psutil.wait_procs([victim], timeout=5)
+        r = await cell(run, "'x' in globals()")
+        assert not r.is_error and "False" in r.plain and r.data["kernel"]["started"] is True
+        assert "previous python kernel died since the last cell" in r.plain
+
+
+async def test_reset_starts_clean(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools) as run:
+        r = await cell(run, "gone = 5")
+        pid = r.data["kernel"]["pid"]
+        r = await cell(run, "'gone' in globals()", reset=True)
+        assert "interpreter reset" in r.plain and "False" in r.plain
+        assert r.data["kernel"]["pid"] != pid and r.data["kernel"]["started"] is True
+        r = await cell(run, "", reset=True)  # reset only
+        assert not r.is_error and "interpreter reset" in r.plain and r.data["status"] == "reset"
+
+
+async def test_close_leaves_no_process_and_no_files(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools) as run:
+        r = await cell(run, "import subprocess\np = subprocess.Popen(['sleep', '300'])\np.pid")
+        child = int(r.plain.split()[-1])
+        r = await cell(run, "1", language="javascript")
+        assert not r.is_error, r.plain
+        private = run.resource("tether_eval_kernels")._dir
+        assert private.exists()
+    assert not private.exists()
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written into the root
+
+
+async def test_two_runs_never_share_a_kernel(tmp_path, fake_tools, no_leftover_processes):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    async with open_run(tmp_path / "a", fake_tools) as one, open_run(tmp_path / "b", fake_tools) as two:
+        await cell(one, "mine = 'one'")
+        r = await cell(two, "'mine' in globals()")
+        assert "False" in r.plain
+        r1 = await cell(one, "import os\nos.getpid()")
+        assert r1.data["kernel"]["pid"] != r.data["kernel"]["pid"]
