@@ -620,12 +620,20 @@ async def _stack(run: Run, session: Session, thread_id: int | None) -> ToolResul
     rows, lines = [], []
     for f in frames:
         path = (f.get("source") or {}).get("path")
-        file = run.relpath(path) if path else None
+        file = _shown_path(run, path) if path else None
         rows.append({"id": f["id"], "name": f.get("name", ""), "file": file, "line": f.get("line")})
         lines.append(f"#{f['id']} {f.get('name', '')} at {file or '<no source>'}:{f.get('line')}")
     if total > len(frames):
         lines.append(f"[{total - len(frames)} more frames not shown (showing {len(frames)} of {total}, innermost first)]")
     return ToolResult.text("\n".join(lines) or "(no frames)", data={"frames": rows, "thread_id": thread, "total": total})
+
+
+def _shown_path(run: Run, path: str) -> str:
+    """A frame's path as the model sees it; adapters give resolved absolute paths, so most need no syscall."""
+    root = str(run.root)
+    if path.startswith(root + "/") and "/../" not in path:
+        return path[len(root) + 1 :]
+    return run.relpath(path)
 
 
 def _check_frame(session: Session, frame_id: int | None) -> int:
