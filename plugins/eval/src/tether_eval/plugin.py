@@ -24,6 +24,8 @@ def tether_addhooks(pluginmanager: Any) -> None:
 
 @hookimpl
 def tether_eval_kernels(run: Run) -> Any:
+    if run.options.get("eval") is False:
+        return None  # the harness turned kernels off for this run
     from tether_eval.kernels import KernelFactory
 
     return KernelFactory(run)
@@ -38,7 +40,7 @@ def tether_eval_envelope(run: Run) -> None:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     factory = run.resource("tether_eval_kernels")
     if factory is None:
-        register.unavailable("eval", "the harness provides no kernel factory for this run (tether_eval_kernels returned None)")
+        register.unavailable("eval", "kernels are turned off for this run (run option eval=false or no kernel factory from the harness)")
         return
     from tether_eval.tool import eval_tool
 

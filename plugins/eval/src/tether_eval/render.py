@@ -68,11 +68,13 @@ def trim_traceback(lines: list[str]) -> tuple[list[str], int]:
         body = frame.strip("\n")
         if not body.strip() or set(body.strip()) <= {"-"}:
             continue  # the separator line
-        if "<tether-helper>" in body or "__tether." in body.split("\n", 1)[0]:
+        if "<tether-helper>" in body or "__tether" in body.split("\n", 1)[0]:
             omitted += 1
             continue
         head = body.lstrip().split("\n", 1)[0]
-        own = head.startswith(("Cell In[", "Input In [", "File <ipython-input", "<anonymous>", "at <anonymous>"))
+        own = head.startswith(("Cell In[", "Input In [", "File <ipython-input")) or (
+            head.startswith("at ") and "<anonymous>" in head  # Deno: code of a cell has no file name
+        )
         last = i == len(frames) - 1
         if own or last or "Error" in head.split(":", 1)[0] or "Exception" in head.split(":", 1)[0]:
             kept.append(body)

@@ -2,7 +2,8 @@
 // and the helpers eval rewrites IPython idioms to (!cmd, %cd, %%bash, %%timeit).
 (() => {
   const MARKER = "\u2063tether-call:";
-  const toolResult = (name, args = {}) => {
+  // named __tether_*: their frames are left out of a cell's traceback (see render.py)
+  const toolResult = function __tether_toolResult(name, args = {}) {
     if (typeof name !== "string") throw new TypeError("tool(): the tool name must be a string");
     const answer = prompt(MARKER + JSON.stringify({ tool: name, args: args ?? {} }));
     try {
@@ -11,13 +12,13 @@
       throw new Error(`tool(${JSON.stringify(name)}): no answer from the tether run (stdin is not connected)`);
     }
   };
-  const tool = (name, args = {}) => {
+  const tool = function __tether_tool(name, args = {}) {
     const reply = toolResult(name, args);
     if (reply.is_error) throw new Error(reply.text || `tool ${name} failed`);
     return reply.text;
   };
   const decoder = new TextDecoder();
-  const sh = (command, { capture = false, shell = "/bin/sh" } = {}) => {
+  const sh = function __tether_sh(command, { capture = false, shell = "/bin/sh" } = {}) {
     const out = new Deno.Command(shell, { args: ["-c", command + " 2>&1"], stdin: "null", stdout: "piped", stderr: "piped" }).outputSync();
     const text = decoder.decode(out.stdout);
     globalThis.__tether.exitCode = out.code;

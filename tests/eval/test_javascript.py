@@ -1,0 +1,86 @@
+"""The JavaScript (Deno) kernel through `eval`: persistence, display, errors, idioms, late output."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+
+import tether
+import tether_eval.plugin as eval_plugin
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+D = "run a JavaScript cell for tests"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def run(tmp_path_factory, module_children, fake_tools):
+    root = tmp_path_factory.mktemp("jsroot")
+    (root / "sub").mkdir()
+    async with tether.open_run(root, plugins=[eval_plugin, fake_tools], load_entry_points=False) as r:
+        yield r
+
+
+async def cell(run, code):
+    return await run.call("eval", {"code": code, "description": D, "language": "javascript"})
+
+
+async def test_first_cell_says_deno_and_where(run):
+    r = await cell(run, "1 + 1")
+    assert not r.is_error, r.plain
+    assert "Out[" in r.plain and r.plain.strip().endswith("2")
+    assert r.data["kernel"]["language"] == "javascript" and r.data["kernel"]["where"] == "host"
+    assert "deno" in r.data["kernel"]["interpreter"]
+
+
+async def test_state_persists_and_output_is_plain(run):
+    await cell(run, "const kept = {answer: 41};")
+    r = await cell(run, "console.log('log line'); kept.answer + 1")
+    assert "log line" in r.plain and r.plain.strip().endswith("42")
+    assert "\x1b[" not in r.plain  # Deno colours its inspect output: stripped
+
+
+async def test_typescript_and_top_level_await(run):
+    r = await cell(run, "const wait = (ms: number) => new Promise((ok) => setTimeout(ok, ms));\nawait wait(20);\n'awaited'")
+    assert not r.is_error and "awaited" in r.plain
+
+
+async def test_late_output_after_idle_is_kept(run):
+    r = await cell(run, "setTimeout(() => console.log('late line'), 0);\n'now'")
+    assert "now" in r.plain and "late line" in r.plain
+
+
+async def test_error_has_type_message_and_location(run):
+    r = await cell(run, "function inner() { throw new TypeError('bad value') }\ninner()")
+    assert r.is_error and r.data["error"]["ename"] == "TypeError" and r.data["error"]["evalue"] == "bad value"
+    assert "TypeError: bad value" in r.plain and "inner" in r.plain
+    assert r.plain.count("TypeError: bad value") == 1
+
+
+async def test_idioms_shell_cd_bash(run):
+    r = await cell(run, "!echo from js shell")
+    assert "from js shell" in r.plain, r.plain
+    r = await cell(run, "%cd sub\nDeno.cwd()")
+    assert r.plain.count("sub") >= 2
+    await cell(run, "%cd ..")
+    r = await cell(run, "%%bash\nx=bash\necho \"hello from ${x}\"")
+    assert "hello from bash" in r.plain
+
+
+async def test_idiom_timeit(run):
+    r = await cell(run, "%%timeit -r 2\nlet s = 0; for (let i = 0; i < 10; i++) s += i;")
+    assert "per loop (mean" in r.plain and "2 runs" in r.plain, r.plain
+
+
+async def test_pip_in_javascript_is_refused_clearly(run):
+    r = await cell(run, "%pip install lodash")
+    assert r.is_error and "npm:" in r.plain and "Traceback" not in r.plain
+
+
+async def test_unknown_magic_in_javascript_is_refused_clearly(run):
+    r = await cell(run, "%who")
+    assert r.is_error and "%who is an IPython magic" in r.plain
+
+
+async def test_plain_prompt_gets_an_empty_answer(run):
+    r = await cell(run, "const answer = prompt('name?');\nJSON.stringify(answer)")
+    assert not r.is_error and "input() was called ('name?')" in r.plain
