@@ -1,0 +1,142 @@
+"""Which Python runs the kernel, `%pip` into it, and the envelope the kernel may run in."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import site
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import tether
+import tether_eval.plugin as eval_plugin
+from tether_eval.envelope import Envelope
+
+D = "check where and how the kernel runs"
+
+
+def build_wheel(out: Path, version: str) -> Path:
+    """A tiny pure-Python wheel written by hand (correct RECORD), so no build backend or network is needed."""
+    name = "tinypkg"
+    dist_info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": f"VERSION = {version!r}\n".encode(),
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tether-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist_info}/top_level.txt": f"{name}\n".encode(),
+    }
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{dist_info}/RECORD,,")
+    files[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = out / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    return wheel
+
+
+@pytest.fixture
+def project_venv(tmp_path) -> Path:
+    """A project with its own .venv: ipykernel reaches it through a .pth onto tether's site-packages."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60)
+    (site_dir,) = (root / ".venv").glob("lib/python3*/site-packages")
+    (site_dir / "tether_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return root
+
+
+async def test_project_venv_is_used_and_pip_installs_into_it(project_venv, tmp_path, no_leftover_processes):
+    old, new = build_wheel(tmp_path / "w1", "0.1.0"), build_wheel(tmp_path / "w2", "0.2.0")
+    async with tether.open_run(project_venv, plugins=[eval_plugin], load_entry_points=False) as run:
+        r = await run.call("eval", {"code": "import sys\nsys.prefix", "description": D})
+        assert not r.is_error, r.plain
+        assert "the project's environment (.venv)" in r.plain and r.data["kernel"]["environment"] == "the project's environment (.venv)"
+        assert str(project_venv / ".venv") in r.plain
+        r = await run.call("eval", {"code": f"%pip install {old}", "description": D})
+        assert not r.is_error, r.plain
+        r = await run.call("eval", {"code": "import tinypkg\n(tinypkg.VERSION, tinypkg.__file__)", "description": D})
+        assert "'0.1.0'" in r.plain and ".venv" in r.plain, r.plain
+        # a new version: %pip clears the old module from sys.modules, so the next import sees it
+        r = await run.call("eval", {"code": f"%pip install {new}", "description": D})
+        assert "cleared" in r.plain and "tinypkg" in r.plain, r.plain
+        r = await run.call("eval", {"code": "import tinypkg\ntinypkg.VERSION", "description": D})
+        assert "'0.2.0'" in r.plain, r.plain
+    assert list((project_venv / ".venv").glob("lib/python3*/site-packages/tinypkg/__init__.py"))
+
+
+async def test_venv_without_ipykernel_falls_back_and_says_so(tmp_path, no_leftover_processes):
+    root = tmp_path / "bare"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60)
+    async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
+        r = await run.call("eval", {"code": "1", "description": D})
+        assert not r.is_error
+        assert "tether's own environment" in r.plain and "has no ipykernel" in r.plain
+
+
+def envelope_plugin(tmp_path: Path, up: bool):
+    wrapper = tmp_path / "enter-envelope"
+    # the test envelope: a wrapper command that marks the environment, then runs the kernel
+    wrapper.write_text('#!/bin/sh\nexport TETHER_TEST_ENVELOPE=inside\nexec "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    calls = []
+
+    class TestEnvelope:
+        __name__ = f"test_envelope_{up}"
+
+        @tether.hookimpl(tryfirst=True)
+        def tether_eval_envelope(self, run):
+            def wrap(argv):
+                calls.append(list(argv))
+                return [str(wrapper), *argv]
+
+            return Envelope("test-box", wrap=wrap, is_up=lambda: up)
+
+    return TestEnvelope(), calls
+
+
+@pytest.mark.parametrize("language, probe", [("python", "import os\nos.environ.get('TETHER_TEST_ENVELOPE')"), ("javascript", "Deno.env.get('TETHER_TEST_ENVELOPE')")])
+async def test_kernel_starts_inside_an_envelope_that_is_up(tmp_path, language, probe, no_leftover_processes):
+    plugin, calls = envelope_plugin(tmp_path, up=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    async with tether.open_run(root, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
+        r = await run.call("eval", {"code": probe, "description": D, "language": language})
+        assert not r.is_error, r.plain
+        assert "inside" in r.plain and "on the envelope 'test-box'" in r.plain
+        assert r.data["kernel"]["where"] == "envelope 'test-box'"
+        assert len(calls) == 1
+
+
+async def test_envelope_that_is_down_is_not_booted(tmp_path, no_leftover_processes):
+    plugin, calls = envelope_plugin(tmp_path, up=False)
+    async with tether.open_run(tmp_path, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
+        r = await run.call("eval", {"code": "import os\nrepr(os.environ.get('TETHER_TEST_ENVELOPE'))", "description": D})
+        assert not r.is_error and "'None'" in r.plain
+        assert r.data["kernel"]["where"] == "host" and calls == []
+
+
+async def test_broken_kernel_command_is_a_clear_error(tmp_path, no_leftover_processes):
+    class BrokenEnvelope:
+        __name__ = "broken_envelope"
+
+        @tether.hookimpl(tryfirst=True)
+        def tether_eval_envelope(self, run):
+            return Envelope("broken", wrap=lambda argv: ["/bin/sh", "-c", "echo no sandbox here >&2; exit 3"])
+
+    async with tether.open_run(tmp_path, plugins=[eval_plugin, BrokenEnvelope()], load_entry_points=False, options={"eval_start_timeout": 10}) as run:
+        r = await run.call("eval", {"code": "1", "description": D})
+        assert r.is_error and r.data["error"] == "kernel_start_failed"
+        assert "did not start on the envelope 'broken'" in r.plain and "no sandbox here" in r.plain
+        assert "Traceback" not in r.plain
