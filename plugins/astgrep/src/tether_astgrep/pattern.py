@@ -175,7 +175,7 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     processed = preprocess(stripped, grammar.expando)
     lines = stripped.split("\n")
     nearest: tuple[int, str] | None = None  # (offset in the pattern, rung) of the furthest first error
-    tolerated = None
+    chosen = None
     for strict in (True, False):
         for rung in grammar.ladder:
             wrapped, offset = rung.wrap(processed)
@@ -207,11 +207,11 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
                 )
             while _is_single(node):
                 node = node.child(0)
-            tolerated = (rung, node, src)
+            chosen = (rung, node, src)
             break
-        if tolerated is not None:
+        if chosen is not None:
             break
-    if tolerated is None:
+    if chosen is None:
         where = ""
         if nearest is not None:
             before = stripped[: nearest[0]] if nearest[0] <= len(stripped) else stripped
@@ -225,7 +225,7 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
             "with $NAME where any single node may stand and $$$NAME for a list"
             + ("; metavariables are uppercase ($name is literal text)" if re.search(r"\$[a-z]", stripped) else "")
         )
-    rung, node, src = tolerated
+    rung, node, src = chosen
     root = _convert(node, src, grammar.expando)
     names: set[str] = set()
     needles: list[bytes] = []
