@@ -44,6 +44,7 @@ class KernelSpec:
     where: str  # "host" or "envelope 'name'"
     env: dict[str, str] = attrs.field(factory=dict)
     drain: float = 0.0  # seconds of quiet to wait for after idle (Deno sends output late)
+    interrupt_mode: str = "signal"  # signal (SIGINT to the process group) | message (interrupt_request)
 
 
 @attrs.define
@@ -94,7 +95,14 @@ class Kernel:
         name = f"tether-{self.spec.language}"
         (kernels / name).mkdir(parents=True, exist_ok=True)
         (kernels / name / "kernel.json").write_text(
-            json.dumps({"argv": list(self.spec.argv), "display_name": name, "language": self.spec.language})
+            json.dumps(
+                {
+                    "argv": list(self.spec.argv),
+                    "display_name": name,
+                    "language": self.spec.language,
+                    "interrupt_mode": self.spec.interrupt_mode,
+                }
+            )
         )
         ksm = KernelSpecManager(kernel_dirs=[str(kernels)])
         km = AsyncKernelManager(
@@ -221,7 +229,8 @@ class Kernel:
             text = (self.workdir / "kernel.log").read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        kept = [line for line in text.strip().splitlines() if "is unstable and might change" not in line]
+        return "\n".join(kept[-lines:])
 
     # -- cells ----------------------------------------------------------------------------------
 
@@ -252,8 +261,8 @@ class Kernel:
                     await asyncio.wait_for(self.km.interrupt_kernel(), grace)
                 end.status = "interrupted"
                 await self._collect(queue, end, grace, None, extend=False)
-                if end.status == "timeout":
-                    end.status = "stuck"
+                if end.status in ("timeout", "died"):
+                    end.status = "stuck"  # the interrupt did not take, or took the kernel with it
             if end.status in ("ok", "interrupted") and self.spec.drain:
                 await self._drain(queue, end)
         finally:

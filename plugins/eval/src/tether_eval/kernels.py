@@ -135,7 +135,10 @@ class KernelFactory:
             argv = [binary, "jupyter", "--kernel", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
-            spec = dict(interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"))
+            spec = dict(
+                interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"),
+                interrupt_mode="message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
+            )
         if inside:
             argv = list(envelope.wrap(argv))
         return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, **spec)

@@ -122,8 +122,8 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         )
     elif end.status == "stuck":
         tail.append(
-            f"[the cell showed no output for {budget:g} s and did not stop when interrupted: the kernel was "
-            "restarted and its state (variables, imports) was lost]"
+            f"[the cell showed no output for {budget:g} s and did not stop when interrupted, so the kernel was "
+            "stopped: its state (variables, imports) was lost and the next call starts a fresh kernel]"
         )
     elif end.status == "died":
         why = kernel.log_tail(8)
