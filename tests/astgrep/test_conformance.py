@@ -111,6 +111,9 @@ REWRITE = [
     ("python", "$F($$$A)", "wrap(\n    $F,\n    $$$A,\n)", "class C:\n    def m(self):\n        x = call(1,\n                 2)\n"),
     ("javascript", "if ($C) { $$$B }", "if (!($C)) { return; }\n$$$B", "function f() {\n  if (x) {\n    a();\n    b();\n  }\n}\n"),
     ("rust", "match $X { $$$A }", "match $X {\n    $$$A\n}", "fn f() {\n    match x { 1 => a(),\n        _ => b() }\n}\n"),
+    # $$$B takes the else clause along; its lines keep their indentation relative to the capture's first
+    ("python", "if $C:\n    $$$B", "while $C:\n    $$$B", "if x:\n    a()\nelse:\n    b()\n"),
+    ("python", "if $C:\n    $$$B", "if $C:\n        $$$B", "def f():\n    if x:\n        a()\n    else:\n        b()\n"),
 ]
 
 

@@ -86,3 +86,35 @@ def test_generated_programs_match_like_ast_grep(seed, sg, tmp_path):
                 differences.append((pattern, source, sorted(ours), sorted(theirs)))
     assert differences == []
     assert found > 0, "no generated case matched: the comparison is vacuous"
+
+
+REWRITES = [
+    ("print($A)", "log($A)"), ("f($$$A)", "h(\n    $$$A\n)"), ("$A.append($B)", "$A.extend([$B])"),
+    ("if $C:\n    $$$B", "while $C:\n    $$$B"), ("def $F($$$A):\n    $$$B", "async def $F($$$A):\n    $$$B"),
+    ("for $A in $B:\n    $$$C", "for $A in sorted($B):\n    $$$C"), ("lambda $A: $B", "(lambda $A: ($B))"),
+    ("return $A", "return ($A)"),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_rewrites_like_ast_grep(seed, sg, tmp_path):
+    gen = Program(100 + seed)
+    changed = 0
+    for i in range(10):
+        _, source = gen.case()
+        pattern, template = gen.rnd.choice(REWRITES)
+        case = tmp_path / str(i)
+        case.mkdir()
+        (case / "theirs.py").write_text(source)
+        (case / "ours.py").write_text(source)
+        sg(pattern, case / "theirs.py", "python", rewrite=template, update=True)
+        with tether.open_run_sync(case) as run:
+            staged = run.call("ast_edit", {"pattern": pattern, "rewrite": template, "path": "ours.py"})
+            assert not staged.is_error, staged.plain
+            if staged.data["edit_id"]:
+                assert staged.data["kept_tails"] == 0  # these patterns cover whole nodes: no rule of ours applies
+                run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+        theirs = (case / "theirs.py").read_text()
+        assert (case / "ours.py").read_text() == theirs, (pattern, template, source)
+        changed += theirs != source
+    assert changed > 0, "no generated rewrite changed anything: the comparison is vacuous"

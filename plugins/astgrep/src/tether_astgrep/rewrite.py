@@ -36,12 +36,23 @@ def _line_indent(src: bytes, byte: int) -> str:
 
 
 def _reindent(text: str, old: str, new: str) -> str:
+    """Shift the lines after the first by the difference between two indentations (as ast-grep does).
+
+    Lines keep their indentation relative to each other: a line less indented than the capture's
+    first one (an `else:` taken along) moves by the same amount. Blank lines stay blank.
+    """
+    delta = len(new) - len(old)
+    if delta == 0:
+        return text
     lines = text.split("\n")
     out = [lines[0]]
     for line in lines[1:]:
-        if old and line.startswith(old):
-            line = line[len(old):]
-        out.append(new + line if line else line)
+        if delta > 0:
+            out.append(new[-delta:] + line if line else line)
+        elif line[:-delta].strip() == "" and len(line) >= -delta:
+            out.append(line[-delta:])
+        else:
+            out.append(line)
     return "\n".join(out)
 
 
