@@ -199,3 +199,16 @@ async def test_bad_edit_input_stages_nothing(three, args, expected):
         empty = await run.call("resolve", {"edit_id": "", "action": "accept"})
         assert empty.is_error and "edit_id: must not be empty" in empty.plain
     assert contents(three) == before
+
+
+async def test_statement_terminator_the_pattern_left_out_is_kept(project, sg):
+    """`let $A: $T = $V` matches `let a: number = 1;`; ast-grep's rewrite drops the `;`, tether keeps it."""
+    (project / "ours.ts").write_text("let a: number = 1;\n")
+    (project / "theirs.ts").write_text("let a: number = 1;\n")
+    sg("let $A: $T = $V", project / "theirs.ts", "typescript", rewrite="const $A: $T = $V", update=True)
+    assert (project / "theirs.ts").read_text() == "const a: number = 1\n"
+    async with tether.open_run(project) as run:
+        staged = await run.call("ast_edit", {"pattern": "let $A: $T = $V", "rewrite": "const $A: $T = $V", "path": "ours.ts"})
+        assert staged.data["kept_tails"] == 0  # punctuation is not counted as code left behind
+        await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+    assert (project / "ours.ts").read_text() == "const a: number = 1;\n"
