@@ -102,10 +102,17 @@ async def test_two_figures_are_two_images(run):
 async def test_stdout_and_stderr_are_bounded_and_the_cut_is_said(run):
     r = await cell(run, "import sys\nprint('x' * 100 + '\\n') \nfor i in range(3000):\n    print('line', i, 'y' * 40)\nprint('THE END')\nsys.stderr.write('warned\\n')")
     text = r.plain
-    assert "characters of stdout cut" in text and "THE END" in text and "line 0 " in text
+    assert "characters of output dropped" in text and "THE END" in text and "line 0 " in text
     assert "[stderr]\nwarned" in text
     assert len(text) < 25_000
     assert r.data["output_cut"] is True
+
+
+async def test_huge_output_keeps_head_and_tail_only(run):
+    r = await cell(run, "for i in range(200_000):\n    print('row', i, 'z' * 30)\nprint('FINAL LINE')")
+    text = r.plain
+    assert "row 0 " in text and "FINAL LINE" in text and "characters of output dropped" in text
+    assert len(text) < 25_000 and not r.is_error
 
 
 async def test_exception_gives_type_message_and_cell_frames(run):

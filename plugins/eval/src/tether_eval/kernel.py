@@ -13,6 +13,7 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -58,6 +59,51 @@ class CellEnd:
     inputs: list[str] = attrs.field(factory=list)  # prompts of plain input() calls (answered empty)
     replied: bool = False
     idle: bool = False
+    kept_chars: int = 0  # stream characters kept at the head
+    tail: collections.deque = attrs.field(factory=collections.deque)  # after the head is full: the latest messages
+    tail_chars: int = 0
+    dropped_chars: int = 0
+
+    def add(self, msg: dict[str, Any], limit: int) -> None:
+        """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints."""
+        keep = limit * 2 // 3 if not self.tail else limit // 3
+        size = len(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else 0
+        if not self.tail and self.kept_chars + size <= keep:
+            self.kept_chars += size
+            self.messages.append(msg)
+            return
+        if not self.tail and size and self.kept_chars < keep:  # fill the head with the start of a big message
+            room = keep - self.kept_chars
+            text = msg["content"]["text"]
+            self.messages.append({**msg, "content": {**msg["content"], "text": text[:room]}})
+            self.kept_chars = keep
+            msg = {**msg, "content": {**msg["content"], "text": text[room:]}}
+            size -= room
+        keep = limit // 3
+        self.tail.append((msg, size))
+        self.tail_chars += size
+        while self.tail_chars > keep and self.tail:
+            front, front_size = self.tail[0]
+            excess = self.tail_chars - keep
+            if front_size <= excess:
+                self.tail.popleft()  # wholly older than the tail we keep
+                self.tail_chars -= front_size
+                self.dropped_chars += front_size
+                continue
+            text = front["content"]["text"]  # keep the end of the oldest message
+            self.tail[0] = ({**front, "content": {**front["content"], "text": text[excess:]}}, front_size - excess)
+            self.tail_chars -= excess
+            self.dropped_chars += excess
+
+    def finish(self) -> None:
+        if self.dropped_chars:
+            note = (
+                f"\n[... {self.dropped_chars:,} characters of output dropped (showing the first {self.kept_chars:,} and "
+                f"the last {self.tail_chars:,}); write it to a file and read parts of it, or print less ...]\n"
+            )
+            self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
+        self.messages.extend(m for m, _ in self.tail)
+        self.tail.clear()
 
 
 Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
@@ -82,6 +128,7 @@ class Kernel:
         self._pidfd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._log_file: Any = None
+        self._keep = 100_000
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -242,6 +289,7 @@ class Kernel:
         grace: float = 5.0,
         bridge: Bridge | None = None,
         silent: bool = False,
+        keep_chars: int = 100_000,
     ) -> CellEnd:
         """Run a cell to its end: reply and idle, or death, or the inactivity timeout.
 
@@ -254,6 +302,7 @@ class Kernel:
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
         end = CellEnd("ok", [])
+        self._keep = keep_chars
         try:
             await self._collect(queue, end, timeout, bridge, extend=True)
             if end.status == "timeout":
@@ -267,6 +316,7 @@ class Kernel:
                 await self._drain(queue, end)
         finally:
             self._waiters.pop(msg_id, None)
+            end.finish()
         return end
 
     async def _collect(self, queue: asyncio.Queue, end: CellEnd, timeout: float, bridge: Bridge | None, *, extend: bool) -> None:
@@ -293,7 +343,7 @@ class Kernel:
                     elif kind == "status":
                         end.idle = end.idle or msg["content"].get("execution_state") == "idle"
                     elif kind != "execute_input":
-                        end.messages.append(msg)
+                        end.add(msg, self._keep)
                         if extend:
                             budget.reschedule(later())  # output: the cell is alive
         except TimeoutError:
@@ -334,7 +384,7 @@ class Kernel:
                 end.status = "died"
                 return
             if channel == "iopub" and msg["msg_type"] not in ("status", "execute_input"):
-                end.messages.append(msg)
+                end.add(msg, self._keep)
 
     # -- shutdown -------------------------------------------------------------------------------
 

@@ -109,7 +109,10 @@ def render(messages: list[dict[str, Any]], max_chars: int) -> Rendered:
         if last_stream is None:
             return
         text = _CR.sub("", "".join(streams.pop(last_stream)))
-        text, cut = bounded(text, max_chars, last_stream)
+        if "characters of output dropped" in text:  # the kernel already kept only head and tail
+            cut = True
+        else:
+            text, cut = bounded(text, max_chars, last_stream)
         cut_any = cut_any or cut
         parts.append(text if last_stream == "stdout" else "[stderr]\n" + text)
         last_stream = None

@@ -104,6 +104,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
             timeout=option(run, "eval_timeout"),
             grace=option(run, "eval_interrupt_grace"),
             bridge=bridge,
+            keep_chars=int(option(run, "eval_max_output_chars")),
         )
         if end.status in ("died", "stuck"):
             await factory.discard(language)
