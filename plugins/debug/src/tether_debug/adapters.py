@@ -7,14 +7,20 @@ the ``tether_debug_adapters`` hook (a definition with a built-in id replaces the
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+log = logging.getLogger("tether.debug")
 
 
 @attrs.frozen
@@ -220,3 +226,17 @@ def merge(extra: Sequence[Sequence[AdapterDef] | None]) -> dict[str, AdapterDef]
             if isinstance(adapter, AdapterDef):
                 table[adapter.id] = adapter
     return table
+
+
+def adapter_table(run: Run) -> dict[str, AdapterDef]:
+    """The run's adapter definitions: built-ins and those of `tether_debug_adapters` implementations."""
+    return merge(run.hook.tether_debug_adapters(run=run))
+
+
+def handles_safely(adapter: AdapterDef, path: Path) -> bool:
+    """Whether ``adapter`` takes ``path``; a third party's failing predicate counts as no."""
+    try:
+        return bool(adapter.handles(path))
+    except Exception:
+        log.warning("debug adapter %s failed to judge %s", adapter.id, path, exc_info=True)
+        return False

@@ -16,7 +16,6 @@ from tether_debug.session import Ended, Session
 
 log = logging.getLogger("tether.debug")
 
-DEFAULT_TTL = 30 * 60.0
 
 
 class DebugSupervisor:
