@@ -212,3 +212,13 @@ async def test_statement_terminator_the_pattern_left_out_is_kept(project, sg):
         assert staged.data["kept_tails"] == 0  # punctuation is not counted as code left behind
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert (project / "ours.ts").read_text() == "const a: number = 1;\n"
+
+
+async def test_tab_indented_rewrite_keeps_tabs(project):
+    (project / "a.go").write_text("package main\n\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn nil\n}\n")
+    async with tether.open_run(project) as run:
+        staged = await run.call("ast_edit", {"pattern": "if err != nil { $$$B }", "rewrite": "if err != nil {\n\tlog(err)\n\t$$$B\n}"})
+        await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+    assert (project / "a.go").read_text() == (
+        "package main\n\nfunc f() error {\n\tif err != nil {\n\t\tlog(err)\n\t\treturn err\n\t}\n\treturn nil\n}\n"
+    )

@@ -67,7 +67,9 @@ def render(template: str, match: Match, src: bytes) -> str:
             pieces.append(line[pos : m.start()])
             cap = match.captures.get(m.group(1) or m.group(2))
             if cap is not None and cap.text:
-                text = cap.text
+                # a $$$ capture may end in a whitespace token (Go's newline terminator): substituted,
+                # it would leave a blank line before what the template puts after it
+                text = cap.text.rstrip() if cap.multi else cap.text
                 if "\n" in text:
                     text = _reindent(text, _line_indent(src, cap.start_byte), landing)
                 pieces.append(text)
