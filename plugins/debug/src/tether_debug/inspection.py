@@ -92,7 +92,7 @@ async def threads_action(session: Session) -> ToolResult:
 
 
 async def stack_action(run: Run, session: Session, thread_id: int | None) -> ToolResult:
-    thread = thread_id if thread_id is not None else session.stop.thread_id  # type: ignore[union-attr]
+    thread = thread_id if thread_id is not None else (session.stop.thread_id if session.stop else None)
     if thread is None:
         raise ToolError("no thread given and the stop named none; pass thread_id from action='threads'.")
     frames = await session.stack_trace(thread, MAX_FRAMES)

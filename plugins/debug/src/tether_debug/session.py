@@ -246,7 +246,8 @@ class Session:
             if self._track is not None:
                 self._track(proc)
             self._children.append(proc.pid)
-            self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))  # type: ignore[arg-type]
+            if proc.stdout is not None:
+                self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
             return {"processId": proc.pid}
         return None  # startDebugging and the rest: answered with a refusal, never left hanging
 
@@ -282,8 +283,9 @@ class Session:
         await client._drain()
         hit = await client.wait_event(("initialized",), start, timeout)
         if hit is None:
-            if answer.done() and answer.exception() is not None:
-                raise answer.exception()  # type: ignore[misc]
+            failure = answer.exception() if answer.done() and not answer.cancelled() else None
+            if failure is not None:
+                raise failure  # the adapter refused the launch itself: its own words say why
             why = "the adapter closed the connection" if client.closed else f"no 'initialized' event within {timeout:g} s"
             raise SessionError(f"{request} did not complete: {why}. {self._stderr_text()}".strip())
         for path, lines in pending.items():
@@ -356,12 +358,13 @@ class Session:
         return self.stop
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
-        if self.root is None or not frames:
+        root = self.root
+        if root is None or not frames:
             return None
 
         def inside(f: dict[str, Any]) -> bool:
             path = (f.get("source") or {}).get("path")
-            return bool(path) and Path(path).is_absolute() and Path(path).resolve().is_relative_to(self.root)
+            return bool(path) and Path(path).is_absolute() and Path(path).resolve().is_relative_to(root)
 
         if inside(frames[0]):
             return None
@@ -378,9 +381,9 @@ class Session:
         return self.ended
 
     async def _exception_text(self, thread_id: int | None, body: dict[str, Any]) -> str | None:
-        if thread_id is not None and self.capabilities.get("supportsExceptionInfoRequest"):
+        if thread_id is not None and self.client is not None and self.capabilities.get("supportsExceptionInfoRequest"):
             try:
-                info = await self.client.request("exceptionInfo", {"threadId": thread_id})  # type: ignore[union-attr]
+                info = await self.client.request("exceptionInfo", {"threadId": thread_id})
                 kind = info.get("exceptionId") or ""
                 text = info.get("description") or ""
                 return f"{kind}: {text}".strip(": ") or None
