@@ -255,3 +255,9 @@ async def test_hints_for_the_model(project):
     put(project, "a.py", "f(1)\n")
     unparsed = await call(project, pattern="f($a)", path="a.py")
     assert unparsed.is_error and "metavariables are uppercase" in unparsed.plain
+
+
+async def test_indented_multi_line_pattern_is_dedented(project):
+    put(project, "a.py", "def f():\n    if x:\n        a()\n")
+    result = await call(project, pattern="        if $C:\n            a()\n")
+    assert [m["captures"]["C"] for m in result.data["matches"]] == ["x"]

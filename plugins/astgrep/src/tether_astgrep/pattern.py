@@ -14,6 +14,7 @@ fragment is parsed inside a context that fits it instead of always as a whole fi
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 import attrs
@@ -169,7 +170,7 @@ def comment_kinds(language: Any) -> frozenset[int]:
 
 def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, lang_key: str = "") -> Pattern:
     """Parse ``source`` with the first rung of the grammar's ladder that accepts it."""
-    stripped = source.strip()
+    stripped = textwrap.dedent(source.strip("\n")).strip()  # a pattern copied from an indented body
     if not stripped:
         raise PatternError("the pattern is empty; give code with metavariables, e.g. 'print($A)'")
     processed = preprocess(stripped, grammar.expando)
