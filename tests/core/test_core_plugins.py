@@ -92,3 +92,14 @@ def test_import_tether_stays_light():
     code = "import sys, tether; heavy = [m for m in ('tree_sitter', 'pygls', 'jupyter_client', 'debugpy', 'mcp', 'tether.run') if m in sys.modules]; print(heavy)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_a_harness_switches_a_family_off_with_no_resource(plugin_site):
+    class Harness:
+        @hookimpl(tryfirst=True)
+        def tether_procfam_resource(self, run):
+            return tether.NO_RESOURCE  # None would fall through to the family's own implementation
+
+    async with tether.open_run(".", options={"procfam": True}, plugins=[Harness()]) as run:
+        assert not any(t.family == "procfam" for t in run.tools())
+        assert run.resource("tether_procfam_resource") is None

@@ -6,10 +6,11 @@ heavy machinery only when one of its tools needs it.
 
 from tether.args import arg
 from tether.diagnostics import Diagnostic
-from tether.hookspecs import hookimpl
+from tether.hookspecs import NO_RESOURCE, hookimpl
 from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
 
 __all__ = [
+    "NO_RESOURCE",
     "Diagnostic",
     "Image",
     "Text",

@@ -24,6 +24,11 @@ class Snapshot:
     digest: str | None  # sha256 of the content when it exists
 
     @classmethod
+    def of(cls, path: Path, data: bytes | None) -> Snapshot:
+        """The snapshot of content already read (None: the file does not exist), so it matches what was used."""
+        return cls(path, data is not None, hashlib.sha256(data).hexdigest() if data is not None else None)
+
+    @classmethod
     def take(cls, path: Path) -> Snapshot:
         try:
             data = path.read_bytes()

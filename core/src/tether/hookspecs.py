@@ -6,7 +6,8 @@ A hook implementation may return an awaitable where the spec says so; the run aw
 Families add their own `firstresult` resource hooks with `tether_addhooks` (as pytest's
 `pytest_addhooks`): e.g. the lsp family declares `tether_lsp_supervisor(run)`. A harness overrides a
 resource by registering its own implementation with `tryfirst=True`; a resource hook that returns
-None means the family registers nothing for the run.
+None means the family registers nothing for the run. Since a `firstresult` hook passes over None to
+the next implementation, a harness that wants to switch a family OFF returns `NO_RESOURCE`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,19 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("tether")
 hookimpl = pluggy.HookimplMarker("tether")
+
+
+class _NoResource:
+    """Returned by a resource hook: this run has no such resource, and no later implementation may offer one."""
+
+    def __repr__(self) -> str:
+        return "NO_RESOURCE"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_RESOURCE = _NoResource()
 
 
 @hookspec(historic=True)

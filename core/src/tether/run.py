@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from tether.args import ArgumentsError, structure_arguments
+from tether.hookspecs import NO_RESOURCE
 from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
 from tether.output import DEFAULT_MAX_CHARS, cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
@@ -129,6 +130,8 @@ class Run:
             if hook is None:
                 raise LookupError(f"no resource hook named {hook_name!r}")
             handle = hook(run=self)
+            if handle is NO_RESOURCE:  # a harness switched the family off
+                handle = None
             self._resources[hook_name] = handle
             if handle is not None:
                 closer = getattr(handle, "aclose", None) or getattr(handle, "close", None)

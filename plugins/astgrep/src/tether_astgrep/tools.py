@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -337,7 +336,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
         )
     replacements = sum(c[3] for c in changed)
     tails = sum(c[4] for c in changed)
-    snapshots = [Snapshot(Path(p), True, hashlib.sha256(old).hexdigest()) for p, old, *_ in changed]
+    snapshots = [Snapshot.of(Path(p), old) for p, old, *_ in changed]
     edit = pool.stage({Path(p): new for p, _, new, *_ in changed}, snapshots, replacements)
     rels = [run.relpath(p) for p, *_ in changed]
     lines = [
