@@ -34,7 +34,7 @@ DEFAULTS = {
     "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output resets it)
     "eval_start_timeout": 60.0,  # a kernel's start to ready
     "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
-    "eval_drain": 0.05,  # Deno: quiet time after idle before a cell is complete
+    "eval_drain": 0.0,  # Deno: quiet time after a cell before it is complete (output of timers it set)
     "eval_max_output_chars": 20_000,  # stdout/stderr kept per cell
 }
 
@@ -136,7 +136,7 @@ class KernelFactory:
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
             spec = dict(
-                interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"),
+                interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"), barrier=True,
                 interrupt_mode="message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             )
         if inside:

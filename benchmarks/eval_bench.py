@@ -1,0 +1,202 @@
+"""eval vs raw jupyter_client, side by side in one process: kernel start, a `1+1` cell, a tool() round trip.
+
+Run: uv run python benchmarks/eval_bench.py  (prints medians and each ratio against its target)
+
+Anchor = the same kernels driven by jupyter_client directly: AsyncKernelManager.start_kernel +
+wait_for_ready for start; execute -> execute_reply and status idle for a cell; input() answered by a
+host blocked on the stdin channel for the bridge. Bridge medians are timed inside the kernel around
+each call, for both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tether
+import tether_eval.plugin as eval_plugin
+from tether import Tier, Tool, arg
+
+import attrs
+
+START_SAMPLES = 7
+CELL_SAMPLES = 100
+BRIDGE_CALLS = 300
+D = "benchmark a cell of the eval tool"
+
+
+def argv(language: str) -> list[str]:
+    if language == "python":
+        return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False"]
+    import deno
+
+    return [deno.find_deno_bin(), "jupyter", "--kernel", "--conn", "{connection_file}"]
+
+
+class Raw:
+    """A kernel driven by jupyter_client alone (the anchor)."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    async def start(self) -> float:
+        from jupyter_client import AsyncKernelManager
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        self.dir = Path(tempfile.mkdtemp(prefix="eval-bench-"))
+        spec = self.dir / "kernels" / "raw"
+        spec.mkdir(parents=True)
+        interrupt = "message" if self.language == "javascript" else "signal"
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv(self.language), "display_name": "raw", "language": self.language, "interrupt_mode": interrupt}))
+        transport = "ipc" if self.language == "python" else "tcp"
+        self.km = AsyncKernelManager(kernel_name="raw", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.dir / "kernels")]),
+                                     transport=transport, connection_file=str(self.dir / "conn.json"))
+        if transport == "ipc":
+            self.km.ip = str(self.dir / "ipc")
+        t = time.perf_counter()
+        await self.km.start_kernel(cwd=str(self.dir), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        await self.kc.wait_for_ready(timeout=60)
+        return time.perf_counter() - t
+
+    async def cell(self, code: str, answer: str | None = None) -> list[dict]:
+        msg_id = self.kc.execute(code, allow_stdin=answer is not None)
+        replied = idle = False
+        outputs = []
+
+        async def stdin() -> None:
+            while True:
+                msg = await self.kc.stdin_channel.get_msg()  # blocks: no polling loop
+                self.kc.input(answer)
+
+        answering = asyncio.create_task(stdin()) if answer is not None else None
+        shell = asyncio.ensure_future(self.kc.shell_channel.get_msg())
+        iopub = asyncio.ensure_future(self.kc.iopub_channel.get_msg())
+        while not (replied and idle):
+            done, _ = await asyncio.wait({shell, iopub}, return_when=asyncio.FIRST_COMPLETED)
+            if shell in done:
+                msg = shell.result()
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_reply":
+                    replied = True
+                if not replied:
+                    shell = asyncio.ensure_future(self.kc.shell_channel.get_msg())
+            if iopub in done:
+                msg = iopub.result()
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                        idle = True
+                    elif msg["msg_type"] not in ("status", "execute_input"):
+                        outputs.append(msg)
+                if not idle:
+                    iopub = asyncio.ensure_future(self.kc.iopub_channel.get_msg())
+        for fut in (shell, iopub):
+            if not fut.done():
+                fut.cancel()
+        if answering:
+            answering.cancel()
+        return outputs
+
+    async def stop(self) -> None:
+        self.kc.stop_channels()
+        await self.km.shutdown_kernel(now=True)
+
+
+@attrs.frozen
+class EchoArgs:
+    text: str = arg("text")
+
+
+class BenchTools:
+    __name__ = "bench_tools"
+
+    @tether.hookimpl
+    def tether_register_tools(self, run, register):
+        register(Tool("echo", Tier.READ, "echo", EchoArgs, lambda ctx, a: a.text, family="bench"))
+
+
+def bridge_code(language: str, call: str) -> str:
+    if language == "python":
+        return (f"import time, statistics\n_ts = []\nfor _i in range({BRIDGE_CALLS}):\n    _t = time.perf_counter()\n    {call}\n"
+                "    _ts.append(time.perf_counter() - _t)\nprint('MEDIAN', statistics.median(_ts) * 1000)")
+    return (f"const _ts = [];\nfor (let i = 0; i < {BRIDGE_CALLS}; i++) {{ const t = performance.now(); {call}; _ts.push(performance.now() - t); }}\n"
+            "_ts.sort((a, b) => a - b);\nconsole.log('MEDIAN', _ts[Math.floor(_ts.length / 2)]);")
+
+
+def median_from(text: str) -> float:
+    return float(text.split("MEDIAN", 1)[1].split()[0])
+
+
+async def bench(language: str, root: Path, rows: list) -> None:
+    one_plus_one = "1+1"
+    # -- start ------------------------------------------------------------------------------------
+    raw_starts, our_starts = [], []
+    for _ in range(START_SAMPLES):
+        raw = Raw(language)
+        raw_starts.append(await raw.start())
+        await raw.stop()
+        async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
+            t = time.perf_counter()
+            r = await run.call("eval", {"code": "", "description": D, "language": language, "reset": True})
+            our_starts.append(time.perf_counter() - t)
+            assert not r.is_error, r.plain
+    rows.append((f"{language} kernel start -> ready", statistics.median(raw_starts) * 1000, statistics.median(our_starts) * 1000, 1.1, "ms"))
+
+    # -- cells and bridge -------------------------------------------------------------------------
+    raw = Raw(language)
+    await raw.start()
+    for options, label in (({}, ""),):
+        async with tether.open_run(root, plugins=[eval_plugin, BenchTools()], load_entry_points=False, options=options) as run:
+            await run.call("eval", {"code": "0", "description": D, "language": language})
+            raw_cells, our_cells, late, raw_missed = [], [], 0, 0
+            for _ in range(CELL_SAMPLES):
+                t = time.perf_counter()
+                outputs = await raw.cell(one_plus_one)
+                raw_cells.append(time.perf_counter() - t)
+                raw_missed += not any(m["msg_type"] == "execute_result" for m in outputs)
+                t = time.perf_counter()
+                r = await run.call("eval", {"code": one_plus_one, "description": D, "language": language})
+                our_cells.append(time.perf_counter() - t)
+                late += "2" not in r.plain
+            rows.append((f"{language} cell 1+1{label}", statistics.median(raw_cells) * 1000, statistics.median(our_cells) * 1000, 1.2, "ms"))
+            print(f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}")
+            if label:
+                continue
+            marker = "\u2063tether-call:"
+            if language == "python":
+                raw_call, our_call = f"input({marker!r})", "tool('echo', {'text': 'x'})"
+            else:
+                raw_call, our_call = f"prompt({json.dumps(marker)})", "tool('echo', {text: 'x'})"
+            out = await raw.cell(bridge_code(language, raw_call), answer='{"is_error": false, "text": "x"}')
+            raw_bridge = median_from("".join(m["content"].get("text", "") for m in out))
+            r = await run.call("eval", {"code": bridge_code(language, our_call), "description": D, "language": language})
+            assert not r.is_error, r.plain
+            rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
+    await raw.stop()
+
+
+async def main() -> None:
+    rows: list = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for language in ("python", "javascript"):
+            await bench(language, root, rows)
+    print(f"{'measure':36} {'raw jupyter_client':>19} {'tether eval':>12} {'ratio':>7}  target")
+    for name, raw, ours, target, unit in rows:
+        ratio = ours / raw if raw else float("nan")
+        if target is None:  # the bridge target is absolute: <= 1 ms median
+            verdict = "ok" if ours <= 1.0 else "OVER"
+            goal = "<= 1 ms"
+        else:
+            verdict = "ok" if ratio <= target else "OVER"
+            goal = f"<= {target}x"
+        print(f"{name:36} {raw:16.2f} {unit} {ours:9.2f} {unit} {ratio:6.2f}x  {goal} {verdict}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
