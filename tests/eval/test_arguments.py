@@ -98,3 +98,9 @@ async def test_harness_overrides_the_factory(tmp_path, no_leftover_processes):
         r = await run.call("eval", {"code": "6 * 7", "description": "multiply two numbers in python"})
         assert "42" in r.plain
         assert len(own.made) == 1 and own.made[0].live("python") is not None
+
+
+def test_works_from_a_synchronous_run(tmp_path, no_leftover_processes):
+    with tether.open_run_sync(tmp_path, plugins=[eval_plugin], load_entry_points=False) as run:
+        r = run.call("eval", {"code": "sum(range(10))", "description": "add up numbers from a sync caller"})
+        assert not r.is_error and r.plain.strip().endswith("45")

@@ -39,6 +39,7 @@ async def test_first_cell_says_which_python_and_where(run):
     r = await cell(run, "1 + 1")
     assert not r.is_error, r.plain
     assert "Out[" in r.plain and "2" in r.plain
+    assert "__tether__" not in r.plain and "tether-helper" not in r.plain  # the helper installs silently
     kernel = r.data["kernel"]
     # the first cell of this module started the kernel (whichever test ran first): the data always says where
     assert kernel["where"] == "host" and kernel["environment"] == "tether's own environment"

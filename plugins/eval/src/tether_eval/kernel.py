@@ -66,6 +66,7 @@ class CellEnd:
     tail: collections.deque = attrs.field(factory=collections.deque)  # after the head is full: the latest messages
     tail_chars: int = 0
     dropped_chars: int = 0
+    barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
 
     def add(self, msg: dict[str, Any], limit: int) -> None:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints."""
@@ -321,6 +322,8 @@ class Kernel:
                 await self._drain(queue, end)
         finally:
             self._waiters.pop(msg_id, None)
+            if end.barrier is not None:
+                self._waiters.pop(end.barrier[0], None)
             end.finish()
         return end
 
@@ -342,6 +345,8 @@ class Kernel:
                         if kind == "execute_reply":
                             end.replied = True
                             end.reply = msg["content"]
+                            if self.spec.barrier and end.barrier is None:
+                                end.barrier = self._send_barrier()  # in flight while idle arrives
                     elif channel == "stdin":
                         if kind == "input_request":
                             await self._answer(msg, end, bridge, budget if extend else None, later)
@@ -376,11 +381,18 @@ class Kernel:
             answer = ""  # nobody is at the keyboard: an empty answer, never a hang
         self.kc.input(answer)
 
-    async def _barrier(self, queue: asyncio.Queue, end: CellEnd) -> None:
-        """A kernel_info round trip: its iopub status leaves Deno after output the cell queued before it."""
+    def _send_barrier(self) -> tuple[str, asyncio.Queue]:
         msg_id = self.kc.kernel_info()
         barrier: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = barrier
+        return msg_id, barrier
+
+    async def _barrier(self, queue: asyncio.Queue, end: CellEnd) -> None:
+        """A kernel_info round trip: its iopub status leaves Deno after output the cell queued before it.
+
+        It is sent as soon as the execute_reply arrives (the cell's output was queued before the reply).
+        """
+        msg_id, barrier = end.barrier or self._send_barrier()
         try:
             async with asyncio.timeout(1.0):
                 while True:
