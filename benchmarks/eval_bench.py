@@ -18,11 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import attrs
 import tether
 import tether_eval.plugin as eval_plugin
 from tether import Tier, Tool, arg
-
-import attrs
 
 START_SAMPLES = 7
 CELL_SAMPLES = 100
@@ -32,7 +31,14 @@ D = "benchmark a cell of the eval tool"
 
 def argv(language: str) -> list[str]:
     if language == "python":
-        return [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False"]
+        return [
+            sys.executable,
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
+            "--HistoryManager.enabled=False",
+        ]
     import deno
 
     return [deno.find_deno_bin(), "jupyter", "--kernel", "--conn", "{connection_file}"]
@@ -52,14 +58,29 @@ class Raw:
         spec = self.dir / "kernels" / "raw"
         spec.mkdir(parents=True)
         interrupt = "message" if self.language == "javascript" else "signal"
-        (spec / "kernel.json").write_text(json.dumps({"argv": argv(self.language), "display_name": "raw", "language": self.language, "interrupt_mode": interrupt}))
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": argv(self.language),
+                    "display_name": "raw",
+                    "language": self.language,
+                    "interrupt_mode": interrupt,
+                }
+            )
+        )
         transport = "ipc" if self.language == "python" else "tcp"
-        self.km = AsyncKernelManager(kernel_name="raw", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.dir / "kernels")]),
-                                     transport=transport, connection_file=str(self.dir / "conn.json"))
+        self.km = AsyncKernelManager(
+            kernel_name="raw",
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.dir / "kernels")]),
+            transport=transport,
+            connection_file=str(self.dir / "conn.json"),
+        )
         if transport == "ipc":
             self.km.ip = str(self.dir / "ipc")
         t = time.perf_counter()
-        await self.km.start_kernel(cwd=str(self.dir), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        await self.km.start_kernel(
+            cwd=str(self.dir), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
         self.kc = self.km.client()
         self.kc.start_channels()
         await self.kc.wait_for_ready(timeout=60)
@@ -72,7 +93,7 @@ class Raw:
 
         async def stdin() -> None:
             while True:
-                msg = await self.kc.stdin_channel.get_msg()  # blocks: no polling loop
+                await self.kc.stdin_channel.get_msg()  # blocks: no polling loop
                 self.kc.input(answer)
 
         answering = asyncio.create_task(stdin()) if answer is not None else None
@@ -122,10 +143,14 @@ class BenchTools:
 
 def bridge_code(language: str, call: str) -> str:
     if language == "python":
-        return (f"import time, statistics\n_ts = []\nfor _i in range({BRIDGE_CALLS}):\n    _t = time.perf_counter()\n    {call}\n"
-                "    _ts.append(time.perf_counter() - _t)\nprint('MEDIAN', statistics.median(_ts) * 1000)")
-    return (f"const _ts = [];\nfor (let i = 0; i < {BRIDGE_CALLS}; i++) {{ const t = performance.now(); {call}; _ts.push(performance.now() - t); }}\n"
-            "_ts.sort((a, b) => a - b);\nconsole.log('MEDIAN', _ts[Math.floor(_ts.length / 2)]);")
+        return (
+            f"import time, statistics\n_ts = []\nfor _i in range({BRIDGE_CALLS}):\n    _t = time.perf_counter()\n    {call}\n"
+            "    _ts.append(time.perf_counter() - _t)\nprint('MEDIAN', statistics.median(_ts) * 1000)"
+        )
+    return (
+        f"const _ts = [];\nfor (let i = 0; i < {BRIDGE_CALLS}; i++) {{ const t = performance.now(); {call}; _ts.push(performance.now() - t); }}\n"
+        "_ts.sort((a, b) => a - b);\nconsole.log('MEDIAN', _ts[Math.floor(_ts.length / 2)]);"
+    )
 
 
 def median_from(text: str) -> float:
@@ -145,13 +170,23 @@ async def bench(language: str, root: Path, rows: list) -> None:
             r = await run.call("eval", {"code": "", "description": D, "language": language, "reset": True})
             our_starts.append(time.perf_counter() - t)
             assert not r.is_error, r.plain
-    rows.append((f"{language} kernel start -> ready", statistics.median(raw_starts) * 1000, statistics.median(our_starts) * 1000, 1.1, "ms"))
+    rows.append(
+        (
+            f"{language} kernel start -> ready",
+            statistics.median(raw_starts) * 1000,
+            statistics.median(our_starts) * 1000,
+            1.1,
+            "ms",
+        )
+    )
 
     # -- cells and bridge -------------------------------------------------------------------------
     raw = Raw(language)
     await raw.start()
     for options, label in (({}, ""),):
-        async with tether.open_run(root, plugins=[eval_plugin, BenchTools()], load_entry_points=False, options=options) as run:
+        async with tether.open_run(
+            root, plugins=[eval_plugin, BenchTools()], load_entry_points=False, options=options
+        ) as run:
             await run.call("eval", {"code": "0", "description": D, "language": language})
             raw_cells, our_cells, late, raw_missed = [], [], 0, 0
             for _ in range(CELL_SAMPLES):
@@ -163,8 +198,18 @@ async def bench(language: str, root: Path, rows: list) -> None:
                 r = await run.call("eval", {"code": one_plus_one, "description": D, "language": language})
                 our_cells.append(time.perf_counter() - t)
                 late += "2" not in r.plain
-            rows.append((f"{language} cell 1+1{label}", statistics.median(raw_cells) * 1000, statistics.median(our_cells) * 1000, 1.2, "ms"))
-            print(f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}")
+            rows.append(
+                (
+                    f"{language} cell 1+1{label}",
+                    statistics.median(raw_cells) * 1000,
+                    statistics.median(our_cells) * 1000,
+                    1.2,
+                    "ms",
+                )
+            )
+            print(
+                f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}"
+            )
             if label:
                 continue
             marker = "\u2063tether-call:"
@@ -174,7 +219,9 @@ async def bench(language: str, root: Path, rows: list) -> None:
                 raw_call, our_call = f"prompt({json.dumps(marker)})", "tool('echo', {text: 'x'})"
             out = await raw.cell(bridge_code(language, raw_call), answer='{"is_error": false, "text": "x"}')
             raw_bridge = median_from("".join(m["content"].get("text", "") for m in out))
-            r = await run.call("eval", {"code": bridge_code(language, our_call), "description": D, "language": language})
+            r = await run.call(
+                "eval", {"code": bridge_code(language, our_call), "description": D, "language": language}
+            )
             assert not r.is_error, r.plain
             rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
     await raw.stop()

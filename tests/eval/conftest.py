@@ -7,7 +7,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 import tether
 from support import assert_no_new_children, children
 from tether import Diagnostic, Surface, Tier, Tool, ToolError, arg, hookimpl
@@ -63,8 +62,16 @@ class FakeTools:
         register(Tool("fail", Tier.READ, "always fails", EchoArgs, _fail, family="evaltest"))
         register(Tool("danger", Tier.READ, "refused by approval", EchoArgs, _echo, family="evaltest"))
         register(
-            Tool("write_file", Tier.WRITE, "write a file", WriteArgs, _write, family="evaltest", parallel_safe=False,
-                 touches=lambda a: [a.path])
+            Tool(
+                "write_file",
+                Tier.WRITE,
+                "write a file",
+                WriteArgs,
+                _write,
+                family="evaltest",
+                parallel_safe=False,
+                touches=lambda a: [a.path],
+            )
         )
 
     @hookimpl

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import tether
 import tether_eval.plugin as eval_plugin
 
@@ -16,7 +15,7 @@ async def run(tmp_path, no_leftover_processes):
 
 def assert_clean_error(result):
     assert result.is_error
-    assert "Traceback" not in result.plain and "File \"" not in result.plain
+    assert "Traceback" not in result.plain and 'File "' not in result.plain
 
 
 async def test_missing_description(run):
@@ -63,14 +62,18 @@ async def test_schema_names_languages_and_requires_description(run):
 
 
 async def test_read_only_surface_has_no_eval(tmp_path):
-    async with tether.open_run(tmp_path, surface="readonly", plugins=[eval_plugin], load_entry_points=False) as run:
+    async with tether.open_run(
+        tmp_path, surface="readonly", plugins=[eval_plugin], load_entry_points=False
+    ) as run:
         assert "eval" not in [t.name for t in run.tools()]
         r = await run.call("eval", {"code": "1", "description": "try to run a cell here"})
         assert r.is_error and "unknown tool 'eval'" in r.plain
 
 
 async def test_run_option_turns_eval_off(tmp_path):
-    async with tether.open_run(tmp_path, plugins=[eval_plugin], load_entry_points=False, options={"eval": False}) as run:
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin], load_entry_points=False, options={"eval": False}
+    ) as run:
         assert "eval" not in [t.name for t in run.tools()]
         assert any(u.family == "eval" and "turned off" in u.reason for u in run.unavailable)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-
 import tether
 import tether_eval.plugin as eval_plugin
 
@@ -36,7 +35,9 @@ async def test_python_keyword_arguments_and_tool_result(run):
 
 
 async def test_python_tool_error_raises_in_cell_with_its_message(run):
-    r = await cell(run, "try:\n    tool('fail', {'text': 'bad'})\nexcept RuntimeError as e:\n    caught = str(e)\ncaught")
+    r = await cell(
+        run, "try:\n    tool('fail', {'text': 'bad'})\nexcept RuntimeError as e:\n    caught = str(e)\ncaught"
+    )
     assert "fail tool refuses 'bad': give it something else" in r.plain and not r.is_error
     r = await cell(run, "tool('fail', {'text': 'bad'})")
     assert r.is_error and r.data["error"]["ename"] == "RuntimeError"
@@ -72,7 +73,9 @@ async def test_python_write_tool_brings_post_write_diagnostics_into_the_cell(run
 
 
 async def test_python_hundred_calls_in_a_loop(run):
-    r = await cell(run, "got = [tool('echo', {'text': str(i)}) for i in range(100)]\n(len(got), got[0], got[-1])")
+    r = await cell(
+        run, "got = [tool('echo', {'text': str(i)}) for i in range(100)]\n(len(got), got[0], got[-1])"
+    )
     assert "(100, 'echo: 0', 'echo: 99')" in r.plain, r.plain
     assert r.data["tool_calls"] == 100
 
@@ -83,25 +86,39 @@ async def test_python_unserialisable_arguments_raise_clearly(run):
 
 
 async def test_javascript_round_trip_and_loop(run):
-    r = await cell(run, "const got = []; for (let i = 0; i < 100; i++) got.push(tool('echo', {text: String(i)}));\n[got.length, got[99]]", "javascript")
+    r = await cell(
+        run,
+        "const got = []; for (let i = 0; i < 100; i++) got.push(tool('echo', {text: String(i)}));\n[got.length, got[99]]",
+        "javascript",
+    )
     assert not r.is_error, r.plain
     assert "100" in r.plain and "echo: 99" in r.plain and r.data["tool_calls"] == 100
 
 
 async def test_javascript_tool_error_and_refusal_throw(run):
-    r = await cell(run, "let msg; try { tool('fail', {text: 'js'}) } catch (e) { msg = e.message }\nmsg", "javascript")
+    r = await cell(
+        run, "let msg; try { tool('fail', {text: 'js'}) } catch (e) { msg = e.message }\nmsg", "javascript"
+    )
     assert "fail tool refuses 'js'" in r.plain and not r.is_error
     r = await cell(run, "tool('danger', {text: 'x'})", "javascript")
     assert r.is_error and "was not approved" in r.plain
 
 
 async def test_javascript_write_tool_diagnostics(run):
-    r = await cell(run, "const res = toolResult('write_file', {path: 'web/app.js', content: '// TODO\\n'});\nres.data.diagnostics.length + ' ' + res.text", "javascript")
+    r = await cell(
+        run,
+        "const res = toolResult('write_file', {path: 'web/app.js', content: '// TODO\\n'});\nres.data.diagnostics.length + ' ' + res.text",
+        "javascript",
+    )
     assert "1 wrote web/app.js" in r.plain and "This write introduced 1 error(s)" in r.plain
 
 
 async def test_surface_hides_write_tool_from_cells(tmp_path, fake_tools, no_leftover_processes):
-    async with tether.open_run(tmp_path, surface="exec_no_write", plugins=[eval_plugin, fake_tools], load_entry_points=False) as run:
-        r = await run.call("eval", {"code": "tool('write_file', {'path': 'a.txt', 'content': 'x'})", "description": D})
+    async with tether.open_run(
+        tmp_path, surface="exec_no_write", plugins=[eval_plugin, fake_tools], load_entry_points=False
+    ) as run:
+        r = await run.call(
+            "eval", {"code": "tool('write_file', {'path': 'a.txt', 'content': 'x'})", "description": D}
+        )
         assert r.is_error and "unknown tool 'write_file'" in r.plain
         assert not (tmp_path / "a.txt").exists()

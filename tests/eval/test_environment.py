@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import site
 import stat
 import subprocess
@@ -13,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 import tether
 import tether_eval.plugin as eval_plugin
 from tether_eval.envelope import Envelope
@@ -50,7 +48,9 @@ def project_venv(tmp_path) -> Path:
     """A project with its own .venv: ipykernel reaches it through a .pth onto tether's site-packages."""
     root = tmp_path / "proj"
     root.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60
+    )
     (site_dir,) = (root / ".venv").glob("lib/python3*/site-packages")
     (site_dir / "tether_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return root
@@ -61,11 +61,16 @@ async def test_project_venv_is_used_and_pip_installs_into_it(project_venv, tmp_p
     async with tether.open_run(project_venv, plugins=[eval_plugin], load_entry_points=False) as run:
         r = await run.call("eval", {"code": "import sys\nsys.prefix", "description": D})
         assert not r.is_error, r.plain
-        assert "the project's environment (.venv)" in r.plain and r.data["kernel"]["environment"] == "the project's environment (.venv)"
+        assert (
+            "the project's environment (.venv)" in r.plain
+            and r.data["kernel"]["environment"] == "the project's environment (.venv)"
+        )
         assert str(project_venv / ".venv") in r.plain
         r = await run.call("eval", {"code": f"%pip install {old}", "description": D})
         assert not r.is_error, r.plain
-        r = await run.call("eval", {"code": "import tinypkg\n(tinypkg.VERSION, tinypkg.__file__)", "description": D})
+        r = await run.call(
+            "eval", {"code": "import tinypkg\n(tinypkg.VERSION, tinypkg.__file__)", "description": D}
+        )
         assert "'0.1.0'" in r.plain and ".venv" in r.plain, r.plain
         # a new version: %pip clears the old module from sys.modules, so the next import sees it
         r = await run.call("eval", {"code": f"%pip install {new}", "description": D})
@@ -78,7 +83,9 @@ async def test_project_venv_is_used_and_pip_installs_into_it(project_venv, tmp_p
 async def test_venv_without_ipykernel_falls_back_and_says_so(tmp_path, no_leftover_processes):
     root = tmp_path / "bare"
     root.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60
+    )
     async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
         r = await run.call("eval", {"code": "1", "description": D})
         assert not r.is_error
@@ -106,7 +113,13 @@ def envelope_plugin(tmp_path: Path, up: bool):
     return TestEnvelope(), calls
 
 
-@pytest.mark.parametrize("language, probe", [("python", "import os\nos.environ.get('TETHER_TEST_ENVELOPE')"), ("javascript", "Deno.env.get('TETHER_TEST_ENVELOPE')")])
+@pytest.mark.parametrize(
+    "language, probe",
+    [
+        ("python", "import os\nos.environ.get('TETHER_TEST_ENVELOPE')"),
+        ("javascript", "Deno.env.get('TETHER_TEST_ENVELOPE')"),
+    ],
+)
 async def test_kernel_starts_inside_an_envelope_that_is_up(tmp_path, language, probe, no_leftover_processes):
     plugin, calls = envelope_plugin(tmp_path, up=True)
     root = tmp_path / "root"
@@ -122,7 +135,9 @@ async def test_kernel_starts_inside_an_envelope_that_is_up(tmp_path, language, p
 async def test_envelope_that_is_down_is_not_booted(tmp_path, no_leftover_processes):
     plugin, calls = envelope_plugin(tmp_path, up=False)
     async with tether.open_run(tmp_path, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
-        r = await run.call("eval", {"code": "import os\nrepr(os.environ.get('TETHER_TEST_ENVELOPE'))", "description": D})
+        r = await run.call(
+            "eval", {"code": "import os\nrepr(os.environ.get('TETHER_TEST_ENVELOPE'))", "description": D}
+        )
         assert not r.is_error and "'None'" in r.plain
         assert r.data["kernel"]["where"] == "host" and calls == []
 
@@ -135,7 +150,12 @@ async def test_broken_kernel_command_is_a_clear_error(tmp_path, no_leftover_proc
         def tether_eval_envelope(self, run):
             return Envelope("broken", wrap=lambda argv: ["/bin/sh", "-c", "echo no sandbox here >&2; exit 3"])
 
-    async with tether.open_run(tmp_path, plugins=[eval_plugin, BrokenEnvelope()], load_entry_points=False, options={"eval_start_timeout": 10}) as run:
+    async with tether.open_run(
+        tmp_path,
+        plugins=[eval_plugin, BrokenEnvelope()],
+        load_entry_points=False,
+        options={"eval_start_timeout": 10},
+    ) as run:
         r = await run.call("eval", {"code": "1", "description": D})
         assert r.is_error and r.data["error"] == "kernel_start_failed"
         assert "did not start on the envelope 'broken'" in r.plain and "no sandbox here" in r.plain

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import psutil
-
 import tether
 import tether_eval.plugin as eval_plugin
 
@@ -31,7 +30,10 @@ async def test_silent_sleep_is_interrupted_and_state_survives(tmp_path, fake_too
 
 async def test_printing_cell_is_not_interrupted(tmp_path, fake_tools, no_leftover_processes):
     async with open_run(tmp_path, fake_tools, eval_timeout=1.0) as run:
-        r = await cell(run, "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(0.4)\n'done'")
+        r = await cell(
+            run,
+            "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(0.4)\n'done'",
+        )
         assert not r.is_error, r.plain
         assert "tick 7" in r.plain and "'done'" in r.plain and r.data["status"] == "ok"
 
@@ -43,23 +45,38 @@ async def test_slow_bridge_call_suspends_the_budget(tmp_path, fake_tools, no_lef
         assert "slept 2.5" in r.plain and r.data["tool_calls"] == 1
 
 
-async def test_cell_ignoring_interrupt_restarts_kernel_and_says_state_lost(tmp_path, fake_tools, no_leftover_processes):
+async def test_cell_ignoring_interrupt_restarts_kernel_and_says_state_lost(
+    tmp_path, fake_tools, no_leftover_processes
+):
     async with open_run(tmp_path, fake_tools, eval_timeout=0.5, eval_interrupt_grace=1.0) as run:
-        first = await cell(run, "lost = 1\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)")
+        first = await cell(
+            run,
+            "lost = 1\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)",
+        )
         assert first.is_error and first.data["status"] == "stuck"
-        assert "ignoring" in first.plain and "did not stop when interrupted" in first.plain and "was lost" in first.plain
+        assert (
+            "ignoring" in first.plain
+            and "did not stop when interrupted" in first.plain
+            and "was lost" in first.plain
+        )
         old_pid = first.data["kernel"]["pid"]
         assert not psutil.pid_exists(old_pid) or psutil.Process(old_pid).status() == psutil.STATUS_ZOMBIE
         r = await cell(run, "'lost' in globals()")
         assert "False" in r.plain and r.data["kernel"]["started"] is True
 
 
-async def test_kernel_death_is_reported_and_next_call_starts_fresh(tmp_path, fake_tools, no_leftover_processes):
+async def test_kernel_death_is_reported_and_next_call_starts_fresh(
+    tmp_path, fake_tools, no_leftover_processes
+):
     async with open_run(tmp_path, fake_tools) as run:
         await cell(run, "doomed = 1")
         r = await cell(run, "import os\nprint('bye', flush=True)\nos._exit(1)")
         assert r.is_error and r.data["status"] == "died"
-        assert "kernel died" in r.plain and "state is lost" in r.plain and "next call starts a fresh kernel" in r.plain
+        assert (
+            "kernel died" in r.plain
+            and "state is lost" in r.plain
+            and "next call starts a fresh kernel" in r.plain
+        )
         r = await cell(run, "'doomed' in globals()")
         assert not r.is_error and "False" in r.plain and r.data["kernel"]["started"] is True
 
@@ -110,10 +127,14 @@ async def test_two_runs_never_share_a_kernel(tmp_path, fake_tools, no_leftover_p
         assert r1.data["kernel"]["pid"] != r.data["kernel"]["pid"]
 
 
-async def test_javascript_busy_loop_is_interrupted_and_state_survives(tmp_path, fake_tools, no_leftover_processes):
+async def test_javascript_busy_loop_is_interrupted_and_state_survives(
+    tmp_path, fake_tools, no_leftover_processes
+):
     async with open_run(tmp_path, fake_tools, eval_timeout=1.0, eval_interrupt_grace=3.0) as run:
         await cell(run, "var kept = 'js state';", language="javascript")
-        r = await cell(run, "const t0 = Date.now(); while (Date.now() - t0 < 60000) {}", language="javascript")
+        r = await cell(
+            run, "const t0 = Date.now(); while (Date.now() - t0 < 60000) {}", language="javascript"
+        )
         assert r.is_error and r.data["status"] == "interrupted" and "state survive" in r.plain
         r = await cell(run, "kept", language="javascript")
         assert "js state" in r.plain and r.data["kernel"]["started"] is False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tether import ToolError
 from tether_eval.idioms import rewrite
 
@@ -27,8 +26,14 @@ def test_python_line_idioms_keep_indentation():
 
 def test_python_cell_magics():
     assert rewrite("%%bash\necho 'a'\n", "python") == f"{H}.sh(\"echo 'a'\\n\", shell='bash')"
-    assert rewrite("\n%%timeit -n 3 import math\nmath.sqrt(2)", "python") == f"{H}.timeit('math.sqrt(2)', globals(), '-n 3 import math')"
-    assert rewrite("%timeit -n 5 -r 2 f(x)", "python") == f"{H}.timeit('f(x)', {{**globals(), **locals()}}, '-n 5 -r 2')"
+    assert (
+        rewrite("\n%%timeit -n 3 import math\nmath.sqrt(2)", "python")
+        == f"{H}.timeit('math.sqrt(2)', globals(), '-n 3 import math')"
+    )
+    assert (
+        rewrite("%timeit -n 5 -r 2 f(x)", "python")
+        == f"{H}.timeit('f(x)', {{**globals(), **locals()}}, '-n 5 -r 2')"
+    )
 
 
 def test_python_other_magics_pass_through_to_ipython():
@@ -42,7 +47,14 @@ def test_javascript_idioms():
     assert rewrite("%%sh\nls", "javascript") == '__tether.sh("ls", {shell: "/bin/sh"});'
 
 
-@pytest.mark.parametrize("code, needle", [("%pip install lodash", "npm:"), ("%who", "%who is an IPython magic"), ("%%writefile x\n1", "%%writefile is an IPython cell magic")])
+@pytest.mark.parametrize(
+    "code, needle",
+    [
+        ("%pip install lodash", "npm:"),
+        ("%who", "%who is an IPython magic"),
+        ("%%writefile x\n1", "%%writefile is an IPython cell magic"),
+    ],
+)
 def test_javascript_refuses_what_has_no_meaning_there(code, needle):
     with pytest.raises(ToolError) as info:
         rewrite(code, "javascript")

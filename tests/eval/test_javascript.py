@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-
 import tether
 import tether_eval.plugin as eval_plugin
 
@@ -40,7 +39,10 @@ async def test_state_persists_and_output_is_plain(run):
 
 
 async def test_typescript_and_top_level_await(run):
-    r = await cell(run, "const wait = (ms: number) => new Promise((ok) => setTimeout(ok, ms));\nawait wait(20);\n'awaited'")
+    r = await cell(
+        run,
+        "const wait = (ms: number) => new Promise((ok) => setTimeout(ok, ms));\nawait wait(20);\n'awaited'",
+    )
     assert not r.is_error and "awaited" in r.plain
 
 
@@ -52,7 +54,9 @@ async def test_output_deno_sends_after_idle_is_never_lost(run):
 
 
 async def test_timer_output_is_kept_when_the_run_asks_for_a_drain(tmp_path, fake_tools):
-    async with tether.open_run(tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_drain": 0.1}) as run:
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_drain": 0.1}
+    ) as run:
         r = await cell(run, "setTimeout(() => console.log('late line'), 0);\n'now'")
         assert "now" in r.plain and "late line" in r.plain
 
@@ -70,7 +74,7 @@ async def test_idioms_shell_cd_bash(run):
     r = await cell(run, "%cd sub\nDeno.cwd()")
     assert r.plain.count("sub") >= 2
     await cell(run, "%cd ..")
-    r = await cell(run, "%%bash\nx=bash\necho \"hello from ${x}\"")
+    r = await cell(run, '%%bash\nx=bash\necho "hello from ${x}"')
     assert "hello from bash" in r.plain
 
 

@@ -5,12 +5,8 @@ One run (one real ipykernel) is shared by the module: each test leaves state onl
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 import pytest_asyncio
-
 import tether
 import tether_eval.plugin as eval_plugin
 
@@ -101,7 +97,10 @@ async def test_two_figures_are_two_images(run):
 
 
 async def test_stdout_and_stderr_are_bounded_and_the_cut_is_said(run):
-    r = await cell(run, "import sys\nprint('x' * 100 + '\\n') \nfor i in range(3000):\n    print('line', i, 'y' * 40)\nprint('THE END')\nsys.stderr.write('warned\\n')")
+    r = await cell(
+        run,
+        "import sys\nprint('x' * 100 + '\\n') \nfor i in range(3000):\n    print('line', i, 'y' * 40)\nprint('THE END')\nsys.stderr.write('warned\\n')",
+    )
     text = r.plain
     assert "characters of output dropped" in text and "THE END" in text and "line 0 " in text
     assert "[stderr]\nwarned" in text
@@ -117,7 +116,9 @@ async def test_huge_output_keeps_head_and_tail_only(run):
 
 
 async def test_exception_gives_type_message_and_cell_frames(run):
-    r = await cell(run, "def inner(v):\n    return {}[v]\n\ndef outer():\n    return inner('missing')\n\nouter()")
+    r = await cell(
+        run, "def inner(v):\n    return {}[v]\n\ndef outer():\n    return inner('missing')\n\nouter()"
+    )
     assert r.is_error and r.data["status"] == "error"
     assert r.data["error"] == {"ename": "KeyError", "evalue": "'missing'"}
     text = r.plain
@@ -167,7 +168,7 @@ async def test_percent_cd_changes_directory(run):
 
 
 async def test_cell_magic_bash(run):
-    r = await cell(run, "%%bash\nset -e\nname=world\necho \"hello ${name}\"\necho $BASH_VERSION | cut -c1")
+    r = await cell(run, '%%bash\nset -e\nname=world\necho "hello ${name}"\necho $BASH_VERSION | cut -c1')
     assert "hello world" in r.plain and not r.is_error
     assert any(line.strip().isdigit() for line in r.plain.splitlines())
 

@@ -53,7 +53,7 @@ def _cell_magic(header: str, body: str, language: str) -> str:
 
 def _timeit_options(rest: str) -> tuple[str, str]:
     """Split `%timeit -n 10 -r 3 stmt` into its options and the statement."""
-    options = re.match(r"^((?:-[nr]\s*\d+\s+)*)(.*)$", rest, re.S)
+    options = re.match(r"^((?:-[nr]\s*\d+\s+)*)(.*)$", rest, re.DOTALL)
     assert options is not None
     return options.group(1).strip(), options.group(2)
 

@@ -20,6 +20,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -47,7 +48,9 @@ class KernelSpec:
     where: str  # "host" or "envelope 'name'"
     env: dict[str, str] = attrs.field(factory=dict)
     barrier: bool = False  # after reply+idle, a kernel_info round trip flushes output sent late (Deno)
-    drain: float = 0.0  # then wait until iopub was quiet this long (output of timers that fire after the cell)
+    drain: float = (
+        0.0  # then wait until iopub was quiet this long (output of timers that fire after the cell)
+    )
     interrupt_mode: str = "signal"  # signal (SIGINT to the process group) | message (interrupt_request)
 
 
@@ -55,7 +58,7 @@ class KernelSpec:
 class CellEnd:
     """How a cell ended, with the messages it produced (in order)."""
 
-    status: str  # ok | error | timeout | died
+    status: str  # ok | timeout (while running) | interrupted (state kept) | stuck (interrupt failed) | died
     messages: list[dict[str, Any]]
     reply: dict[str, Any] | None = None
     tool_calls: int = 0
@@ -63,7 +66,9 @@ class CellEnd:
     replied: bool = False
     idle: bool = False
     kept_chars: int = 0  # stream characters kept at the head
-    tail: collections.deque = attrs.field(factory=collections.deque)  # after the head is full: the latest messages
+    tail: collections.deque = attrs.field(
+        factory=collections.deque
+    )  # after the head is full: the latest messages
     tail_chars: int = 0
     dropped_chars: int = 0
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
@@ -95,7 +100,10 @@ class CellEnd:
                 self.dropped_chars += front_size
                 continue
             text = front["content"]["text"]  # keep the end of the oldest message
-            self.tail[0] = ({**front, "content": {**front["content"], "text": text[excess:]}}, front_size - excess)
+            self.tail[0] = (
+                {**front, "content": {**front["content"], "text": text[excess:]}},
+                front_size - excess,
+            )
             self.tail_chars -= excess
             self.dropped_chars += excess
 
@@ -166,7 +174,7 @@ class Kernel:
             km.ip = str(self.workdir / "ipc")  # socket files land here, not in the cwd
         km.shutdown_wait_time = 2.0
         self.km = km
-        self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115 - closed in shutdown()
+        self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115, ASYNC230 - local file; closed in shutdown()
         env = {**os.environ, **self.spec.env}
         await km.start_kernel(cwd=str(self.cwd), env=env, stdout=self._log_file, stderr=self._log_file)
         proc = km.provisioner.process
@@ -205,7 +213,9 @@ class Kernel:
                             raise KernelDied(self.log_tail())
                         if channel == "shell" and not replied:
                             replied = True
-                            wait.reschedule(loop.time() + 0.25)  # its iopub status follows at once when subscribed
+                            wait.reschedule(
+                                loop.time() + 0.25
+                            )  # its iopub status follows at once when subscribed
                         heard = heard or channel == "iopub"
                 return
             except TimeoutError:
@@ -228,7 +238,10 @@ class Kernel:
                 return
             if end.status in ("died", "stuck"):
                 break
-        raise KernelDied("the kernel's stdin channel did not connect (tool() and input() could not be answered)\n" + self.log_tail())
+        raise KernelDied(
+            "the kernel's stdin channel did not connect (tool() and input() could not be answered)\n"
+            + self.log_tail()
+        )
 
     def _watch_death(self, proc: Any) -> None:
         loop = self._loop
@@ -236,7 +249,9 @@ class Kernel:
         try:
             fd = os.pidfd_open(proc.pid)
         except (AttributeError, OSError):
-            threading.Thread(target=lambda: (proc.wait(), loop.call_soon_threadsafe(self._died)), daemon=True).start()
+            threading.Thread(
+                target=lambda: (proc.wait(), loop.call_soon_threadsafe(self._died)), daemon=True
+            ).start()
             return
         self._pidfd = fd
         loop.add_reader(fd, self._died)
@@ -260,14 +275,17 @@ class Kernel:
             queue.put_nowait((_DIED, None))
 
     async def _read(self, channel: Any, name: str) -> None:
+        failures = 0
         while True:
             try:
                 msg = await channel.get_msg()
+                failures = 0
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a malformed message must not stop the reader
+            except Exception:
                 log.debug("eval: unreadable %s message", name, exc_info=True)
-                if self.dead:
+                failures += 1
+                if self.dead or failures > 50:  # a closed socket fails at once, forever: stop
                     return
                 continue
             parent = (msg.get("parent_header") or {}).get("msg_id")
@@ -327,7 +345,9 @@ class Kernel:
             end.finish()
         return end
 
-    async def _collect(self, queue: asyncio.Queue, end: CellEnd, timeout: float, bridge: Bridge | None, *, extend: bool) -> None:
+    async def _collect(
+        self, queue: asyncio.Queue, end: CellEnd, timeout: float, bridge: Bridge | None, *, extend: bool
+    ) -> None:
         loop = asyncio.get_running_loop()
 
         def later() -> float | None:
@@ -359,14 +379,23 @@ class Kernel:
         except TimeoutError:
             end.status = "timeout"
 
-    async def _answer(self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Any, later: Callable[[], float | None]) -> None:
+    async def _answer(
+        self,
+        msg: dict[str, Any],
+        end: CellEnd,
+        bridge: Bridge | None,
+        budget: Any,
+        later: Callable[[], float | None],
+    ) -> None:
         prompt = str(msg["content"].get("prompt", ""))
         if prompt == MARKER + PING:
             answer = "pong"
             end.tool_calls += 1
         elif prompt.startswith(MARKER):
             if bridge is None:
-                answer = json.dumps({"is_error": True, "text": "the cell was interrupted; tool() is not answered now"})
+                answer = json.dumps(
+                    {"is_error": True, "text": "the cell was interrupted; tool() is not answered now"}
+                )
             else:
                 if budget is not None:
                     budget.reschedule(None)  # a slow tool is not an idle cell: the budget waits
@@ -400,7 +429,11 @@ class Kernel:
                     if channel == _DIED:
                         end.status = "died"
                         return
-                    if channel == "iopub" and msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                    if (
+                        channel == "iopub"
+                        and msg["msg_type"] == "status"
+                        and msg["content"].get("execution_state") == "idle"
+                    ):
                         break
         except TimeoutError:
             pass
@@ -428,8 +461,8 @@ class Kernel:
 
     # -- shutdown -------------------------------------------------------------------------------
 
-    async def shutdown(self) -> None:
-        """Stop the kernel (gracefully, then by force) and release the channels; bounded."""
+    async def shutdown(self, now: bool = False) -> None:
+        """Stop the kernel (gracefully unless ``now``, then by force) and release the channels; bounded."""
         for task in self._readers:
             task.cancel()
         for task in self._readers:
@@ -438,13 +471,17 @@ class Kernel:
         self._readers = []
         if self.km is not None:
             try:
-                await asyncio.wait_for(self.km.shutdown_kernel(now=self.dead), 5.0)
-            except Exception:  # noqa: BLE001 - fall back to killing the tree
+                await asyncio.wait_for(self.km.shutdown_kernel(now=now or self.dead), 5.0)
+            except Exception:
                 log.debug("eval: kernel shutdown failed", exc_info=True)
                 if self.pid is not None:
                     from tether.procs import kill_tree
 
                     await asyncio.to_thread(kill_tree, self.pid, 1.0)
+        if self.pid is not None:
+            # the kernel ran in a session of its own: what its cells started and left behind goes too
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)
         if self.kc is not None:
             with contextlib.suppress(Exception):
                 self.kc.stop_channels()

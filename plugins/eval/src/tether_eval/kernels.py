@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-
 from tether import ToolError
 
 if TYPE_CHECKING:
@@ -54,7 +53,10 @@ def _has_ipykernel(python: Path) -> bool:
     if any(env_dir.glob("lib/python3*/site-packages/ipykernel/__init__.py")):
         return True
     try:  # a .pth or a system-site-packages venv: ask the interpreter (bounded)
-        return subprocess.run([str(python), "-c", "import ipykernel"], capture_output=True, timeout=20).returncode == 0
+        probe = subprocess.run(
+            [str(python), "-c", "import ipykernel"], capture_output=True, timeout=20, check=False
+        )
+        return probe.returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -109,10 +111,10 @@ class KernelFactory:
         self._kernels[language] = kernel
         return kernel, True
 
-    async def discard(self, language: str) -> None:
+    async def discard(self, language: str, now: bool = False) -> None:
         kernel = self._kernels.pop(language, None)
         if kernel is not None:
-            await kernel.shutdown()
+            await kernel.shutdown(now=now)
 
     async def _spec(self, language: str) -> KernelSpec:
         from tether_eval.kernel import KernelSpec
@@ -125,20 +127,33 @@ class KernelFactory:
         if uv:
             env["TETHER_EVAL_UV"] = uv  # %pip falls back to uv where the environment has no pip
         if language == "python":
-            choice, self.python_note = choose_python(self.run.root)
+            choice, self.python_note = await asyncio.to_thread(
+                choose_python, self.run.root
+            )  # may ask the venv's python
             python = (envelope.python if inside and envelope.python else None) or choice.executable
-            argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--HistoryManager.enabled=False"]
+            argv = [
+                python,
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                "{connection_file}",
+                "--HistoryManager.enabled=False",
+            ]
             env["IPYTHONDIR"] = str(self._private() / "ipython")  # no user startup files printing into cells
-            spec = dict(interpreter=python, environment=choice.environment, transport="ipc", drain=0.0)
+            spec = {"interpreter": python, "environment": choice.environment, "transport": "ipc"}
         else:
             binary = (envelope.deno if inside and envelope.deno else None) or deno_binary()
             argv = [binary, "jupyter", "--kernel", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
-            spec = dict(
-                interpreter=binary, environment="Deno", transport="tcp", drain=option(self.run, "eval_drain"), barrier=True,
-                interrupt_mode="message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
-            )
+            spec = {
+                "interpreter": binary,
+                "environment": "Deno",
+                "transport": "tcp",
+                "drain": option(self.run, "eval_drain"),
+                "barrier": True,
+                "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
+            }
         if inside:
             argv = list(envelope.wrap(argv))
         return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, **spec)
@@ -173,8 +188,12 @@ class KernelFactory:
             end = await kernel.execute(code, timeout=timeout, silent=True)
             if end.status != "ok" or (end.reply or {}).get("status") != "ok":
                 why = (end.reply or {}).get("evalue") or end.status
-                raise KernelDied(f"the tether helper failed to install in the kernel: {why}\n{kernel.log_tail()}")
-            await kernel.probe_stdin("__import__('__tether__').ping()" if language == "python" else "__tether.ping();")
+                raise KernelDied(
+                    f"the tether helper failed to install in the kernel: {why}\n{kernel.log_tail()}"
+                )
+            await kernel.probe_stdin(
+                "__import__('__tether__').ping()" if language == "python" else "__tether.ping();"
+            )
         except (KernelDied, TimeoutError, OSError) as exc:
             await kernel.shutdown()
             detail = str(exc).strip()

@@ -40,7 +40,10 @@ def tether_eval_envelope(run: Run) -> None:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     factory = run.resource("tether_eval_kernels")
     if factory is None:
-        register.unavailable("eval", "kernels are turned off for this run (run option eval=false or no kernel factory from the harness)")
+        register.unavailable(
+            "eval",
+            "kernels are turned off for this run (run option eval=false or no kernel factory from the harness)",
+        )
         return
     from tether_eval.tool import eval_tool
 

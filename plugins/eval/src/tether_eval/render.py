@@ -18,7 +18,6 @@ import re
 from typing import Any
 
 import attrs
-
 from tether import Image, Text
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

@@ -6,7 +6,6 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-
 from tether import Text, Tier, Tool, ToolError, ToolResult, arg
 
 if TYPE_CHECKING:
@@ -33,7 +32,9 @@ class EvalArgs:
         "python (ipykernel, the project's .venv when it has ipykernel) or javascript (Deno, TypeScript works too).",
         default="python",
     )
-    reset: bool = arg("Throw the interpreter away and start a clean one before running the cell.", default=False)
+    reset: bool = arg(
+        "Throw the interpreter away and start a clean one before running the cell.", default=False
+    )
 
 
 def eval_tool() -> Tool:
@@ -83,7 +84,9 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         factory.lost_between_cells = False
         kernel, started = await factory.get(language)
         if factory.lost_between_cells:
-            notes.append(f"[the previous {language} kernel died since the last cell (killed from outside?): its state is lost]")
+            notes.append(
+                f"[the previous {language} kernel died since the last cell (killed from outside?): its state is lost]"
+            )
         info = describe(kernel)
         if started:
             env = f" in {kernel.spec.environment}" if language == "python" else ""
@@ -107,7 +110,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
             keep_chars=int(option(run, "eval_max_output_chars")),
         )
         if end.status in ("died", "stuck"):
-            await factory.discard(language)
+            await factory.discard(language, now=True)  # a stuck kernel would not answer a polite shutdown
     shown = render(end.messages, int(option(run, "eval_max_output_chars")))
     blocks: list[Any] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
@@ -160,13 +163,19 @@ async def _bridge(ctx: CallContext, payload: str) -> str:
         call = json.loads(payload)
         name, arguments = call["tool"], call.get("args") or {}
     except (ValueError, KeyError, TypeError):
-        return json.dumps({"is_error": True, "text": "tool(): malformed call (expected a name and a dict of arguments)"})
+        return json.dumps(
+            {"is_error": True, "text": "tool(): malformed call (expected a name and a dict of arguments)"}
+        )
     if name == ctx.tool.name:
         return json.dumps(
-            {"is_error": True, "text": f"tool({name!r}) cannot be called from inside a cell: run the code in this cell instead"}
+            {
+                "is_error": True,
+                "text": f"tool({name!r}) cannot be called from inside a cell: run the code in this cell instead",
+            }
         )
     result = await ctx.run.call(name, arguments)
     images = sum(1 for b in result.content if not isinstance(b, Text))
     return json.dumps(
-        {"is_error": result.is_error, "text": result.plain, "data": result.data or {}, "images": images}, default=str
+        {"is_error": result.is_error, "text": result.plain, "data": result.data or {}, "images": images},
+        default=str,
     )

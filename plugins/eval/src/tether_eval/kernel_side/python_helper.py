@@ -18,7 +18,7 @@ MARKER = "\u2063tether-call:"  # an invisible separator no human prompt starts w
 class ToolText(str):
     """The text of a tool's result; `.data` holds its structured data, `.is_error` is always False."""
 
-    data: dict = {}
+    data: dict = {}  # noqa: RUF012 - replaced on every instance tool() returns
     is_error = False
 
 
@@ -35,7 +35,9 @@ def tool_result(name, args=None, /, **kwargs):
     try:
         return json.loads(answer)
     except ValueError:
-        raise RuntimeError(f"tool({name!r}): no answer from the tether run (stdin is not connected)") from None
+        raise RuntimeError(
+            f"tool({name!r}): no answer from the tether run (stdin is not connected)"
+        ) from None
 
 
 def ping():
@@ -106,7 +108,11 @@ def _top_levels(dist):
     tops = set()
     for f in dist.files or ():
         first = f.parts[0] if f.parts else ""
-        if not first or first.endswith((".dist-info", ".egg-info", ".data")) or first in {"..", "__pycache__"}:
+        if (
+            not first
+            or first.endswith((".dist-info", ".egg-info", ".data"))
+            or first in {"..", "__pycache__"}
+        ):
             continue
         if len(f.parts) == 1:
             if first.endswith(".py"):
@@ -138,7 +144,9 @@ def pip(argline):
     before = _installed()
     before_versions = {k: d.version for k, d in before.items()}
     sys.stdout.flush()
-    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    proc = subprocess.run(
+        cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False
+    )
     out = (proc.stdout + proc.stderr).strip()
     if out:
         print(out)
@@ -146,21 +154,27 @@ def pip(argline):
         print(f"[pip exited with code {proc.returncode}]")
     importlib.invalidate_caches()
     after = _installed()
-    changed = {k for k in set(before) | set(after) if before_versions.get(k) != (after[k].version if k in after else None)}
+    changed = {
+        k
+        for k in set(before) | set(after)
+        if before_versions.get(k) != (after[k].version if k in after else None)
+    }
     tops = set()
     for key in changed:
         for dist in (after.get(key), before.get(key)):
             if dist is not None:
                 try:
                     tops |= _top_levels(dist)
-                except Exception:  # noqa: BLE001 - a removed distribution's files may be gone
+                except Exception:  # noqa: BLE001, S110 - a removed distribution's files may be gone
                     pass
     dropped = [m for m in list(sys.modules) if m.split(".")[0] in tops]
     for m in dropped:
         del sys.modules[m]
     if dropped:
         shown = ", ".join(sorted({m.split(".")[0] for m in dropped}))
-        print(f"[cleared {len(dropped)} module(s) from sys.modules ({shown}): the next import loads the installed version]")
+        print(
+            f"[cleared {len(dropped)} module(s) from sys.modules ({shown}): the next import loads the installed version]"
+        )
 
 
 # -- timeit -------------------------------------------------------------------------------------
@@ -200,7 +214,9 @@ def timeit(stmt, namespace, options=""):
     runs = [t / number for t in timer.repeat(repeat=repeat, number=number)]
     mean = statistics.mean(runs)
     std = statistics.stdev(runs) if len(runs) > 1 else 0.0
-    print(f"{_fmt(mean)} \u00b1 {_fmt(std)} per loop (mean \u00b1 std. dev. of {repeat} runs, {number:,} loops each)")
+    print(
+        f"{_fmt(mean)} \u00b1 {_fmt(std)} per loop (mean \u00b1 std. dev. of {repeat} runs, {number:,} loops each)"
+    )
 
 
 # -- display ------------------------------------------------------------------------------------
@@ -208,7 +224,9 @@ def timeit(stmt, namespace, options=""):
 
 def _dataframe_text(df, printer, cycle):
     """A DataFrame as a bounded plain table (the notebook's HTML is not for a model)."""
-    printer.text(df.to_string(max_rows=40, min_rows=20, max_cols=20, max_colwidth=60, show_dimensions="truncate"))
+    printer.text(
+        df.to_string(max_rows=40, min_rows=20, max_cols=20, max_colwidth=60, show_dimensions="truncate")
+    )
 
 
 def install(shell):
