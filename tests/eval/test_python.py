@@ -96,6 +96,12 @@ async def test_two_figures_are_two_images(run):
     assert len(images(r)) == 2
 
 
+async def test_many_displays_are_bounded(run):
+    r = await cell(run, "for i in range(120):\n    display(i)")
+    assert "70 more display(s) not kept" in r.plain and "49" in r.plain
+    assert "119" not in r.plain
+
+
 async def test_stdout_and_stderr_are_bounded_and_the_cut_is_said(run):
     r = await cell(
         run,

@@ -34,6 +34,7 @@ log = logging.getLogger("tether.eval")
 MARKER = "\u2063tether-call:"  # the prefix of a tool() call's input_request (see kernel_side/)
 PING = '{"ping": true}'  # the stdin probe at kernel start (answered here, never by a tool)
 _DIED = "died"
+MAX_DISPLAYS = 50  # display messages kept per cell (each may hold an image)
 
 
 @attrs.frozen
@@ -71,12 +72,19 @@ class CellEnd:
     )  # after the head is full: the latest messages
     tail_chars: int = 0
     dropped_chars: int = 0
+    displays: int = 0
+    dropped_displays: int = 0
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
 
     def add(self, msg: dict[str, Any], limit: int) -> None:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints."""
         keep = limit * 2 // 3 if not self.tail else limit // 3
         size = len(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else 0
+        if msg["msg_type"] in ("display_data", "update_display_data"):
+            self.displays += 1
+            if self.displays > MAX_DISPLAYS:  # a loop displaying figures: what the model can use is few
+                self.dropped_displays += 1
+                return
         if not self.tail and self.kept_chars + size <= keep:
             self.kept_chars += size
             self.messages.append(msg)
@@ -116,6 +124,9 @@ class CellEnd:
             self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
         self.messages.extend(m for m, _ in self.tail)
         self.tail.clear()
+        if self.dropped_displays:
+            note = f"[{self.dropped_displays} more display(s) not kept: the cell displayed more than {MAX_DISPLAYS}]\n"
+            self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
 
 
 Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
