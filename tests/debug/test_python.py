@@ -237,6 +237,43 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
             await proc.wait()
 
 
+async def test_attach_to_the_debugpy_command_line_listener(pyproject, open_debug, no_leftover_processes):
+    """`python -m debugpy --listen 127.0.0.1:PORT --wait-for-client app.py`: tether connects straight to PORT."""
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", "app.py",
+        cwd=pyproject, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        async with open_debug(pyproject) as debug:
+            await debug.ok(action="breakpoints", file="app.py", lines=[5])
+            deadline = time.monotonic() + 20
+            while (attached := await debug(action="attach", port=port)).is_error and time.monotonic() < deadline:
+                assert "nothing accepts connections" in attached.plain  # not listening yet: the error says so
+                await asyncio.sleep(0.1)
+            assert not attached.is_error, attached.plain
+            assert attached.data["stopped"]["line"] == 5
+            assert (await debug.ok(action="evaluate", expression="a + b")).data["result"] == "5"
+            ended = await debug.ok(action="continue")
+            assert ended.data["ended"] and "total" in ended.data["output"]
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        # debugpy's command line starts its adapter detached from the program: it must go too
+        deadline = time.monotonic() + 5
+        while (left := _listeners(port)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        for p in left:
+            p.kill()
+        assert not left, "debugpy's adapter outlived the attached session"
+
+
+def _listeners(port: int) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if f"--port {port}" in " ".join(p.info["cmdline"] or ())]
+
+
 async def test_terminate_leaves_no_process_behind(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[13])
     await debug.ok(action="launch", program="app.py")
