@@ -300,7 +300,7 @@ async def test_a_stop_that_comes_after_the_wait_gave_up_is_reported(pyproject, o
         await debug.ok(action="breakpoints", file="late.py", lines=[4])
         running = await debug.ok(action="launch", program="late.py")
         assert running.data["running"] is True
-        await asyncio.sleep(3)
+        await _until_event(debug, "stopped")
         status = await debug.ok(action="status")
         assert status.data["stopped"]["line"] == 4 and status.data["stopped"]["reason"] == "breakpoint"
         assert (await debug.ok(action="evaluate", expression="late")).data["result"] == "'here'"
@@ -310,7 +310,7 @@ async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(pyproject, o
     write_files(pyproject, {"short.py": "import time\ntime.sleep(1.5)\nprint('done')\n"})
     async with open_debug(pyproject, debug_stop_timeout=0.5) as debug:
         assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
-        await asyncio.sleep(3)
+        await _until_event(debug, "terminated")
         late = await debug.ok(action="stack")
         assert "ended while running, before this 'stack' call" in late.plain
         assert late.data["ended"]["exit_code"] == 0 and "done" in late.data["output"]
@@ -321,7 +321,7 @@ async def test_launch_after_a_running_program_ended_unwatched(pyproject, open_de
     write_files(pyproject, {"short.py": "import time\ntime.sleep(1)\nprint('done')\n"})
     async with open_debug(pyproject, debug_stop_timeout=0.3) as debug:
         assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
-        await asyncio.sleep(2.5)
+        await _until_event(debug, "terminated")
         await debug.ok(action="breakpoints", file="app.py", lines=[13])
         await debug.ok(action="launch", program="app.py")  # not refused: the first one ended
         deadline = time.monotonic() + 20
@@ -351,3 +351,9 @@ async def test_deep_stack_is_capped_at_30_frames_and_says_so(pyproject, open_deb
         stack = await debug.ok(action="stack")
         assert len(stack.data["frames"]) == 30 and stack.data["total"] == 52  # 51 calls of down() and <module>
         assert "22 more frames not shown (showing 30 of 52" in stack.plain
+
+
+async def _until_event(debug, name: str, timeout: float = 30) -> None:
+    """Wait until the adapter has sent ``name`` (without a tool call, which would consume it)."""
+    client = debug.run.resource("tether_debug_supervisor").sessions["conv-1"].client
+    assert await client.wait_event((name,), 0, timeout) is not None, f"no {name} event within {timeout} s"

@@ -59,6 +59,9 @@ class DebugSupervisor:
     def adopt(self, session: Session) -> None:
         """Hold a started session and arm its TTL timer."""
         conversation = session.conversation_id
+        # the time limit counts from when the session is there to use (a slow launch does not eat it)
+        session.started = time.monotonic()
+        session.deadline = session.started + session.ttl
         self.sessions[conversation] = session
         self.last.pop(conversation, None)
         loop = asyncio.get_running_loop()
