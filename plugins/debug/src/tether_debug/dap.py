@@ -49,21 +49,26 @@ def encode(message: dict[str, Any]) -> bytes:
 
 async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     """One framed message, or None at end of stream."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial.strip():
+            return None  # a clean end between messages
+        raise
     length = None
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            if length is not None:
-                break
-            continue
+    for line in head.split(b"\r\n"):
         name, _, value = line.decode("ascii", "replace").partition(":")
         if name.strip().lower() == "content-length":
             length = int(value.strip())
+    if length is None:
+        raise ValueError(f"a DAP message without Content-Length: {head[:200]!r}")
     body = await reader.readexactly(length)
     return json.loads(body)
+
+
+def _time_out(fut: asyncio.Future, command: str, limit: float) -> None:
+    if not fut.done():
+        fut.set_exception(DapTimeout(command, f"the debug adapter did not answer '{command}' within {limit:g} s"))
 
 
 class DapClient:
@@ -113,11 +118,14 @@ class DapClient:
 
     async def wait(self, fut: asyncio.Future, command: str, timeout: float | None = None) -> dict[str, Any]:
         limit = self.request_timeout if timeout is None else timeout
+        if fut.done():
+            return fut.result()
+        # a plain timer: cheaper than wait_for (a task) or asyncio.timeout, and requests are many
+        timer = asyncio.get_running_loop().call_later(limit, _time_out, fut, command, limit)
         try:
-            async with asyncio.timeout(limit):  # no extra task per request, unlike wait_for
-                return await fut
-        except TimeoutError:
-            raise DapTimeout(command, f"the debug adapter did not answer '{command}' within {limit:g} s") from None
+            return await fut
+        finally:
+            timer.cancel()
 
     async def request(self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
         fut = self.send(command, arguments)
