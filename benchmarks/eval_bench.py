@@ -3,8 +3,8 @@
 Run: uv run python benchmarks/eval_bench.py  (prints medians and each ratio against its target)
 
 Anchor = the same kernels driven by jupyter_client directly: AsyncKernelManager.start_kernel +
-wait_for_ready for start; execute -> execute_reply and status idle for a cell; input() answered by a
-host blocked on the stdin channel for the bridge. Bridge medians are timed inside the kernel around
+wait_for_ready for start; AsyncKernelClient.execute_interactive (outputs until idle, then the reply)
+for a cell, with its stdin_hook answering input()/prompt() for the bridge. Bridge medians are timed inside the kernel around
 each call, for both sides.
 """
 
@@ -23,7 +23,7 @@ import tether
 import tether_eval.plugin as eval_plugin
 from tether import Tier, Tool, arg
 
-START_SAMPLES = 7
+START_SAMPLES = 11
 CELL_SAMPLES = 100
 BRIDGE_CALLS = 300
 D = "benchmark a cell of the eval tool"
@@ -87,40 +87,21 @@ class Raw:
         return time.perf_counter() - t
 
     async def cell(self, code: str, answer: str | None = None) -> list[dict]:
-        msg_id = self.kc.execute(code, allow_stdin=answer is not None)
-        replied = idle = False
-        outputs = []
+        """jupyter_client's own execute_interactive: outputs until idle, then the reply; stdin answered."""
+        outputs: list[dict] = []
 
-        async def stdin() -> None:
-            while True:
-                await self.kc.stdin_channel.get_msg()  # blocks: no polling loop
-                self.kc.input(answer)
+        def keep(msg: dict) -> None:
+            if msg["msg_type"] not in ("status", "execute_input"):
+                outputs.append(msg)
 
-        answering = asyncio.create_task(stdin()) if answer is not None else None
-        shell = asyncio.ensure_future(self.kc.shell_channel.get_msg())
-        iopub = asyncio.ensure_future(self.kc.iopub_channel.get_msg())
-        while not (replied and idle):
-            done, _ = await asyncio.wait({shell, iopub}, return_when=asyncio.FIRST_COMPLETED)
-            if shell in done:
-                msg = shell.result()
-                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_reply":
-                    replied = True
-                if not replied:
-                    shell = asyncio.ensure_future(self.kc.shell_channel.get_msg())
-            if iopub in done:
-                msg = iopub.result()
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                        idle = True
-                    elif msg["msg_type"] not in ("status", "execute_input"):
-                        outputs.append(msg)
-                if not idle:
-                    iopub = asyncio.ensure_future(self.kc.iopub_channel.get_msg())
-        for fut in (shell, iopub):
-            if not fut.done():
-                fut.cancel()
-        if answering:
-            answering.cancel()
+        reply = await self.kc.execute_interactive(
+            code, output_hook=keep, allow_stdin=answer is not None, stdin_hook=lambda _msg: self.kc.input(answer), timeout=60
+        )
+        while answer is not None and not any("MEDIAN" in m["content"].get("text", "") for m in outputs):
+            # Deno may send the printed line after idle: the anchor waits for it (not timed)
+            msg = await self.kc.iopub_channel.get_msg(timeout=2)
+            if msg["parent_header"].get("msg_id") == reply["parent_header"]["msg_id"] and msg["msg_type"] == "stream":
+                outputs.append(msg)
         return outputs
 
     async def stop(self) -> None:

@@ -48,7 +48,7 @@ async def test_slow_bridge_call_suspends_the_budget(tmp_path, fake_tools, no_lef
 async def test_cell_ignoring_interrupt_restarts_kernel_and_says_state_lost(
     tmp_path, fake_tools, no_leftover_processes
 ):
-    async with open_run(tmp_path, fake_tools, eval_timeout=0.5, eval_interrupt_grace=1.0) as run:
+    async with open_run(tmp_path, fake_tools, eval_timeout=1.5, eval_interrupt_grace=1.0) as run:
         first = await cell(
             run,
             "lost = 1\nimport signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ignoring', flush=True)\ntime.sleep(60)",
