@@ -1,7 +1,7 @@
 """Test sessions: the core alone, the core with each single family, everything; and lint.
 
     uvx nox -s core            # core tests with no family installed
-    uvx nox -s "family(lsp)"   # core + one family, that family's tests
+    uvx nox -s "family(family='lsp')"   # core + one family, that family's tests
     uvx nox -s all             # the whole workspace, as CI runs it
     uvx nox -s lint
 """

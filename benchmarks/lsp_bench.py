@@ -107,7 +107,7 @@ async def on_write(root: Path, rounds: int) -> None:
         (conn,) = run.resource("tether_lsp_supervisor").connections.values()
         doc = conn.docs[(root / "pkg/main.py").as_uri()]
         latency = []
-        for i in range(rounds):
+        for _ in range(rounds):
             text = doc.text.replace(bad, good) if bad in doc.text else doc.text.replace(good, bad)
             t0 = time.perf_counter()
             conn.set_text(doc, text, save=False)

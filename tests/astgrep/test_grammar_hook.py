@@ -9,7 +9,7 @@ import tether
 
 tree_sitter_python = pytest.importorskip("tree_sitter_python")
 
-from tether_astgrep.grammars import Grammar, Rung
+from tether_astgrep.grammars import Grammar, Rung  # noqa: E402 - only after the grammar wheel is known to be there
 
 
 class WheelGrammars:

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 import attrs
 import psutil
 
 import tether
-from tether import Tier, Tool, ToolError, ToolResult, arg, hookimpl
+from tether import Tier, Tool, ToolError, arg, hookimpl
 from tether.procs import alive
 
 

@@ -26,7 +26,7 @@ from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
 from tether.output import DEFAULT_MAX_CHARS, cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.surfaces import BUILTIN_SURFACES, Surface
-from tether.tools import Text, Tier, Tool, ToolError, ToolResult
+from tether.tools import Text, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
 

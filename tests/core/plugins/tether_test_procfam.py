@@ -10,7 +10,6 @@ import sys
 import attrs
 import pluggy
 
-import tether
 from tether import Tier, Tool, ToolResult, arg, hookimpl
 
 IMPORTED = True

@@ -113,7 +113,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     if grammar is not None:
         gid = grammar.id
         if gid in registry.by_id:
-            wanted = lambda name: registry.for_path(name) == gid
+            wanted = lambda name: registry.for_path(name) == gid  # noqa: E731
         else:  # a language-pack grammar asked for by id: its usual extensions
             exts = tuple(e.lower() for e in grammar.extensions)
             if not exts:
@@ -121,7 +121,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
                     f"tether does not know the file extensions of '{gid}'; give path as a file to search it",
                     {"error": "no_extensions"},
                 )
-            wanted = lambda name: name.lower().endswith(exts)
+            wanted = lambda name: name.lower().endswith(exts)  # noqa: E731
         found = await asyncio.to_thread(walk, run.root, target, wanted)
         return Target(grammar, found.files, found.ignored, shown)
     found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) is not None)
@@ -351,7 +351,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
             "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
         )
     diff: list[str] = []
-    for (path, old, new, *_), rel in zip(changed, rels):
+    for (_path, old, new, *_), rel in zip(changed, rels):
         diff.extend(_diff(rel, old, new))
     shown, cut = cap_items(diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less.")
     lines.extend(shown)
