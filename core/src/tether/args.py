@@ -287,19 +287,39 @@ def _walk(exc: BaseException, path: str, out: list[str]) -> None:
     out.append(f"{path}: {type(exc).__name__}: {exc}")
 
 
+def _may_nest(tp: Any) -> bool:
+    """Whether a field of this type can hold attrs instances whose own constraints need checking."""
+    if attrs.has(tp):
+        return True
+    return any(_may_nest(a) for a in typing.get_args(tp))
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[str, ...], tuple[str, ...]]:
+    """Per class, once: constrained fields with their limits, field names, fields that may nest."""
+    attrs.resolve_types(cls)
+    fields = attrs.fields(cls)
+    limits = {f.name: {k: v for k, v in f.metadata.get(_META, {}).items() if k not in ("description", "examples")}
+              for f in fields}
+    constrained = tuple((name, m) for name, m in limits.items() if m)
+    return constrained, tuple(f.name for f in fields), tuple(f.name for f in fields if _may_nest(f.type))
+
+
 def _check_constraints(cls: type, obj: Any, out: list[str], prefix: str = "") -> None:
-    for f in attrs.fields(cls):
-        value = getattr(obj, f.name)
+    constrained, _, nesting = _plan(cls)
+    for fname in nesting:
+        value = getattr(obj, fname)
         if attrs.has(type(value)):
-            _check_constraints(type(value), value, out, f"{prefix}{f.name}.")
+            _check_constraints(type(value), value, out, f"{prefix}{fname}.")
         elif isinstance(value, (list, tuple)):
             for i, item in enumerate(value):
                 if attrs.has(type(item)):
-                    _check_constraints(type(item), item, out, f"{prefix}{f.name}[{i}].")
-        meta = f.metadata.get(_META)
-        if not meta or value is None:
+                    _check_constraints(type(item), item, out, f"{prefix}{fname}[{i}].")
+    for fname, meta in constrained:
+        value = getattr(obj, fname)
+        if value is None:
             continue
-        name = prefix + f.name
+        name = prefix + fname
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if "minimum" in meta and value < meta["minimum"]:
                 out.append(f"{name}: must be at least {meta['minimum']}, got {value}")
@@ -324,8 +344,7 @@ def structure_arguments(cls: type, raw: Any) -> Any:
         raw = {}
     if not isinstance(raw, dict):
         raise ArgumentsError([f"arguments must be a JSON object, got {_describe(raw)}"])
-    fields = attrs.fields(cls)
-    names = [f.name for f in fields]
+    _, names, _ = _plan(cls)
     problems: list[str] = []
     for key in raw:
         if key not in names:
