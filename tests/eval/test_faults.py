@@ -147,3 +147,17 @@ async def test_javascript_exit_is_death_and_next_call_recovers(tmp_path, fake_to
         assert r.is_error and r.data["status"] == "died" and "kernel died" in r.plain
         r = await cell(run, "typeof gone", language="javascript")
         assert not r.is_error and "undefined" in r.plain and r.data["kernel"]["started"] is True
+
+
+async def test_cancelled_call_interrupts_the_cell(tmp_path, fake_tools, no_leftover_processes):
+    import asyncio
+
+    async with open_run(tmp_path, fake_tools) as run:
+        await cell(run, "state = 'kept'")
+        call = asyncio.create_task(cell(run, "import time\ntime.sleep(60)"))
+        await asyncio.sleep(1.0)
+        call.cancel()
+        with __import__("pytest").raises(asyncio.CancelledError):
+            await call
+        r = await asyncio.wait_for(cell(run, "state"), 10)  # not queued behind a 60 s sleep
+        assert "'kept'" in r.plain

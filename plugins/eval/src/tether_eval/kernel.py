@@ -152,6 +152,7 @@ class Kernel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._log_file: Any = None
         self._keep = 100_000
+        self._settling: asyncio.Future | None = None  # a cancelled cell being interrupted
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -329,6 +330,10 @@ class Kernel:
         On timeout the kernel is interrupted and given ``grace`` seconds to end the cell: the status is
         then "interrupted" (state kept) or "stuck" (the interrupt did not take; the caller restarts).
         """
+        if self._settling is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._settling), grace + 1.0)
+            self._settling = None
         if self.dead:
             return CellEnd("died", [])
         msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=True)
@@ -349,8 +354,14 @@ class Kernel:
                 await self._barrier(queue, end)
             if end.status in ("ok", "interrupted") and self.spec.drain:
                 await self._drain(queue, end)
+        except asyncio.CancelledError:
+            # the call was cancelled (the client gave up): stop the cell too, or the next one queues behind
+            # it; the next cell waits until this one ended (ipykernel aborts requests sent meanwhile)
+            self._settling = asyncio.ensure_future(self._settle_cancelled(msg_id, queue, end, grace))
+            raise
         finally:
-            self._waiters.pop(msg_id, None)
+            if self._settling is None:
+                self._waiters.pop(msg_id, None)
             if end.barrier is not None:
                 self._waiters.pop(end.barrier[0], None)
             end.finish()
@@ -389,6 +400,14 @@ class Kernel:
                             budget.reschedule(later())  # output: the cell is alive
         except TimeoutError:
             end.status = "timeout"
+
+    async def _settle_cancelled(self, msg_id: str, queue: asyncio.Queue, end: CellEnd, grace: float) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.km.interrupt_kernel(), grace)
+            await self._collect(queue, end, grace, None, extend=False)
+        finally:
+            self._waiters.pop(msg_id, None)
 
     async def _answer(
         self,
