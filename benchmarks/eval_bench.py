@@ -95,18 +95,32 @@ class Raw:
                 outputs.append(msg)
 
         reply = await self.kc.execute_interactive(
-            code, output_hook=keep, allow_stdin=answer is not None, stdin_hook=lambda _msg: self.kc.input(answer), timeout=60
+            code,
+            output_hook=keep,
+            allow_stdin=answer is not None,
+            stdin_hook=lambda _msg: self.kc.input(answer),
+            timeout=60,
         )
         while answer is not None and not any("MEDIAN" in m["content"].get("text", "") for m in outputs):
             # Deno may send the printed line after idle: the anchor waits for it (not timed)
             msg = await self.kc.iopub_channel.get_msg(timeout=2)
-            if msg["parent_header"].get("msg_id") == reply["parent_header"]["msg_id"] and msg["msg_type"] == "stream":
+            if (
+                msg["parent_header"].get("msg_id") == reply["parent_header"]["msg_id"]
+                and msg["msg_type"] == "stream"
+            ):
                 outputs.append(msg)
         return outputs
 
     async def stop(self) -> None:
+        from tether.procs import kill_tree
+
+        pid = self.km.provisioner.process.pid if self.km.provisioner else None
         self.kc.stop_channels()
-        await self.km.shutdown_kernel(now=True)
+        try:
+            await asyncio.wait_for(self.km.shutdown_kernel(now=True), 10)
+        finally:
+            if pid is not None:
+                kill_tree(pid, 1.0)  # whatever the shutdown did, the anchor's kernel is gone
 
 
 @attrs.frozen
@@ -139,13 +153,14 @@ def median_from(text: str) -> float:
 
 
 async def bench(language: str, root: Path, rows: list) -> None:
-    one_plus_one = "1+1"
     # -- start ------------------------------------------------------------------------------------
     raw_starts, our_starts = [], []
     for _ in range(START_SAMPLES):
         raw = Raw(language)
-        raw_starts.append(await raw.start())
-        await raw.stop()
+        try:
+            raw_starts.append(await raw.start())
+        finally:
+            await raw.stop()
         async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
             t = time.perf_counter()
             r = await run.call("eval", {"code": "", "description": D, "language": language, "reset": True})
@@ -164,6 +179,14 @@ async def bench(language: str, root: Path, rows: list) -> None:
     # -- cells and bridge -------------------------------------------------------------------------
     raw = Raw(language)
     await raw.start()
+    try:
+        await measure_cells(language, root, raw, rows)
+    finally:
+        await raw.stop()
+
+
+async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None:
+    one_plus_one = "1+1"
     for options, label in (({}, ""),):
         async with tether.open_run(
             root, plugins=[eval_plugin, BenchTools()], load_entry_points=False, options=options
@@ -205,7 +228,6 @@ async def bench(language: str, root: Path, rows: list) -> None:
             )
             assert not r.is_error, r.plain
             rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
-    await raw.stop()
 
 
 async def main() -> None:
