@@ -116,3 +116,11 @@ async def test_apply_patch_creates_and_deletes_and_rejects_garbage(run):
     outside = await run.call("apply_patch", {"patch": "--- /dev/null\n+++ b/../evil.txt\n@@ -0,0 +1 @@\n+x\n"})
     assert outside.is_error and "outside the root" in outside.plain
     assert not (run.root.parent / "evil.txt").exists()
+
+
+async def test_a_symlink_that_leads_out_is_named_as_such(run, tmp_path):
+    (run.root / "link").symlink_to(tmp_path)
+    result = await run.call("read", {"path": "link/anything.txt"})
+    assert "resolves outside the root through a symlink" in result.plain
+    plain = await run.call("read", {"path": "../anything.txt"})
+    assert "resolves outside the root;" in plain.plain

@@ -8,7 +8,6 @@ problem becomes one line the model can act on, e.g. ``line: expected integer, go
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import json
@@ -348,6 +347,8 @@ def structure_arguments(cls: type, raw: Any) -> Any:
     problems: list[str] = []
     for key in raw:
         if key not in names:
+            import difflib  # only on a mistake
+
             close = difflib.get_close_matches(str(key), names, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             problems.append(f"unknown argument '{key}'{hint}; allowed: {', '.join(names) or 'none'}")

@@ -159,9 +159,10 @@ class Run:
         candidate = raw if raw.is_absolute() else self.root / raw
         resolved = candidate.resolve()
         if not resolved.is_relative_to(self.root):
-            why = "through a symlink" if candidate.absolute() != resolved and candidate.is_symlink() else ""
+            lexical = Path(os.path.normpath(candidate))
+            why = " through a symlink" if lexical.is_relative_to(self.root) else ""
             raise ToolError(
-                f"path '{path}' resolves outside the root{' ' + why if why else ''}; only files under the root "
+                f"path '{path}' resolves outside the root{why}; only files under the root "
                 "can be used: give a path relative to the root (e.g. 'src/main.py') or an absolute path inside it"
             )
         if must_exist and not resolved.exists():
@@ -171,11 +172,13 @@ class Run:
     def relpath(self, path: str | os.PathLike[str]) -> str:
         """A path as the model should see it: relative to the root, with forward slashes."""
         p = Path(path)
-        try:
-            rel = p.resolve().relative_to(self.root) if p.is_absolute() else p
-        except ValueError:
-            return str(p)
-        return rel.as_posix() or "."
+        if not p.is_absolute():
+            return p.as_posix()
+        if not p.is_relative_to(self.root):  # lexically outside: maybe inside once links are followed
+            p = p.resolve()
+            if not p.is_relative_to(self.root):
+                return str(p)
+        return p.relative_to(self.root).as_posix() or "."
 
     # -- tools ----------------------------------------------------------------------------------
 
