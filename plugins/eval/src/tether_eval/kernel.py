@@ -300,6 +300,10 @@ class Kernel:
                 if self.dead or failures > 50:  # a closed socket fails at once, forever: stop
                     return
                 continue
+            if name == "iopub":
+                kind = msg["msg_type"]
+                if kind == "execute_input" or (kind == "status" and msg["content"].get("execution_state") != "idle"):
+                    continue  # nobody waits for these: spare the waiting task a wake-up per message
             parent = (msg.get("parent_header") or {}).get("msg_id")
             queue = self._waiters.get(parent)
             if queue is not None:
