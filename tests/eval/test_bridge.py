@@ -122,3 +122,23 @@ async def test_surface_hides_write_tool_from_cells(tmp_path, fake_tools, no_left
         )
         assert r.is_error and "unknown tool 'write_file'" in r.plain
         assert not (tmp_path / "a.txt").exists()
+
+
+async def test_core_write_and_read_tools_from_a_cell(tmp_path, fake_tools, no_leftover_processes):
+    import tether.files
+
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, tether.files, fake_tools], load_entry_points=False
+    ) as run:
+        r = await run.call(
+            "eval",
+            {
+                "code": "res = tool('write', {'path': 'lib/auth.py', 'content': 'def login():\\n    pass  # TODO\\n'})\n"
+                "print(res)\ncontents = tool('read', {'path': 'lib/auth.py'})\nprint(contents)",
+                "description": D,
+            },
+        )
+        assert not r.is_error, r.plain
+        assert "This write introduced 1 error(s)" in r.plain and "lib/auth.py:2:1: error [todo]" in r.plain
+        assert "def login():" in r.plain and r.data["tool_calls"] == 2
+        assert (tmp_path / "lib" / "auth.py").read_text() == "def login():\n    pass  # TODO\n"
