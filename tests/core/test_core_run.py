@@ -34,6 +34,12 @@ async def exclusive(ctx, a):
     return "ok"
 
 
+async def nested(ctx, a):
+    inner = await ctx.run.call("nested")
+    other = await ctx.run.call("exclusive")
+    return f"inner: {inner.plain} | other: {other.plain}"
+
+
 class Family:
     @hookimpl
     def tether_register_tools(self, run, register):
@@ -41,6 +47,7 @@ class Family:
         register(Tool("crash", Tier.READ, "Crashes.", NoArgs, lambda c, a: {}["missing"]))
         register(Tool("refuse", Tier.READ, "Model error.", NoArgs, self.refuse))
         register(Tool("exclusive", Tier.EXEC, "Not parallel safe.", NoArgs, exclusive, parallel_safe=False))
+        register(Tool("nested", Tier.EXEC, "Calls itself.", NoArgs, nested, parallel_safe=False))
 
     @staticmethod
     def refuse(ctx, a):
@@ -93,7 +100,7 @@ async def test_calls_to_a_tool_that_is_not_parallel_safe_are_serialized():
 def test_the_sync_api_calls_and_closes():
     with tether.open_run_sync(".", plugins=[Family()], load_entry_points=False) as run:
         assert run.call("big", {"n": 3}).plain == "xxx"
-        assert [t.name for t in run.tools()] == ["big", "crash", "exclusive", "refuse"]
+        assert [t.name for t in run.tools()] == ["big", "crash", "exclusive", "nested", "refuse"]
 
 
 async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(plugin_site, monkeypatch, no_leftover_processes):
@@ -117,4 +124,13 @@ async def test_unknown_tool_names_the_tools_on_offer():
     async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
         result = await run.call("bigg")
     assert result.is_error
-    assert result.plain.startswith("unknown tool 'bigg'. Tools on surface 'full': big, crash, exclusive, refuse.")
+    assert result.plain.startswith("unknown tool 'bigg'. Tools on surface 'full': big, crash, exclusive, nested, refuse.")
+
+
+async def test_a_tool_that_runs_one_call_at_a_time_calling_itself_is_refused_not_deadlocked():
+    async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
+        result = await asyncio.wait_for(run.call("nested"), 5)
+    assert result.plain == (
+        "inner: nested cannot be called from inside a call of nested (it runs one call at a time); "
+        "make the call directly instead | other: ok"
+    )

@@ -8,6 +8,7 @@ resources started: families' own shutdown first, then every tracked process tree
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import os
@@ -31,6 +32,9 @@ from tether.tools import Text, Tool, ToolError, ToolResult
 log = logging.getLogger("tether")
 
 ProgressSink = Callable[[float, "float | None", "str | None"], Any]
+
+# the tools whose calls enclose the current one (a cell's tool() call runs inside eval's call)
+_enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("tether_enclosing", default=frozenset())
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
@@ -230,11 +234,20 @@ class Run:
         if verdict is False or isinstance(verdict, str):
             reason = verdict if isinstance(verdict, str) else "refused by the harness's approval policy"
             return ToolResult.error(f"call to {name} was not approved: {reason}. Do not retry it unchanged.", {"error": "refused"})
-        if tool.parallel_safe:
-            return await self._run(tool, args, progress)
-        lock = self._locks.setdefault(name, asyncio.Lock())
-        async with lock:
-            return await self._run(tool, args, progress)
+        enclosing = _enclosing.get()
+        token = _enclosing.set(enclosing | {name})
+        try:
+            if tool.parallel_safe:
+                return await self._run(tool, args, progress)
+            if name in enclosing:  # it would wait for its own lock for ever
+                return ToolResult.error(
+                    f"{name} cannot be called from inside a call of {name} (it runs one call at a time); "
+                    "make the call directly instead", {"error": "reentrant"})
+            lock = self._locks.setdefault(name, asyncio.Lock())
+            async with lock:
+                return await self._run(tool, args, progress)
+        finally:
+            _enclosing.reset(token)
 
     async def _run(self, tool: Tool, args: Any, progress: ProgressSink | None) -> ToolResult:
         ctx = CallContext(self, tool, uuid.uuid4().hex[:12], progress)
