@@ -47,6 +47,20 @@ async def test_run_option_turns_the_family_off(project):
         assert result.is_error and "astgrep" in result.plain
 
 
+class NoAstgrep:
+    """A harness that switches the family off for its runs."""
+
+    @tether.hookimpl(tryfirst=True)
+    def tether_astgrep_parsers(self, run):
+        return tether.NO_RESOURCE
+
+
+async def test_harness_turns_the_family_off(project):
+    async with tether.open_run(project, plugins=[NoAstgrep()]) as run:
+        assert not [t for t in run.tools() if t.family == "astgrep"]
+        assert any(u.family == "astgrep" for u in run.unavailable)
+
+
 class OneWorker:
     """A harness that gives the run its own parser pool (one worker: search in the run's process)."""
 

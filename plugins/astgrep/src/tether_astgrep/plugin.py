@@ -16,8 +16,8 @@ def tether_addhooks(pluginmanager: Any) -> None:
 
 @hookimpl
 def tether_astgrep_parsers(run: Any) -> Any:
-    # a firstresult hook cannot be answered "None" by a harness (pluggy moves on to the next
-    # implementation), so turning the family off is a run option
+    # the run option turns the family off from options alone; a harness plugin can instead answer
+    # this hook first with tether.NO_RESOURCE (an answer of None would fall through to this one)
     if not (run.options or {}).get("astgrep_enabled", True):
         return None
     from tether_astgrep.parsers import ParserPool
