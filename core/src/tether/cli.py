@@ -53,7 +53,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
-    from tether.plugins import plugin_manager  # noqa: F401 - cheap; keeps errors below in one place
     import tether.files
 
     if not os.path.isdir(ns.root):
