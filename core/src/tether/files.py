@@ -63,10 +63,8 @@ def _read_text(path: Path, rel: str) -> str:
 
 
 def _existing_file(run, path: str) -> tuple[Path, str]:
-    p = run.resolve_path(path)
+    p = run.resolve_path(path, must_exist=True)
     rel = run.relpath(p)
-    if not p.exists():
-        raise ToolError(f"no such file: '{rel}' (paths are relative to the root)")
     if p.is_dir():
         raise ToolError(f"'{rel}' is a directory, not a file")
     return p, rel
