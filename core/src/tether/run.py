@@ -218,9 +218,11 @@ class Run:
         self, name: str, arguments: dict[str, Any] | None = None, *, progress: ProgressSink | None = None
     ) -> ToolResult:
         """Dispatch one call; every failure comes back as an error result, never an exception."""
+        if self._closed:
+            return ToolResult.error("the run is closed")
         tool = self._visible.get(name)
-        if tool is None or self._closed:
-            return self._unknown_tool(name) if not self._closed else ToolResult.error("the run is closed")
+        if tool is None:
+            return self._unknown_tool(name)
         try:
             args = structure_arguments(tool.args, arguments)
         except ArgumentsError as exc:
