@@ -78,6 +78,22 @@ async def test_run_option_turns_eval_off(tmp_path):
         assert any(u.family == "eval" and "turned off" in u.reason for u in run.unavailable)
 
 
+class NoKernels:
+    """A harness that switches eval off for its runs."""
+
+    __name__ = "no_kernels"
+
+    @tether.hookimpl(tryfirst=True)
+    def tether_eval_kernels(self, run):
+        return tether.NO_RESOURCE
+
+
+async def test_harness_turns_eval_off(tmp_path):
+    async with tether.open_run(tmp_path, plugins=[eval_plugin, NoKernels()], load_entry_points=False) as run:
+        assert "eval" not in [t.name for t in run.tools()]
+        assert any(u.family == "eval" and "turned off" in u.reason for u in run.unavailable)
+
+
 class OwnFactory:
     """A harness overriding the factory (e.g. to configure it): its handle is the one used."""
 

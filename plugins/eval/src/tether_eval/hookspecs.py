@@ -1,8 +1,8 @@
 """The eval family's resource hooks: the run's kernel factory, and the envelope kernels may run in.
 
-A harness overrides either with ``@hookimpl(tryfirst=True)``. Returning None from
-`tether_eval_kernels` leaves the run without the `eval` tool; returning None from
-`tether_eval_envelope` (the default) runs kernels on the host.
+A harness overrides either with ``@hookimpl(tryfirst=True)``. Answering `tether_eval_kernels` with
+`tether.NO_RESOURCE` leaves the run without the `eval` tool (an answer of None falls through to the
+family's default factory); None from `tether_eval_envelope` (the default) runs kernels on the host.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ hookspec = pluggy.HookspecMarker("tether")
 
 @hookspec(firstresult=True)
 def tether_eval_kernels(run: Run) -> KernelFactory | None:
-    """The run's kernel factory (cheap: no kernel starts until the first cell), or None for no `eval` tool."""
+    """The run's kernel factory (cheap: no kernel starts until the first cell); `NO_RESOURCE` for no `eval` tool."""
 
 
 @hookspec(firstresult=True)
