@@ -19,7 +19,6 @@ DESCRIPTION = (
     "returns its text (a refused or failed call raises). reset=true starts a clean interpreter first. A cell "
     "that shows no output for the inactivity budget (5 minutes by default) is interrupted."
 )
-LANGUAGE_ALIASES = {"python": "python", "javascript": "javascript"}
 
 
 @attrs.frozen
