@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import attrs
 import pytest
 import tether
 from support import assert_no_new_children, children
 from tether import Diagnostic, Surface, Tier, Tool, ToolError, arg, hookimpl
-
-D = "run a cell for the eval tests"  # a valid description: 6 words
-
 
 @attrs.frozen
 class EchoArgs:
@@ -99,22 +95,6 @@ class FakeTools:
 @pytest.fixture(scope="session")
 def fake_tools():
     return FakeTools()
-
-
-def text_of(result) -> str:
-    return result.plain
-
-
-def images_of(result) -> list:
-    return [b for b in result.content if isinstance(b, tether.Image)]
-
-
-@pytest.fixture
-def sample_root(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "data.csv").write_text("a,b\n1,2\n3,4\n")
-    return root
 
 
 @pytest.fixture(scope="module")
