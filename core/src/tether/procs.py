@@ -14,6 +14,8 @@ import signal
 import time
 from typing import Any
 
+POLL = 0.02  # the longest pause between checks while waiting for a tree to die
+
 
 def process(pid: int) -> Any | None:
     """A psutil handle that remembers the creation time, so a reused pid is never mistaken for ours."""
@@ -64,9 +66,10 @@ def kill_tree(root: int | Any, grace: float = 2.0) -> None:
                     p.send_signal(sig)
                 except psutil.Error:
                     pass
-        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 2.0)
+        deadline, pause = time.monotonic() + (grace if sig == signal.SIGTERM else 2.0), 0.001
         while time.monotonic() < deadline and not all(_gone(p) for p in procs):
-            time.sleep(0.02)
+            time.sleep(pause)  # most processes die within a millisecond or two of SIGTERM
+            pause = min(pause * 2, POLL)
         if all(_gone(p) for p in procs):
             return
 
