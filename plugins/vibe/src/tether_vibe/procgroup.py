@@ -6,9 +6,9 @@ has exited, what it left behind is orphaned: its process group still names the m
 in it, and `Descendants`, recorded while the worker ran, names those that moved to a session of
 their own (one started less than a recording interval before the worker exited can escape).
 
-Why not `tether.procs.kill_tree` alone: it reaps the processes it killed with ``waitpid``, and the
-worker is a child of asyncio's child watcher, which then loses its exit status (it logs "Unknown child
-process" and reports 255). Here nothing is reaped: asyncio reaps the worker, init reaps orphans, and
+A living worker's tree is stopped by `tether.procs.kill_tree`; what it cannot reach (members of the
+worker's group whose parent already exited, descendants recorded in a session of their own) is
+stopped here. Like `kill_tree`, nothing here reaps: asyncio reaps the worker, init reaps orphans, and
 a zombie counts as stopped (an orphan's zombie may linger where init does not reap).
 """
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+
+from tether.procs import kill_tree
 
 POLL = 0.02
 
@@ -95,15 +97,9 @@ def stop_group(pgid: int, grace: float) -> None:
 
 def stop_worker(pid: int, grace: float) -> None:
     """Stop the worker ``pid``, its descendants and its process group (blocking, bounded)."""
-    procs = _tree(pid)
-    groups = {pid}  # start_new_session made the worker's pid its group id
-    for p in procs:
-        try:
-            groups.add(os.getpgid(p.pid))
-        except OSError:
-            pass
-    _stop(procs, groups, grace)
-    stop_group(pid, grace)  # members whose parent already exited are no longer in the tree
+    kill_tree(pid, grace)
+    # start_new_session made the worker's pid its group id; members whose parent exited are not in the tree
+    stop_group(pid, grace)
 
 
 class Descendants:
