@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import time
+import typing
 from collections.abc import Awaitable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -18,7 +19,7 @@ import attrs
 from tether.tools import ToolError
 
 WorkerTier = Literal["fast", "good"]
-TIERS: tuple[str, ...] = ("fast", "good")
+TIERS: tuple[str, ...] = typing.get_args(WorkerTier)
 
 
 class Status(str, enum.Enum):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 from tether import Tool, ToolError, ToolResult, arg
 from tether.output import cap_items, cap_text
 
 from tether_vibe.config import DEFAULT_WAIT
-from tether_vibe.roster import Roster, Status, WorkerInfo
+from tether_vibe.roster import Roster, Status, WorkerInfo, WorkerTier
 
 FAMILY = "vibe"
 LIST_CAP = 50  # workers shown by vibe_list
@@ -40,7 +40,7 @@ class SpawnArgs:
         min_length=1,
         max_length=80,
     )
-    tier: Literal["fast", "good"] = arg(f"Which kind of worker: {TIER_HELP}.", default="fast")
+    tier: WorkerTier = arg(f"Which kind of worker: {TIER_HELP}.", default="fast")
 
 
 @attrs.frozen
