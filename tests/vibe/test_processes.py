@@ -6,18 +6,10 @@ import asyncio
 import time
 from pathlib import Path
 
-import psutil
 import pytest
+from tether.procs import alive  # running, not a zombie (an orphan's zombie may linger where init does not reap)
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
-
-
-def alive(pid: int) -> bool:
-    """Running, not a zombie (an orphan's zombie may linger where init does not reap it)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 async def pids_in(path: Path, count: int, timeout: float = 10.0) -> list[int]:
