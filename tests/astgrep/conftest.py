@@ -35,6 +35,12 @@ def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = 
         cmd = [sg, "run", "-p", pattern, "-l", lang, "-r", rewrite or "", "-U"]
     cmd.append(str(path))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False)
+    # exit 1 is "no match" and a pattern ast-grep cannot parse finds nothing there either; any other
+    # failure (a bad flag, an unreadable path) must not pass as an empty result
+    refused = "Cannot parse query as a valid pattern" in proc.stderr
+    assert refused or (proc.returncode in (0, 1) and "error" not in proc.stderr.lower()), (
+        f"ast-grep failed (exit {proc.returncode}): {proc.stderr.strip()}"
+    )
     if update:
         return []
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
