@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import tether
-
-tree_sitter_python = pytest.importorskip("tree_sitter_python")
-
-from tether_astgrep.grammars import Grammar, Rung  # noqa: E402 - only after the grammar wheel is known to be there
+import tree_sitter_python  # a test dependency (tests/pyproject.toml): CI must run these, never skip them
+from tether_astgrep.grammars import Grammar, Rung
 
 
 class WheelGrammars:
