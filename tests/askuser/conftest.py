@@ -7,14 +7,11 @@ import os
 import re
 import select
 import subprocess
-import sys
 import termios
 import time
 from pathlib import Path
 
 import pytest
-
-TETHER = str(Path(sys.executable).with_name("tether"))
 
 
 def _take_ctty() -> None:  # runs in the child after setsid: the pty on fd 0 becomes its controlling terminal
@@ -108,7 +105,6 @@ def pty_spawn(tmp_path, no_leftover_processes):
 
     def spawn(argv: list[str], env: dict[str, str] | None = None, stdin_tty: bool = True) -> PtyProcess:
         full_env = {**os.environ, "TETHER_PLUGINS": "askuser", **(env or {})}
-        full_env.pop("CI_NO_TTY", None)
         p = PtyProcess(argv, tmp_path, full_env, stdin_tty)
         spawned.append(p)
         return p
