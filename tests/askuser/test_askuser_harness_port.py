@@ -202,8 +202,9 @@ async def test_progress_heartbeat_while_the_human_thinks(tmp_path):
     async with tether.open_run(tmp_path, options=options) as run:
         call = asyncio.create_task(run.call("ask_user", {"question": "Name?"}, progress=sink))
         pending = await asyncio.wait_for(port.questions.get(), 5)
-        while len(beats) < 3:
-            await asyncio.sleep(0.02)
+        async with asyncio.timeout(5):
+            while len(beats) < 3:
+                await asyncio.sleep(0.02)
         pending.type("x")
         await asyncio.wait_for(call, 5)
         count = len(beats)
