@@ -29,16 +29,12 @@ class PlannedEdit:
     renamed: dict[Path, Path] = attrs.field(factory=dict)
 
     def writes(self) -> dict[Path, bytes | None]:
+        """The files whose final content differs from what was read (told by digest: no file is read again)."""
         out: dict[Path, bytes | None] = {}
         for path, text in self.contents.items():
-            snap = self.originals.get(path)
             new = None if text is None else text.encode("utf-8")
-            old_exists = snap is not None and snap.exists
-            if new is None and not old_exists:
-                continue
-            if new is not None and old_exists and path.read_bytes() == new:
-                continue
-            out[path] = new
+            if Snapshot.of(path, new) != self.originals.get(path):
+                out[path] = new
         return out
 
 
@@ -78,26 +74,30 @@ class Planner:
 
     def _path(self, uri: str) -> Path:
         path = uri_to_path(uri)
-        if path is None or not path.resolve().is_relative_to(self.run.root):
+        resolved = path.resolve() if path is not None else None
+        if resolved is None or not resolved.is_relative_to(self.run.root):
             shown = self.run.relpath(path) if path is not None else uri
             raise ToolError(
                 f"the server's edit touches '{shown}', which is outside the root; nothing was written. "
                 "Rename symbols defined inside the project only.",
                 {"error": "edit_outside_root", "path": str(shown)},
             )
-        return path.resolve()
+        return resolved
 
     def _load(self, path: Path) -> str | None:
         if path not in self.plan.contents:
-            snap = Snapshot.take(path)
-            self.plan.originals[path] = snap
-            if snap.exists:
-                try:
-                    self.plan.contents[path] = path.read_bytes().decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    raise ToolError(f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written", {"error": "unreadable"}) from None
-            else:
-                self.plan.contents[path] = None
+            # read once: the snapshot is of the very bytes the edits apply to
+            data: bytes | None
+            text: str | None
+            try:
+                data = path.read_bytes()
+                text = data.decode("utf-8")
+            except FileNotFoundError:
+                data = text = None
+            except (OSError, UnicodeDecodeError):
+                raise ToolError(f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written", {"error": "unreadable"}) from None
+            self.plan.originals[path] = Snapshot.of(path, data)
+            self.plan.contents[path] = text
         return self.plan.contents[path]
 
     def text_edits(self, uri: str, edits: list[Any]) -> None:
