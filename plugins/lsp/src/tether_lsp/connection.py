@@ -107,7 +107,6 @@ class Connection:
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
-        self.ready_at: float | None = None
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.scan_truncated = False
@@ -186,7 +185,6 @@ class Connection:
         self.client.protocol.notify("initialized", lsp.InitializedParams())
         # no workspace/didChangeConfiguration: settings are answered when the server asks
         # (workspace/configuration), and pyright-based servers re-analyse everything on that notification
-        self.ready_at = time.monotonic()
 
     def _client_capabilities(self) -> Any:
         lsp = self.lsp

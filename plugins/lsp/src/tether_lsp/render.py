@@ -103,9 +103,10 @@ def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Dia
     )
 
 
-def diagnostics(items: list[Any], path: Path, run: Any, encoding: str, lines: Lines, keep=("error", "warning")) -> list[Diagnostic]:
+def diagnostics(items: list[Any], path: Path, run: Any, encoding: str, lines: Lines) -> list[Diagnostic]:
+    """The errors and warnings among a server's diagnostics of one file."""
     out = [diagnostic(d, path, run, encoding, lines) for d in items]
-    return [d for d in out if d.severity in keep]
+    return [d for d in out if d.severity in ("error", "warning")]
 
 
 def hover_text(result: Any) -> str:

@@ -20,7 +20,6 @@ from tether_lsp import render
 from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
 
 OTHER_FILES = 5
-PER_OTHER_FILE = 20
 
 
 def _convert(conn: Any, path: Path, items: list[Any]) -> list[Diagnostic]:
