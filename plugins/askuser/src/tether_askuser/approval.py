@@ -2,8 +2,10 @@
 
 Switched on by the run option ``approval_by_card``: true for every tool, or a list of tiers (e.g.
 ``["write", "exec"]``). Fail-closed: no port, a timeout, a disconnect or a skip refuses the call.
-The environment variable ``TETHER_APPROVAL_BY_CARD`` (``1`` or ``write,exec``) switches it on for the
-`tether` commands, which take no run options. "Always allow" lets every later call of that tool through for the rest of the run, without a card.
+The environment variable ``TETHER_APPROVAL_BY_CARD`` (``1`` or ``write,exec``) switches it on where the
+command line is not yours to change (a `tether serve` an MCP client starts); the `tether` commands also
+take ``--option approval_by_card=...``. "Always allow" lets every later call of that tool through for
+the rest of the run, without a card.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ ENV_APPROVAL = "TETHER_APPROVAL_BY_CARD"
 
 
 def _from_env() -> Any:
-    """`tether call` / `tether serve` take no run options: ``TETHER_APPROVAL_BY_CARD=1`` or ``=write,exec``."""
+    """The setting when no run option gives one: ``TETHER_APPROVAL_BY_CARD=1`` or ``=write,exec``."""
     raw = os.environ.get(ENV_APPROVAL, "").strip().lower()
     if raw in {"", "0", "false", "no", "off"}:
         return False

@@ -47,7 +47,8 @@ ENV_TIMEOUT = "TETHER_ASK_USER_TIMEOUT"
 def timeout_of(options: dict[str, Any], key: str = "ask_user_timeout") -> float:
     """The run's wait bound in seconds; a bad setting falls back to the default rather than waiting forever.
 
-    The environment variable covers `tether call`, which has no way to pass run options.
+    The environment variable covers runs whose command line is not yours to change (a `tether serve`
+    an MCP client starts); `tether call` and `tether serve` also take ``--option ask_user_timeout=N``.
     """
     value = options.get(key, options.get("ask_user_timeout", os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT)))
     try:
