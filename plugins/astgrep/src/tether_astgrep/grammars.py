@@ -31,11 +31,11 @@ class Rung:
     indent: str = ""
     tail: str = ""
 
-    def wrap(self, pattern: str) -> tuple[str, int]:
-        """The wrapped source and the offset (in characters) where the pattern starts in it."""
+    def wrap(self, pattern: str) -> tuple[str, int, int]:
+        """The wrapped source and where the (indented) pattern starts and ends in it, in characters."""
         head, tail = self.template.split(PLACEHOLDER, 1)
         body = pattern.replace("\n", "\n" + self.indent) if self.indent else pattern
-        return head + body + tail, len(head)
+        return head + body + tail, len(head), len(head) + len(body)
 
 
 @attrs.frozen

@@ -179,11 +179,9 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     chosen = None
     for strict in (True, False):
         for rung in grammar.ladder:
-            wrapped, offset = rung.wrap(processed)
+            wrapped, first, last = rung.wrap(processed)
             src = wrapped.encode()
-            start = len(wrapped[:offset].encode())
-            body = processed.replace("\n", "\n" + rung.indent) if rung.indent else processed
-            end = start + len(body.encode())
+            start, end = len(wrapped[:first].encode()), len(wrapped[:last].encode())
             tree = parser.parse(src)
             root = tree.root_node
             bad = _first_problem(root, src, grammar.expando, None if strict else end)
