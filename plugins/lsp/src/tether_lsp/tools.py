@@ -13,6 +13,7 @@ from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
+from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
 from tether_lsp.positions import Spot, find_symbol, to_units
 
 Action = Literal[
@@ -123,21 +124,21 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
 
 async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     path, rel, text = source_file(run, args.file)
-    spot = find_symbol(text, args.line, args.symbol, args.occurrence, rel)
+    find_symbol(text, args.line, args.symbol, args.occurrence, rel)  # refused before any server is asked
     method, params_name, capability, noun = NAVIGATION[args.action]
 
     async def ask(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, capability, None):
             raise ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
-        spot_now = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)  # the text the server has
-        pos = _position(conn, doc.text, spot_now)
+        spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)  # the text the server has
+        pos = _position(conn, doc.text, spot)
         ident = lsp.TextDocumentIdentifier(uri=doc.uri)
         if args.action == "references":
             params = lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))
         elif args.action == "code_actions":
-            source = doc.text.splitlines()[spot_now.line]
-            end = lsp.Position(line=pos.line, character=to_units(source, spot_now.char + len(args.symbol), conn.encoding))
+            source = doc.text.splitlines()[spot.line]
+            end = lsp.Position(line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding))
             on_line = [d for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
                        if d.range.start.line <= pos.line <= d.range.end.line]
             params = lsp.CodeActionParams(
@@ -170,7 +171,6 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             {"locations": [loc.to_json() for loc in shown], "total": len(locs)},
         )
 
-    del spot  # validated before any server is asked; re-found on the text the server holds
     return await sup.with_file(path, ask)
 
 
@@ -315,13 +315,9 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         conn.refresh()
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
-        except Exception as exc:
-            from tether_lsp.connection import RequestTimeout
-
-            if isinstance(exc, RequestTimeout):
-                raise ToolError(f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
-                                {"error": "timeout"}) from None
-            raise
+        except RequestTimeout as exc:
+            raise ToolError(f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
+                            {"error": "timeout"}) from None
         indexing |= conn.indexing
         for s in result or []:
             loc = s.location
@@ -356,8 +352,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
             "server": sid, "root": run.relpath(root), "pid": conn.pid, "uptime_s": round(sup.uptime(conn), 1),
             "open_documents": len(conn.docs), "restarts": conn.restarts, "position_encoding": conn.encoding,
             "indexing": conn.indexing, "binary": conn.binary,
-            "file_sync": ("polled every 1 s (large tree)" if conn._poller is not None else "checked before every query")
-            + (" - only the first 20000 files" if conn.scan_truncated else ""),
+            "file_sync": (f"polled every {POLL_INTERVAL:g} s (large tree)" if conn._poller is not None else "checked before every query")
+            + (f" - only the first {SCAN_CAP} files" if conn.scan_truncated else ""),
         })
     servers = []
     for server in sup.definitions():
