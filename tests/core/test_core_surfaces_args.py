@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Literal
 
 import attrs
@@ -115,8 +116,9 @@ json_values = st.recursive(
 )
 
 
+@functools.cache
 def _every_tool_names() -> list[str]:
-    """All tools every installed family offers on a run that has the resources it can have here."""
+    """All tools every installed family offers on a run that has the resources it can have here (listed once)."""
 
     async def collect():
         async with tether.open_run(".", plugins=[tether.files], conversation_id="c", modes={"vibe"}) as run:
