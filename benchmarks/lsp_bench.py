@@ -22,6 +22,7 @@ from pathlib import Path
 
 import tether
 import tether.files
+from tether.procs import kill_tree
 
 UTIL = 'def greet(name: str) -> str:\n    """Say hello."""\n    return "hi " + name\n\n\nclass Greeter:\n    def hello(self) -> str:\n        return greet("x")\n'
 MAIN = 'from pkg import util as u\nfrom pkg.util import greet\n\ngreeting = greet("a")\nvalue: int = u.greet("d")\n'
@@ -132,21 +133,25 @@ async def raw_cold(root: Path) -> float:
         client.feature(m)(lambda p: None)
     await client.start_io(binary, "--stdio", cwd=str(root), start_new_session=True)
     drain = asyncio.create_task(client._server.stderr.read())
-    await client.initialize_async(lsp.InitializeParams(
-        process_id=None, root_uri=root.as_uri(), workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name="proj")],
-        capabilities=lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(configuration=True))))
-    client.initialized(lsp.InitializedParams())
-    path = root / "pkg/main.py"
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
-        uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
-    result = await client.text_document_definition_async(lsp.DefinitionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=path.as_uri()), position=lsp.Position(line=4, character=15)))
-    elapsed = time.perf_counter() - t0
-    assert result, "raw client got no definition"
-    await client.shutdown_async(None)
-    client.exit(None)
-    await asyncio.wait_for(client.stop(), 10)
-    drain.cancel()
+    try:
+        await asyncio.wait_for(client.initialize_async(lsp.InitializeParams(
+            process_id=None, root_uri=root.as_uri(), workspace_folders=[lsp.WorkspaceFolder(uri=root.as_uri(), name="proj")],
+            capabilities=lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(configuration=True)))), 60)
+        client.initialized(lsp.InitializedParams())
+        path = root / "pkg/main.py"
+        client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+            uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
+        result = await asyncio.wait_for(client.text_document_definition_async(lsp.DefinitionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=path.as_uri()), position=lsp.Position(line=4, character=15))), 60)
+        elapsed = time.perf_counter() - t0
+        assert result, "raw client got no definition"
+        await asyncio.wait_for(client.shutdown_async(None), 10)
+        client.exit(None)
+        await asyncio.wait_for(client.stop(), 10)
+    finally:
+        # the anchor's server goes whatever happened (tether's own is killed by its run)
+        await asyncio.to_thread(kill_tree, client._server.pid, 1.0)
+        drain.cancel()
     return elapsed
 
 
