@@ -102,6 +102,7 @@ def test_the_sync_api_calls_and_closes():
         assert run.call("big", {"n": 3}).plain == "xxx"
         assert [t.name for t in run.tools()] == ["big", "crash", "exclusive", "nested", "refuse"]
     assert run.run._closed and not run._thread.is_alive()  # the run closed and its loop's thread ended
+    assert run.call("big", {"n": 3}).plain == "the run is closed"  # an answer, not a wait for ever
 
 
 async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(plugin_site, monkeypatch, no_leftover_processes):

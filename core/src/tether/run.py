@@ -374,6 +374,8 @@ class SyncRun:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> ToolResult:
+        if not self._thread.is_alive():  # closed: no loop runs to answer, the wait would never end
+            return ToolResult.error("the run is closed")
         return self._wait(self.run.call(name, arguments, **kw))
 
     def close(self) -> None:
