@@ -31,11 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tether", description="Run-bound tools for coding agents.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(sp: argparse.ArgumentParser, vibe: bool = True) -> None:
+    def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
         sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
-        if vibe:
-            sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
+        sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
         sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a run option (VALUE as JSON when it parses, else a string); repeatable")
 
@@ -75,7 +74,7 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
         "options": options,
         "surface": ns.surface,
         "conversation_id": uuid.uuid4().hex,
-        "modes": {"vibe"} if getattr(ns, "vibe", False) else set(),
+        "modes": {"vibe"} if ns.vibe else set(),
         "plugins": [tether.files],
     }
 
