@@ -164,11 +164,15 @@ async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
         assert "debug" not in [t.name for t in run.tools()]
 
 
-def test_entry_point_imports_nothing_heavy():
+def test_entry_point_imports_nothing_heavy(tmp_path):
     code = (
-        "import sys, tether_debug.plugin\n"
-        "heavy = [m for m in ('debugpy', 'tether_debug.session', 'tether_debug.dap', 'tether_debug.tool', 'psutil') if m in sys.modules]\n"
-        "print(heavy)\n"
+        "import sys, tether, tether_debug.plugin\n"
+        "heavy = ('debugpy', 'tether_debug.session', 'tether_debug.dap')\n"
+        "print([m for m in (*heavy, 'tether_debug.tool', 'psutil') if m in sys.modules])\n"
+        # registering the tool creates the supervisor: still nothing of a session before launch
+        f"with tether.open_run_sync({str(tmp_path)!r}, conversation_id='c') as run:\n"
+        "    assert 'debug' in [t.name for t in run.tools()]\n"
+        "    print([m for m in heavy if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, timeout=60, check=False)
-    assert out.stdout.strip() == "[]", out.stderr
+    assert out.stdout.split() == ["[]", "[]"], out.stdout + out.stderr

@@ -10,12 +10,12 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether_debug.session import Ended, Session
+if TYPE_CHECKING:  # the supervisor is created at registration: sessions and the DAP client load on launch
+    from tether_debug.session import Ended, Session
 
 log = logging.getLogger("tether.debug")
-
 
 
 class DebugSupervisor:
