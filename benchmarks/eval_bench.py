@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -22,6 +23,7 @@ import attrs
 import tether
 import tether_eval.plugin as eval_plugin
 from tether import Tier, Tool, arg
+from tether_eval.kernel import MARKER  # the prefix a tool() call's input_request starts with
 
 START_SAMPLES = 11
 CELL_SAMPLES = 100
@@ -121,6 +123,7 @@ class Raw:
         finally:
             if pid is not None:
                 kill_tree(pid, 1.0)  # whatever the shutdown did, the anchor's kernel is gone
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @attrs.frozen
@@ -187,47 +190,41 @@ async def bench(language: str, root: Path, rows: list) -> None:
 
 async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None:
     one_plus_one = "1+1"
-    for options, label in (({}, ""),):
-        async with tether.open_run(
-            root, plugins=[eval_plugin, BenchTools()], load_entry_points=False, options=options
-        ) as run:
-            await run.call("eval", {"code": "0", "description": D, "language": language})
-            raw_cells, our_cells, late, raw_missed = [], [], 0, 0
-            for _ in range(CELL_SAMPLES):
-                t = time.perf_counter()
-                outputs = await raw.cell(one_plus_one)
-                raw_cells.append(time.perf_counter() - t)
-                raw_missed += not any(m["msg_type"] == "execute_result" for m in outputs)
-                t = time.perf_counter()
-                r = await run.call("eval", {"code": one_plus_one, "description": D, "language": language})
-                our_cells.append(time.perf_counter() - t)
-                late += "2" not in r.plain
-            rows.append(
-                (
-                    f"{language} cell 1+1{label}",
-                    statistics.median(raw_cells) * 1000,
-                    statistics.median(our_cells) * 1000,
-                    1.2,
-                    "ms",
-                )
+    async with tether.open_run(root, plugins=[eval_plugin, BenchTools()], load_entry_points=False) as run:
+        await run.call("eval", {"code": "0", "description": D, "language": language})
+        raw_cells, our_cells, late, raw_missed = [], [], 0, 0
+        for _ in range(CELL_SAMPLES):
+            t = time.perf_counter()
+            outputs = await raw.cell(one_plus_one)
+            raw_cells.append(time.perf_counter() - t)
+            raw_missed += not any(m["msg_type"] == "execute_result" for m in outputs)
+            t = time.perf_counter()
+            r = await run.call("eval", {"code": one_plus_one, "description": D, "language": language})
+            our_cells.append(time.perf_counter() - t)
+            late += "2" not in r.plain
+        rows.append(
+            (
+                f"{language} cell 1+1",
+                statistics.median(raw_cells) * 1000,
+                statistics.median(our_cells) * 1000,
+                1.2,
+                "ms",
             )
-            print(
-                f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}"
-            )
-            if label:
-                continue
-            marker = "\u2063tether-call:"
-            if language == "python":
-                raw_call, our_call = f"input({marker!r})", "tool('echo', {'text': 'x'})"
-            else:
-                raw_call, our_call = f"prompt({json.dumps(marker)})", "tool('echo', {text: 'x'})"
-            out = await raw.cell(bridge_code(language, raw_call), answer='{"is_error": false, "text": "x"}')
-            raw_bridge = median_from("".join(m["content"].get("text", "") for m in out))
-            r = await run.call(
-                "eval", {"code": bridge_code(language, our_call), "description": D, "language": language}
-            )
-            assert not r.is_error, r.plain
-            rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
+        )
+        print(
+            f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}"
+        )
+        if language == "python":
+            raw_call, our_call = f"input({MARKER!r})", "tool('echo', {'text': 'x'})"
+        else:
+            raw_call, our_call = f"prompt({json.dumps(MARKER)})", "tool('echo', {text: 'x'})"
+        out = await raw.cell(bridge_code(language, raw_call), answer='{"is_error": false, "text": "x"}')
+        raw_bridge = median_from("".join(m["content"].get("text", "") for m in out))
+        r = await run.call(
+            "eval", {"code": bridge_code(language, our_call), "description": D, "language": language}
+        )
+        assert not r.is_error, r.plain
+        rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
 
 
 async def main() -> None:
