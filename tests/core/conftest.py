@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,3 @@ def plugin_site(tmp_path, monkeypatch):
     discovered_entry_points.cache_clear()
     for mod in ("tether_test_procfam", "tether_test_broken", "tether_test_typo"):
         sys.modules.pop(mod, None)
-
-
-def dedent(s: str) -> str:
-    return textwrap.dedent(s).lstrip()

@@ -12,8 +12,6 @@ import pluggy
 
 from tether import Tier, Tool, ToolResult, arg, hookimpl
 
-IMPORTED = True
-
 hookspec = pluggy.HookspecMarker("tether")
 
 
