@@ -2,7 +2,8 @@
 
 Messaging is jupyter_client's; what is ours is the discipline around it:
 - one reader task per channel (iopub, shell, stdin) awaits messages (no polling loop) and hands each
-  to the cell whose ``parent_header.msg_id`` it answers; anything else is dropped;
+  to the cell whose ``parent_header.msg_id`` it answers; anything else is dropped, and so are iopub's
+  ``execute_input`` and non-idle ``status`` (nobody waits for them);
 - a cell ends when both its ``execute_reply`` and its ``status: idle`` arrived; Deno may send a
   cell's stream/execute_result AFTER its idle (measured: 18 of 100 `1+1` results), so for Deno a
   kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
@@ -398,7 +399,7 @@ class Kernel:
                             await self._answer(msg, end, bridge, budget if extend else None, later)
                     elif kind == "status":
                         end.idle = end.idle or msg["content"].get("execution_state") == "idle"
-                    elif kind != "execute_input":
+                    else:  # output (the reader already dropped execute_input and busy)
                         end.add(msg, self._keep)
                         if extend:
                             budget.reschedule(later())  # output: the cell is alive
@@ -475,7 +476,7 @@ class Kernel:
             self._waiters.pop(msg_id, None)
         while not queue.empty():
             channel, msg = queue.get_nowait()
-            if channel == "iopub" and msg["msg_type"] not in ("status", "execute_input"):
+            if channel == "iopub" and msg["msg_type"] != "status":
                 end.add(msg, self._keep)
 
     async def _drain(self, queue: asyncio.Queue, end: CellEnd) -> None:
@@ -490,7 +491,7 @@ class Kernel:
             if channel == _DIED:
                 end.status = "died"
                 return
-            if channel == "iopub" and msg["msg_type"] not in ("status", "execute_input"):
+            if channel == "iopub" and msg["msg_type"] != "status":
                 end.add(msg, self._keep)
 
     # -- shutdown -------------------------------------------------------------------------------
