@@ -31,6 +31,18 @@ def test_plugin_module_imports_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
+def test_registering_the_tools_imports_nothing_heavy(project):
+    """What `tether tools` does (open a run, list its tools) loads no grammar and no ignore-file parser."""
+    code = (
+        "import sys, tether\n"
+        f"with tether.open_run_sync({str(project)!r}) as run:\n"
+        "    print(sorted(t.name for t in run.tools() if t.family == 'astgrep'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'pathspec'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split("\n")[:2] == ["['ast_edit', 'ast_grep', 'resolve']", "[]"]
+
+
 async def test_tools_and_tiers(project):
     async with tether.open_run(project) as run:
         tiers = {t.name: t.tier.value for t in run.tools() if t.family == "astgrep"}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import tether
 import tether_eval.plugin as eval_plugin
@@ -16,6 +19,18 @@ async def run(tmp_path, no_leftover_processes):
 def assert_clean_error(result):
     assert result.is_error
     assert "Traceback" not in result.plain and 'File "' not in result.plain
+
+
+def test_registering_eval_imports_no_kernel_machinery(tmp_path):
+    """What `tether tools` does (open a run, list its tools) loads neither jupyter_client nor zmq nor ipykernel."""
+    code = (
+        "import sys, tether, tether_eval.plugin as p\n"
+        f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
+        "    print([t.name for t in run.tools()])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('jupyter', 'zmq', 'ipykernel', 'deno'))}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split("\n")[:2] == ["['eval']", "[]"]
 
 
 async def test_missing_description(run):
