@@ -49,9 +49,7 @@ class DebugSupervisor:
             + ". Start a new one with action='launch'."
         )
         self._forget(conversation)
-        task = asyncio.get_running_loop().create_task(session.close())
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        self._close_later(session)
 
     def take_note(self, conversation: str) -> str | None:
         return self.notes.pop(conversation, None)
@@ -79,6 +77,10 @@ class DebugSupervisor:
             "ended: the debuggee and the adapter were terminated. Start a new one with action='launch' if you need it."
         )
         self._forget(conversation)
+        self._close_later(session)
+
+    def _close_later(self, session: Session) -> None:
+        """Close a session from a sync path (a timer, a check); `aclose` waits for what is still closing."""
         task = asyncio.get_running_loop().create_task(session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
