@@ -106,9 +106,7 @@ class Session:
         self.output = OutputBuffer()
         self.stderr_tail: deque[str] = deque(maxlen=20)
         self.stop: Stop | None = None
-        self.ended: Ended | None = None
         self.exit_code: int | None = None
-        self.generation = 0
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
         self.total_frames = 0  # the depth the adapter reported at the last stackTrace
         self.references: set[int] = set()  # variable references handed out at the current stop
@@ -336,7 +334,6 @@ class Session:
         if thread_id is None:
             threads = (await self.client.request("threads")).get("threads") or []
             thread_id = threads[0]["id"] if threads else None
-        self.generation += 1
         self.frames = {}
         self.references = set()
         reason = body.get("reason", "unknown")
@@ -377,8 +374,7 @@ class Session:
         self.stop = None
         self.frames = {}
         self.references = set()
-        self.ended = Ended(self.exit_code, how)
-        return self.ended
+        return Ended(self.exit_code, how)
 
     async def _exception_text(self, thread_id: int | None, body: dict[str, Any]) -> str | None:
         if thread_id is not None and self.client is not None and self.capabilities.get("supportsExceptionInfoRequest"):
@@ -452,7 +448,6 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _kill_all(pids: list[int], group: int | None, grace: float) -> None:
-    import os
     import signal
 
     from tether.procs import alive, kill_tree
