@@ -119,9 +119,9 @@ async def _dispatch(
 
 
 async def _caught_up(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session) -> ToolResult | None:
+    """A stop or an end that arrived after the last wait gave up (a program left running), as a result."""
     from tether_debug.running import after_run
 
-    """A stop or an end that arrived after the last wait gave up (a program left running), as a result."""
     async with session.lock:
         outcome = await session.wait_stop(session.consumed, 0)
         if outcome is None:
