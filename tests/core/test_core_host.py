@@ -30,10 +30,14 @@ def test_tools_json_lists_tools_with_tiers_and_schemas(tmp_path):
         "name": "read",
         "family": "files",
         "tier": "read",
-        "description": read["description"],
+        "description": "Read a text file under the root, with line numbers.",
         "input_schema": read["input_schema"],
     }
-    assert read["input_schema"]["required"] == ["path"]
+    schema = read["input_schema"]
+    assert schema["required"] == ["path"] and schema["additionalProperties"] is False
+    assert schema["properties"]["offset"] == {
+        "description": "First line to show (1-based).", "type": "integer", "minimum": 1, "default": 1,
+    }
     assert all(set(u) == {"family", "reason"} for u in listing["unavailable"])
 
 

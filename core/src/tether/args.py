@@ -251,8 +251,6 @@ def _converter() -> cattrs.Converter:
     return conv
 
 
-
-
 def _walk(exc: BaseException, path: str, out: list[str]) -> None:
     """Flatten a cattrs error tree into `path: problem` lines."""
     from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
