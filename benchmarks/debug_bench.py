@@ -129,16 +129,18 @@ async def bench_adapter(name: str, root: Path, argv: list[str], launch: dict, pr
             raw = Raw(argv, root, ["uncaught"] if name == "debugpy" else [])  # what tether sends too
             t = time.perf_counter()
             await raw.start()
-            stopped = await raw.launch_to_stop(name, launch, root / source, line)
-            raw_launch.append(time.perf_counter() - t)
-            thread = stopped["body"]["threadId"]
-            for _ in range(ROUNDS_PER_STOP):
-                t = time.perf_counter()
-                frames = (await raw.req("stackTrace", {"threadId": thread, "levels": 30}))["stackFrames"]
-                scopes = (await raw.req("scopes", {"frameId": frames[0]["id"]}))["scopes"]
-                await raw.req("variables", {"variablesReference": scopes[0]["variablesReference"]})
-                raw_round.append(time.perf_counter() - t)
-            await raw.stop()
+            try:
+                stopped = await raw.launch_to_stop(name, launch, root / source, line)
+                raw_launch.append(time.perf_counter() - t)
+                thread = stopped["body"]["threadId"]
+                for _ in range(ROUNDS_PER_STOP):
+                    t = time.perf_counter()
+                    frames = (await raw.req("stackTrace", {"threadId": thread, "levels": 30}))["stackFrames"]
+                    scopes = (await raw.req("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+                    await raw.req("variables", {"variablesReference": scopes[0]["variablesReference"]})
+                    raw_round.append(time.perf_counter() - t)
+            finally:  # the anchor's adapter and debuggee go whatever happened (tether's own go with its run)
+                await raw.stop()
             # tether
             t = time.perf_counter()
             result = await run.call("debug", {"action": "launch", "program": program})
