@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tether import ToolError, ToolResult
+from tether.output import cap_items
 
 from tether_debug.adapters import adapter_table
 from tether_debug.render import (
@@ -84,10 +85,10 @@ def output_action(supervisor: DebugSupervisor, conversation: str, session: Sessi
 async def threads_action(session: Session) -> ToolResult:
     assert session.client is not None
     threads = (await session.client.request("threads")).get("threads") or []
-    shown = threads[:MAX_THREADS]
+    shown, note = cap_items(threads, MAX_THREADS, "threads")
     lines = [f"{t['id']}: {t.get('name', '')}" for t in shown]
-    if len(threads) > MAX_THREADS:
-        lines.append(f"[{len(threads) - MAX_THREADS} more threads not shown (showing {MAX_THREADS} of {len(threads)})]")
+    if note:
+        lines.append(note)
     return ToolResult.text("\n".join(lines) or "(no threads)", data={"threads": [{"id": t["id"], "name": t.get("name", "")} for t in shown], "total": len(threads)})
 
 
