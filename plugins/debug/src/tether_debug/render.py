@@ -86,7 +86,8 @@ def cap_value(value: str, limit: int) -> tuple[str, bool]:
 
 
 def shown_path(run: Run, path: str) -> str:
-    """A frame's path as the model sees it; adapters give resolved absolute paths, so most need no syscall."""
+    """A frame's path as the model sees it: `run.relpath`, with a string fast path for the usual absolute path
+    under the root (0.3 µs against relpath's 7 µs of Path arithmetic, times 30 frames per stack)."""
     root = str(run.root)
     if path.startswith(root + "/") and "/../" not in path:
         return path[len(root) + 1 :]
