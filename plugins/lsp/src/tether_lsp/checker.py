@@ -34,7 +34,7 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
             sev = d.get("severity", "error")
             diags.append(Diagnostic(
                 _rel(run, cwd, d.get("file", "?")), pos.get("line", 0) + 1, pos.get("character", 0) + 1,
-                "information" if sev == "information" else sev, d.get("message", "").strip(), d.get("rule"), "basedpyright",
+                sev, d.get("message", "").strip(), d.get("rule"), "basedpyright",
             ))
     elif fmt == "tsc":
         for line in out.splitlines():
