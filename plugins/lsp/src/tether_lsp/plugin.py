@@ -67,20 +67,20 @@ def _supervisor(run: Any) -> Any:
 
 
 @hookimpl
-async def tether_diagnostics_before_write(run: Any, paths: Any) -> Any:
+async def tether_diagnostics_before_write(run: Any, paths: Any, call_id: str) -> Any:
     sup = _supervisor(run)
     if sup is None:
         return None
     from tether_lsp.write_diagnostics import before_write
 
-    return await before_write(run, sup, list(paths))
+    return await before_write(run, sup, list(paths), call_id)
 
 
 @hookimpl
-async def tether_diagnostics_after_write(run: Any, paths: Any) -> Any:
+async def tether_diagnostics_after_write(run: Any, paths: Any, call_id: str) -> Any:
     sup = _supervisor(run)
     if sup is None:
         return None
     from tether_lsp.write_diagnostics import after_write
 
-    return await after_write(run, sup, list(paths))
+    return await after_write(run, sup, list(paths), call_id)

@@ -45,7 +45,7 @@ class Supervisor:
         self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
         self._versions: dict[str, str | None] = {}
         self._definitions: list[ServerDef] | None = None
-        self.baseline: dict[str, list[Any]] = {}  # every known file's diagnostics before the current write
+        self.baselines: dict[str, dict[str, list[Any]]] = {}  # per write (call id): known diagnostics before it
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         self._closed = False
 

@@ -62,7 +62,7 @@ async def _prime(conn: Any, path: Path, deadline: float, request_timeout: float)
     await conn.settle(0.3, max(0.0, deadline - time.monotonic()))
 
 
-async def before_write(run: Any, sup: Any, paths: list[str]) -> dict[str, list[Diagnostic]]:
+async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
     timeout = sup.option("diagnostics_timeout")
     deadline = time.monotonic() + timeout
     out: dict[str, list[Diagnostic]] = {}
@@ -89,12 +89,14 @@ async def before_write(run: Any, sup: Any, paths: list[str]) -> dict[str, list[D
             pub = conn.published.get(doc.uri)
             items = pub.items if pub else []
         out[rel] = _convert(conn, path, items)
-    known = _known(sup)
-    sup.baseline = {**known, **out}
-    return {**known, **out}
+    baseline = {**_known(sup), **out}
+    sup.baselines[call_id] = baseline  # per write: overlapping writes must not share a "before"
+    while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
+        sup.baselines.pop(next(iter(sup.baselines)))
+    return baseline
 
 
-async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
+async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
     cap = sup.option("diagnostics_timeout")
     deadline = time.monotonic() + cap
     files: dict[str, list[Diagnostic]] = {}
@@ -138,7 +140,7 @@ async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
                 await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
             except (ServerDied, RequestTimeout, ServerError):
                 break
-    before = sup.baseline
+    before = sup.baselines.pop(call_id, {})
     changed = []
     for rel, diags in _known(sup).items():
         if rel in files or rel not in before:
@@ -151,5 +153,4 @@ async def after_write(run: Any, sup: Any, paths: list[str]) -> WriteDiagnostics:
     if len(changed) > OTHER_FILES:
         notes.append(f"diagnostics also changed in {len(changed) - OTHER_FILES} more file(s): "
                      f"{', '.join(rel for rel, _ in changed[OTHER_FILES:OTHER_FILES + 10])}")
-    sup.baseline = _known(sup)
     return WriteDiagnostics(files=files, notes=notes)
