@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tether_vibe import plugin as vibe_plugin
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -240,18 +241,12 @@ def test_from_a_synchronous_run(project, worker_cmd):
         modes={"vibe"},
         options={"vibe": {"fast": worker_cmd}},
         load_entry_points=False,
-        plugins=[_plugin()],
+        plugins=[vibe_plugin],
     ) as run:
         spawned = run.call("vibe_spawn", {"brief": "from sync code", "label": "sync"})
         done = run.call("vibe_wait", {"worker_id": spawned.data["worker_id"], "timeout_seconds": 30})
         run.call("vibe_spawn", {"brief": "@sleep 60", "label": "left running"})
     assert done.data["status"] == "done" and "from sync code" in done.data["result"]
-
-
-def _plugin():
-    from tether_vibe import plugin
-
-    return plugin
 
 
 async def test_label_is_kept_on_one_line(open_vibe, project, worker_cmd):
