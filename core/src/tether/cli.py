@@ -17,6 +17,8 @@ import sys
 import uuid
 from typing import Any
 
+from tether.options import OptionsError
+
 
 class _Usage(Exception):
     pass
@@ -33,10 +35,14 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
-        sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
+        sp.add_argument("--surface", default="full", help="full, plan, readonly or one a plugin defines (default: full)")
         sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
         sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a run option (VALUE as JSON when it parses, else a string); repeatable")
+                        help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
+                             "`tether tools --json` lists them")
+        sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
+                        help="whether the run may execute the root's code (its own binaries, checkers that "
+                             "run it); default: trusted on the full surface, untrusted on plan and readonly")
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -56,10 +62,6 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
 
     if not os.path.isdir(ns.root):
         raise _Usage(f"--root {ns.root!r} is not a directory")
-    from tether.surfaces import BUILTIN_SURFACES
-
-    if ns.surface not in BUILTIN_SURFACES:
-        raise _Usage(f"unknown surface {ns.surface!r}; choose one of: {', '.join(BUILTIN_SURFACES)}")
     options: dict[str, Any] = {}
     for item in ns.option:
         key, sep, value = item.partition("=")
@@ -69,6 +71,8 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    if ns.trust is not None:
+        options["trust"] = ns.trust
     return {
         "root": ns.root,
         "options": options,
@@ -152,14 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ns = _parser().parse_args(argv)
         if ns.command == "serve":
+            from tether.run import Run
             from tether.serve import serve
 
-            return serve(**_run_kwargs(ns))
+            kwargs = _run_kwargs(ns)
+            Run(**kwargs)  # a bad option or surface stops the server before a client connects
+            return serve(**kwargs)
         import asyncio
 
         return asyncio.run(_tools(ns) if ns.command == "tools" else _call(ns))
     except _Usage as exc:
         print(f"tether: {exc}", file=sys.stderr)
+        return 2
+    except OptionsError as exc:
+        for problem in exc.problems:
+            print(f"tether: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
