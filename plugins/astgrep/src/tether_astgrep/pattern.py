@@ -49,6 +49,7 @@ class Pattern:
     comment_kinds: frozenset[int]
     root_kinds: frozenset[int] = frozenset()  # kinds a candidate may have (the root's, and its aliases)
     leaf_aliases: tuple[tuple[int, frozenset[int]], ...] = ()  # only for a pattern that is a lone name
+    depth: int = 1  # how deep the pattern tree nests: the matcher needs that much recursion
 
     @property
     def key(self) -> tuple:
@@ -104,7 +105,8 @@ def _is_single(node: Any) -> bool:
     return False
 
 
-def _convert(node: Any, src: bytes, expando: str) -> tuple:
+def _leaf_or_meta(node: Any, src: bytes, expando: str) -> tuple | None:
+    """The pattern tuple of a metavariable or a leaf, or None for an inner node."""
     text = src[node.start_byte : node.end_byte]
     if text.startswith(expando.encode()):
         mv = metavariable(text.decode("utf-8", "replace"), expando)
@@ -112,8 +114,42 @@ def _convert(node: Any, src: bytes, expando: str) -> tuple:
             return (META, *mv)
     if node.child_count == 0:
         return (TERM, node.kind_id, text, node.is_named)
-    children = tuple(_convert(c, src, expando) for c in node.children if not c.is_missing)
-    return (INNER, node.kind_id, children)
+    return None
+
+
+def _convert(top: Any, src: bytes, expando: str) -> tuple:
+    """The pattern tree of a node (iterative: a pattern may nest deeper than Python's recursion limit)."""
+    done = _leaf_or_meta(top, src, expando)
+    if done is not None:
+        return done
+    # each frame: (node, its non-missing children, the tuples converted so far)
+    stack = [(top, [c for c in top.children if not c.is_missing], [])]
+    while True:
+        node, kids, out = stack[-1]
+        if len(out) == len(kids):
+            stack.pop()
+            done = (INNER, node.kind_id, tuple(out))
+            if not stack:
+                return done
+            stack[-1][2].append(done)
+            continue
+        child = kids[len(out)]
+        leaf = _leaf_or_meta(child, src, expando)
+        if leaf is not None:
+            out.append(leaf)
+        else:
+            stack.append((child, [c for c in child.children if not c.is_missing], []))
+
+
+def _nesting(p: tuple) -> int:
+    """How deep a pattern tree nests (the matcher recurses once per level)."""
+    best, stack = 0, [(p, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        if node[0] == INNER:
+            stack.extend((c, d + 1) for c in node[2])
+    return best
 
 
 def _is_metavariable_error(node: Any, src: bytes, expando: str) -> bool:
@@ -125,38 +161,39 @@ def _is_metavariable_error(node: Any, src: bytes, expando: str) -> bool:
     return metavariable(text, expando) is not None
 
 
-def _first_problem(node: Any, src: bytes, expando: str, lenient_from: int | None = None) -> Any:
-    """The first ERROR or MISSING node under ``node`` (pre-order), or None.
+def _first_problem(top: Any, src: bytes, expando: str, lenient_from: int | None = None) -> Any:
+    """The first ERROR or MISSING node under ``top`` (pre-order), or None.
 
     With ``lenient_from`` (the pattern's end), a MISSING token at the end of the pattern (a `;` left
     off a statement) and ERROR nodes that are only a metavariable pass, as ast-grep accepts them; a
     context without them is always preferred.
     """
     lenient = lenient_from is not None
-    if node.is_error and not (lenient and _is_metavariable_error(node, src, expando)):
-        return node
-    if node.is_missing and not (lenient and not node.is_named and node.start_byte >= lenient_from):
-        return node
-    if not node.has_error or node.is_error:
-        return None
-    for child in node.children:
-        found = _first_problem(child, src, expando, lenient_from)
-        if found is not None:
-            return found
+    stack = [top]
+    while stack:
+        node = stack.pop()
+        if node.is_error and not (lenient and _is_metavariable_error(node, src, expando)):
+            return node
+        if node.is_missing and not (lenient and not node.is_named and node.start_byte >= lenient_from):
+            return node
+        if node.has_error and not node.is_error:
+            stack.extend(reversed(node.children))
     return None
 
 
-def _walk(p: tuple, names: set[str], needles: list[bytes], words: bool) -> None:
-    if p[0] == META:
-        if p[2]:
-            names.add(p[2])
-    elif p[0] == TERM:
-        text = p[2]
-        if text and (p[3] or (words and _WORD.fullmatch(text))):
-            needles.append(text)
-    else:
-        for c in p[2]:
-            _walk(c, names, needles, words)
+def _walk(root: tuple, names: set[str], needles: list[bytes], words: bool) -> None:
+    stack = [root]
+    while stack:
+        p = stack.pop()
+        if p[0] == META:
+            if p[2]:
+                names.add(p[2])
+        elif p[0] == TERM:
+            text = p[2]
+            if text and (p[3] or (words and _WORD.fullmatch(text))):
+                needles.append(text)
+        else:
+            stack.extend(reversed(p[2]))
 
 
 def comment_kinds(language: Any) -> frozenset[int]:
@@ -254,4 +291,5 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
         comment_kinds=comment_kinds(language),
         root_kinds=aliases.get(root[1], frozenset((root[1],))) if root[0] != META else frozenset(),
         leaf_aliases=tuple(aliases.items()),
+        depth=_nesting(root),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import logging
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from tether_astgrep.grammars import Grammar
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
+
+log = logging.getLogger("tether.astgrep")
 
 MAX_RESULTS = 1000
 SHOWN_LINES = 3  # of a long match
@@ -59,6 +62,11 @@ class EditArgs:
     )
     path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
     language: str | None = tether.arg("Grammar id; inferred as for ast_grep", default=None)
+    allow_parse_errors: bool = tether.arg(
+        "Stage the rewrite even when it leaves a file that parsed cleanly with syntax errors (refused "
+        "otherwise; the preview then lists each file:line)",
+        default=False,
+    )
 
 
 @attrs.frozen
@@ -210,6 +218,13 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as})"
     )
     lines = [head]
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        lines.append(
+            f"could not search {_plural(len(failed), 'file')} (an internal fault, logged; the other files were "
+            "searched): " + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
+            + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
+        )
     if not total and _LOWER_VAR.search(args.pattern):
         lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
@@ -284,15 +299,36 @@ def _diff(rel: str, old: bytes, new: bytes) -> list[str]:
     return list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", n=1, lineterm=""))
 
 
-def _rewrite_files(pool: ParserPool, pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> list[tuple]:
-    """(path, old bytes, new bytes, replacements, kept tails) for each file the rewrite changes.
+@attrs.frozen
+class _Change:
+    path: str
+    old: bytes
+    new: bytes
+    replacements: int
+    tails: tuple[int, ...]  # lines (of the new content) of replacements whose match went on past the pattern
+    errors: tuple[tuple[int, str], ...]  # syntax errors of the new content, when the old one had none
+
+
+@attrs.frozen
+class _Rewrites:
+    changes: list[_Change]
+    untouched: list[tuple[str, int]]  # (path, line) of matches left as they were: unparsed code inside
+    failed: list[tuple[str, str]]  # (path, what went wrong)
+
+
+def _line(data: bytes, byte: int) -> int:
+    return data.count(b"\n", 0, byte) + 1
+
+
+def _rewrite_files(pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> _Rewrites:
+    """Each file the rewrite changes, re-parsed: the new syntax errors of a file that parsed before.
 
     Each file is read once more and matched again here, so the change and the snapshot taken for
     `resolve` come from the same bytes.
     """
     from tether_astgrep import engine, rewrite
 
-    out = []
+    out = _Rewrites([], [], [])
     for path in paths:
         try:
             data = Path(path).read_bytes()
@@ -300,13 +336,34 @@ def _rewrite_files(pool: ParserPool, pattern: Pattern, grammar: Grammar, paths: 
             continue
         if engine.classify(data) is not None:
             continue
-        matches = engine.search_source(data, pattern, grammar.language)
-        if not matches:
+        try:
+            tree, matches = engine.search_source(data, pattern, grammar.language)
+            root = tree.root_node
+            safe = []
+            for m in matches:
+                if rewrite.unparsed_inside(root, m):
+                    out.untouched.append((path, m.start[0]))
+                else:
+                    safe.append(m)
+            if not safe:
+                continue
+            done = rewrite.apply(data, safe, template)
+            if done.content == data:
+                continue
+            errors = () if root.has_error else rewrite.syntax_errors(engine.parse(done.content, pattern, grammar.language).root_node)
+        except Exception as exc:  # noqa: BLE001 - one file never fails the whole rewrite
+            log.warning("rewriting %s failed", path, exc_info=True)
+            out.failed.append((path, f"{type(exc).__name__}: {exc}"[:200]))
             continue
-        done = rewrite.apply(data, matches, template)
-        if done.content != data:
-            out.append((path, data, done.content, done.replacements, done.kept_tails))
+        tails = tuple(_line(done.content, b) for b in done.tails)
+        out.changes.append(_Change(path, data, done.content, done.replacements, tails, tuple(errors)))
     return out
+
+
+def _places(run: Any, where: list[tuple[str, int]], limit: int = 10) -> str:
+    """`a.py:3, b.py:10, ... (and N more)`."""
+    shown = ", ".join(f"{run.relpath(p)}:{line}" for p, line in where[:limit])
+    return shown + (f" (and {len(where) - limit} more)" if len(where) > limit else "")
 
 
 async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
@@ -327,37 +384,80 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
         )
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     paths = [r.path for r in results if r.matches]
-    changed = await asyncio.to_thread(_rewrite_files, pool, pattern, target.grammar, paths, args.rewrite)
+    done = await asyncio.to_thread(_rewrite_files, pattern, target.grammar, paths, args.rewrite)
+    notes = []
+    if done.untouched:
+        notes.append(
+            f"left as they were ({len(done.untouched)}): matches holding code the {target.grammar.id} grammar could "
+            f"not parse, which the rewrite would drop: {_places(run, done.untouched)}. Edit those by hand."
+        )
+    if done.failed:
+        notes.append(
+            "not rewritten (the rewrite failed there; see the log): "
+            + "; ".join(f"{run.relpath(p)} ({why})" for p, why in done.failed[:5])
+        )
+    changed = done.changes
     if not changed:
         return ToolResult.text(
-            f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
-            "nothing was staged",
+            "\n".join([
+                f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
+                "nothing was staged", *notes,
+            ]),
             {"edit_id": None, "replacements": 0, "files": []},
         )
-    replacements = sum(c[3] for c in changed)
-    tails = sum(c[4] for c in changed)
-    snapshots = [Snapshot.of(Path(p), old) for p, old, *_ in changed]
-    edit = pool.stage({Path(p): new for p, _, new, *_ in changed}, snapshots, replacements)
-    rels = [run.relpath(p) for p, *_ in changed]
+    broken = [(c.path, line, what) for c in changed for line, what in c.errors]
+    tails = [(c.path, line) for c in changed for line in c.tails]
+    if broken and not args.allow_parse_errors:
+        kept = [t for t in tails if any(t[0] == p for p, *_ in broken)]
+        why = (
+            f" The matches at {_places(run, kept)} went on past the pattern and that code was kept after the "
+            "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
+            if kept else ""
+        )
+        listing = "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
+        more = f" (and {len(broken) - 20} more)" if len(broken) > 20 else ""
+        raise ToolError(
+            f"refused: the rewrite leaves {_plural(len({p for p, *_ in broken}), 'file')} that parsed before with "
+            f"syntax errors (lines of the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
+            "pass allow_parse_errors=true to stage it anyway",
+            {"error": "breaks_parse", "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]},
+        )
+    replacements = sum(c.replacements for c in changed)
+    snapshots = [Snapshot.of(Path(c.path), c.old) for c in changed]
+    edit = pool.stage({Path(c.path): c.new for c in changed}, snapshots, replacements)
+    rels = [run.relpath(c.path) for c in changed]
     lines = [
         (
             f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is "
             f'written until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
         )
     ]
+    if broken:
+        lines.append(
+            "WARNING: staged with allow_parse_errors; these places (lines of the rewritten file) no longer parse: "
+            + "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
+        )
     if tails:
         lines.append(
-            f"{tails} of the matched nodes went on past the end of the pattern; that code is kept after the "
-            "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
+            f"{len(tails)} of the matched nodes went on past the end of the pattern; that code is kept after the "
+            f"replacement (add $$$REST to the pattern and the rewrite to move it yourself), at (new) {_places(run, tails)}"
         )
+    lines.extend(notes)
     diff: list[str] = []
-    for (_path, old, new, *_), rel in zip(changed, rels):
-        diff.extend(_diff(rel, old, new))
+    for c, rel in zip(changed, rels):
+        diff.extend(_diff(rel, c.old, c.new))
     shown, cut = cap_items(diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less.")
     lines.extend(shown)
     if cut:
         lines.append(cut)
-    data = {"edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": tails}
+    data = {
+        "edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": len(tails),
+        "tails": [{"file": run.relpath(p), "line": line} for p, line in tails],
+    }
+    if broken:
+        data["parse_errors"] = [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]
+    if done.untouched:
+        data["untouched"] = [{"file": run.relpath(p), "line": line} for p, line in done.untouched]
     return ToolResult.text("\n".join(lines), data)
 
 

@@ -255,8 +255,9 @@ def make_tools(roster: Roster) -> list[Tool]:
             lines.append(note)
         return ToolResult.text("\n".join(lines), {"workers": [_summary(w) for w in workers]})
 
-    def tool(name: str, description: str, args: type, handler: Any) -> Tool:
-        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True)
+    def tool(name: str, description: str, args: type, handler: Any, read_only: bool | None = None) -> Tool:
+        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True,
+                    read_only=read_only)
 
     return [
         tool(
@@ -267,6 +268,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             + tiers_note,
             SpawnArgs,
             spawn,
+            read_only=False,  # tier read by design (the gate is on the worker's own tools), but it starts an agent
         ),
         tool(
             "vibe_send",
