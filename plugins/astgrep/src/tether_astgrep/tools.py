@@ -465,7 +465,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
 
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     run = pool.run
     edit = pool.edits.get(args.edit_id.strip())
@@ -482,17 +482,16 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     if args.action == "discard":
         edit.state = "discarded"
         return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
-    moved = await asyncio.to_thread(changed_since, edit.snapshots)
-    if moved:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in moved]
+    try:  # the snapshots are checked under the root's write lock, so no write slips in between
+        await run.write_files(dict(edit.changes), expect=edit.snapshots)
+    except ChangedSince as exc:
+        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
         raise ToolError(
             f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
             "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
             "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in moved]},
-        )
-    try:
-        await asyncio.to_thread(write_all, dict(edit.changes))
+            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
+        ) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
