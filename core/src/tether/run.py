@@ -11,12 +11,13 @@ import asyncio
 import contextvars
 import errno
 import inspect
+import itertools
 import json
 import logging
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,11 @@ import attrs
 from tether.args import ArgumentsError, structure_arguments
 from tether.hookspecs import NO_RESOURCE
 from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
-from tether.output import DEFAULT_MAX_CHARS, cap_text
+from tether.options import CoreOptions, Options, OptionsError
+from tether.output import cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.surfaces import BUILTIN_SURFACES, Surface
-from tether.tools import Text, Tool, ToolError, ToolResult
+from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
 
@@ -80,7 +82,7 @@ class Run:
         surface: str = "full",
         conversation_id: str | None = None,
         modes: Iterable[str] = (),
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
         plugins: Iterable[Any] = (),
         block: Iterable[str] = (),
         load_entry_points: bool = True,
@@ -90,25 +92,41 @@ class Run:
             raise ValueError(f"root {str(root)!r} is not a directory")
         self.conversation_id = conversation_id
         self.modes = frozenset(modes)
-        self.options: dict[str, Any] = dict(options or {})
         self.diagnostics = DiagnosticRegistry()
-        self.pm, self.plugin_errors = plugin_manager(plugins, block, load_entry_points)
+        loaded = plugin_manager(plugins, block, load_entry_points)
+        self.pm, self.plugin_errors, self.option_registry = loaded.pm, loaded.errors, loaded.options
         self.hook = self.pm.hook
+        self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
+        self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
         for extra in self.hook.tether_add_surfaces(run=self):
             for s in extra or ():
                 self.surfaces[s.name] = s
         if surface not in self.surfaces:
-            raise ValueError(f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}")
+            raise OptionsError([f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}"])
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
-        self._procs: list[Any] = []  # psutil handles: a reused pid is not ours
+        self.id = uuid.uuid4().hex[:12]  # names the run in its children's environment (tether.procs.TAG)
+        self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
+        self._serial = itertools.count(1)
+        self._private: Path | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self.all_tools: dict[str, Tool] = {}
         self.unavailable: list[Unavailable] = []
         self._visible: dict[str, Tool] = {}
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the run may execute its root's code: the project's own binaries, checkers that run it.
+
+        The run option ``trust`` decides; unset, a surface that offers exec tools trusts its root and a
+        read-only one (plan, readonly) does not, so exploring a checkout never runs it.
+        """
+        if self._core.trust is not None:
+            return self._core.trust
+        return self.surface.allows(Tier.EXEC)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -163,13 +181,44 @@ class Run:
         """Call ``fn`` (sync or async) when the run closes, before leftover processes are killed."""
         self._closers.append(fn)
 
-    def track_process(self, proc: Any) -> None:
-        """Kill this process's tree when the run closes, whatever its family's shutdown did."""
-        from tether.procs import process
+    def _keep(self) -> Any:
+        if self._keeper is None:
+            from tether.procs import Keeper
 
-        handle = process(proc if isinstance(proc, int) else proc.pid)
-        if handle is not None:
-            self._procs.append(handle)
+            self._keeper = Keeper(self.id, KILL_GRACE)
+        return self._keeper
+
+    def child_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for a process the run starts (``os.environ`` unless given), tagged for stopping.
+
+        The tag is inherited by everything the process starts, so `stop_process` and the close find
+        what left its session or lost its parent.
+        """
+        from tether.procs import TAG
+
+        return {**(os.environ if env is None else env), TAG: f"{self.id}.{next(self._serial)}"}
+
+    def track_process(self, proc: Any) -> None:
+        """Stop this process when the run closes, or when the process that runs tether dies.
+
+        Its tree goes with it, and so do the process group of a session leader and whatever carries
+        the tag of `child_env`, whatever its family's shutdown did.
+        """
+        self._keep().track(proc if isinstance(proc, int) else proc.pid)
+
+    async def stop_process(self, proc: Any, grace: float = KILL_GRACE) -> None:
+        """Stop a tracked process now, with everything `track_process` would stop at close."""
+        pid = proc if isinstance(proc, int) else proc.pid
+        await asyncio.to_thread(self._keep().stop_one, pid, grace)
+
+    def private_dir(self) -> Path:
+        """The run's private temporary directory, removed at close (by the next run, if we were killed)."""
+        if self._private is None:
+            from tether.procs import private_dir
+
+            self._private = Path(private_dir("tether-run-"))
+            self._keep().remove_at_close(str(self._private))
+        return self._private
 
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""
@@ -246,6 +295,7 @@ class Run:
                 for t in self.tools()
             ],
             "unavailable": [{"family": u.family, "reason": u.reason} for u in self.unavailable],
+            "options": self.option_registry.listing(),
         }
 
     def _unknown_tool(self, name: str) -> ToolResult:
@@ -358,7 +408,7 @@ class Run:
 
     def _bound(self, result: ToolResult) -> ToolResult:
         """Text and structured data capped at the run's output limit, the cut said."""
-        limit = int(self.options.get("max_output_chars", DEFAULT_MAX_CHARS))
+        limit = self._core.max_output_chars
         data = _bound_data(result.data, limit)
         if data is result.data and all(len(b.text) <= limit for b in result.content if isinstance(b, Text)):
             return result
@@ -369,7 +419,7 @@ class Run:
     # -- diagnostics on write -------------------------------------------------------------------
 
     def _diagnostics_wait(self) -> float:
-        return float(self.options.get("diagnostics_timeout", 5.0)) + DIAGNOSTICS_SLACK
+        return self._core.diagnostics_timeout + DIAGNOSTICS_SLACK
 
     async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
         files: dict[str, list[Diagnostic]] = {}
@@ -418,10 +468,8 @@ class Run:
             await self._bounded_close(lambda out=out: out, "run_closing hook")
         for closer in reversed(self._closers):
             await self._bounded_close(closer, getattr(closer, "__qualname__", repr(closer)))
-        if self._procs:
-            from tether.procs import kill_tree
-
-            await asyncio.to_thread(lambda: [kill_tree(p, KILL_GRACE) for p in self._procs])
+        if self._keeper is not None:
+            await asyncio.to_thread(self._keeper.close)
 
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
         try:
@@ -511,9 +559,26 @@ def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
 
 
 @asynccontextmanager
-async def open_run(root: str | os.PathLike[str] = ".", **kwargs: Any) -> AsyncIterator[Run]:
-    """Open a run (plugins discovered now, tools registered) and close it on exit."""
-    run = Run(root, **kwargs)
+async def open_run(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> AsyncIterator[Run]:
+    """Open a run (plugins discovered now, options structured, tools registered) and close it on exit.
+
+    ``surface`` names who the tools are for (`full`, `plan`, `readonly` or one a plugin defines);
+    ``options`` are the run options (`tether.options`; raises OptionsError on an unknown key or a bad
+    value); ``plugins`` are plugin objects or modules registered besides the entry points, ``block``
+    entry-point names never imported, ``load_entry_points=False`` loads none.
+    """
+    run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+              plugins=plugins, block=block, load_entry_points=load_entry_points)
     try:
         await run._open()
         yield run
@@ -548,7 +613,20 @@ class SyncRun:
 
 
 @contextmanager
-def open_run_sync(root: str | os.PathLike[str] = ".", **kwargs: Any) -> Iterator[SyncRun]:
+def open_run_sync(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> Iterator[SyncRun]:
+    """`open_run` for synchronous code: the run's event loop lives in a thread of its own."""
+    kwargs = dict(surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+                  plugins=plugins, block=block, load_entry_points=load_entry_points)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="tether-run", daemon=True)
     thread.start()
