@@ -275,3 +275,28 @@ def test_recovery_finishes_a_committed_journal_and_ignores_garbage(root):
     shutil.rmtree(folder)
     assert tether.atomic.recover(root) == []  # nothing to do, and no state dir is made for it
     assert not folder.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs as the root, where the system lets this user mount one."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                                                       capture_output=True, check=False).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (the injected ENOSPC test covers the same path)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+async def test_a_really_full_disk_leaves_nothing_behind(small_disk):
+    (small_disk / "a.txt").write_text("old\n")
+    async with files_run(small_disk) as run:
+        result = await run.call("write", {"path": "a.txt", "content": "x" * 400_000})
+        assert result.is_error and "the disk is full" in result.plain and "\n" not in result.plain, result.plain
+        again = await run.call("write", {"path": "b.txt", "content": "fits\n"})  # the space was given back
+        assert not again.is_error, again.plain
+    assert sorted(p.name for p in small_disk.iterdir()) == ["a.txt", "b.txt"]
+    assert (small_disk / "a.txt").read_text() == "old\n"

@@ -65,6 +65,8 @@ class Snapshot:
     @classmethod
     def take(cls, path: Path) -> Snapshot:
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO put there would block the read
+                return cls(path, True, None)
             data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, False, None)
@@ -189,7 +191,7 @@ def _side_name(target: Path, txid: str, suffix: str) -> str:
     return str(target.with_name(f".{name}.{txid}{suffix}"))
 
 
-def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
+def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
     entries = []
     for target, content in changes.items():
         try:
@@ -197,7 +199,8 @@ def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"'{target}' is not a regular file; only regular files are written", {"error": "not_a_file"})
+            shown = os.path.relpath(target, root)
+            raise ToolError(f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"})
         if content is None:
             if st is not None:
                 entries.append(_Entry("delete", str(target), None, _side_name(target, txid, OLD_SUFFIX)))
@@ -283,12 +286,12 @@ def write_all(
         moved = changed_since(expect)
         if moved:
             raise ChangedSince(moved)
-        _transact(folder, changes)
+        _transact(root, folder, changes)
 
 
-def _transact(folder: Path, changes: Mapping[Path, bytes | None]) -> None:
+def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) -> None:
     txid = uuid.uuid4().hex[:12]
-    entries = _plan(changes, txid)
+    entries = _plan(root, changes, txid)
     if not entries:
         return
     _save_journal(folder, txid, "staging", entries)
