@@ -271,6 +271,11 @@ def test_recovery_finishes_a_committed_journal_and_ignores_garbage(root):
     (folder / "journal-ffffffffffff.json").write_text("{not json")
     assert tether.atomic.recover(root) == ["finished an interrupted write of 1 file(s)"]
     assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
+    (folder / "journal-0123456789ab.json").write_text(json.dumps({"id": "0123456789ab", "state": "staging",
+                                                                  "entries": [{**entry, "tmp": str(tmp)}]}))
+    tmp.write_text("staged\n")
+    tether.atomic.write_all({root / "b.txt": b"b\n"}, root=root)  # a later write (a long-lived run) recovers too
+    assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
     assert not list(folder.glob("journal-*"))
     shutil.rmtree(folder)
     assert tether.atomic.recover(root) == []  # nothing to do, and no state dir is made for it

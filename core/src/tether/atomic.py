@@ -21,7 +21,8 @@ root's state directory (``$XDG_STATE_HOME/tether/<hash of the root>``, mode 0700
 
 A failure in step 1 removes what was staged; in step 3 it restores the files already changed from
 their backups. A crash (SIGKILL, power loss) leaves the journal: the next run that opens the root
-calls `recover`, which removes a staging transaction's files or finishes a committed one.
+calls `recover`, and every write checks first (under the lock), so a transaction left in staging has
+its files removed and a committed one is finished.
 """
 
 from __future__ import annotations
@@ -283,6 +284,7 @@ def write_all(
     and write nothing (checked under the lock, so no other writer can slip in between).
     """
     with root_lock(root) as folder:
+        _recover_locked(folder)  # what another process left when it was killed mid-write
         moved = changed_since(expect)
         if moved:
             raise ChangedSince(moved)
@@ -327,23 +329,28 @@ def recover(root: Path) -> list[str]:
     folder = state_dir(root, create=False)
     if not folder.is_dir() or not any(folder.glob("journal-*")):
         return []
-    done = []
     with root_lock(root) as folder:
-        for part in folder.glob("journal-*.part"):
-            part.unlink(missing_ok=True)
-        for path in sorted(folder.glob("journal-*.json")):
-            try:
-                record = json.loads(path.read_text())
-                entries = [_Entry(**e) for e in record["entries"]]
-            except (OSError, ValueError, TypeError, KeyError):
-                path.unlink(missing_ok=True)  # written by nobody we know; its files are beside their targets
-                continue
-            if record["state"] == "commit":
-                for entry in entries:
-                    if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
-                        _commit_one(entry)
-                done.append(f"finished an interrupted write of {len(entries)} file(s)")
-            else:
-                done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
-            _clean(folder, record["id"], entries)
+        return _recover_locked(folder)
+
+
+def _recover_locked(folder: Path) -> list[str]:
+    """`recover`'s work, the lock held: each journal's staging undone or its commit finished."""
+    for part in folder.glob("journal-*.part"):
+        part.unlink(missing_ok=True)
+    done = []
+    for path in sorted(folder.glob("journal-*.json")):
+        try:
+            record = json.loads(path.read_text())
+            entries = [_Entry(**e) for e in record["entries"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            path.unlink(missing_ok=True)  # not a journal we wrote
+            continue
+        if record["state"] == "commit":
+            for entry in entries:
+                if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
+                    _commit_one(entry)
+            done.append(f"finished an interrupted write of {len(entries)} file(s)")
+        else:
+            done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
+        _clean(folder, record["id"], entries)
     return done
