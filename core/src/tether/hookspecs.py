@@ -73,8 +73,15 @@ def tether_add_surfaces(run: Run) -> Sequence[Surface] | None:
 
 
 @hookspec(firstresult=True)
-def tether_approve(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | str | Awaitable[bool | str | None] | None:
+def tether_approve(
+    run: Run, tool: Tool, arguments: dict[str, Any], paths: Sequence[str]
+) -> bool | str | Awaitable[bool | str | None] | None:
     """Allow or refuse a call before it runs.
+
+    ``paths``: for a file-writing tool, the files the call will write, relative to the root (its
+    ``touches``); empty for other tools. A tool whose files are known only as it writes (a rename's
+    edits) asks again, with every file it is about to write, before writing any; a refusal then
+    writes nothing.
 
     Return None for no opinion, True to allow, False or a reason (str) to refuse. May be awaitable
     (approval by a human card). The first non-None answer decides; nobody answering means allowed.

@@ -89,10 +89,22 @@ def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
     return _query(pattern, loader) if not pattern.needles or pattern.root[0] == META else None
 
 
+def _merge(per_reading: list[list], key: Callable[[Any], tuple]) -> list:
+    """The matches of several readings of one pattern: in source order, each range once."""
+    if len(per_reading) == 1:
+        return per_reading[0]
+    seen: dict[tuple, Any] = {}
+    for found in per_reading:
+        for m in found:
+            seen.setdefault(key(m), m)
+    return [seen[k] for k in sorted(seen, key=lambda k: (k[0], -k[1]))]
+
+
 def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> tuple[Any, list[Match]]:
     """The tree of ``data`` and its full matches (texts and captures): for a rewrite."""
     tree = parser(pattern.lang_key, loader).parse(data)
-    return tree, find_matches(tree, data, pattern, _candidate_query(pattern, loader))
+    found = [find_matches(tree, data, p, _candidate_query(p, loader)) for p in pattern.readings]
+    return tree, _merge(found, lambda m: (m.start_byte, m.end_byte))
 
 
 def parse(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> Any:
@@ -109,16 +121,17 @@ def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileR
     why = classify(data)
     if why is not None:
         return FileResult(path, why)
-    for needle in pattern.needles:  # cheaper than parsing: most files cannot match
-        if needle not in data:
-            return FileResult(path, "searched")
+    # cheaper than parsing: most files lack a literal of the pattern
+    readings = [p for p in pattern.readings if all(n in data for n in p.needles)]
+    if not readings:
+        return FileResult(path, "searched")
     try:
         tree = parser(pattern.lang_key, loader).parse(data)
-        spans = find_spans(tree, data, pattern, _candidate_query(pattern, loader))
+        found = [find_spans(tree, data, p, _candidate_query(p, loader)) for p in readings]
     except Exception as exc:  # noqa: BLE001 - one file (a generated one, a grammar fault) never fails a search
         log.warning("searching %s failed", path, exc_info=True)
         return FileResult(path, "failed", detail=f"{type(exc).__name__}: {exc}"[:200])
-    return FileResult(path, "searched", tuple(spans))
+    return FileResult(path, "searched", tuple(_merge(found, lambda span: (span[0], span[1]))))
 
 
 def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:

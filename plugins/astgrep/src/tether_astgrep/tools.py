@@ -46,8 +46,9 @@ class GrepArgs:
     )
     path: str = tether.arg("File or folder to search, relative to the root", default=".")
     language: str | None = tether.arg(
-        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, dart, ...); "
-        "inferred from the extension when path is a file or when the folder holds one language",
+        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, csharp, kotlin, swift, php, "
+        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar); inferred from the extension when "
+        "path is a file or when the folder holds one language (beside json, yaml, html, css and bash files)",
         default=None,
     )
     max_results: int = tether.arg("Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS)
@@ -84,6 +85,12 @@ class Target:
     files: list[FileEntry]
     ignored: int
     base: str  # the path as shown
+    left_out: dict[str, int] = attrs.Factory(dict)  # data and markup files of other languages beside the code
+
+
+# languages that sit beside the code of a project (configuration, markup, scripts): a folder holding
+# Python and a few of these is a Python folder; they are searched when asked for by language
+_AUXILIARY = frozenset({"json", "yaml", "html", "css", "bash"})
 
 
 async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
@@ -100,8 +107,8 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ToolError(
-                f"unknown language '{language}'{hint}; grammar ids with a pattern ladder: {known}; any other grammar "
-                "of tree-sitter-language-pack works too (e.g. ruby, kotlin, lua, bash), with patterns parsed as a file",
+                f"unknown language '{language}'{hint}; grammar ids: {known}; any other grammar of "
+                "tree-sitter-language-pack works too (e.g. toml, zig, ocaml), with patterns parsed as a file",
                 {"error": "unknown_language"},
             )
     shown = run.relpath(target)
@@ -143,13 +150,17 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             f"language (one of: {known})",
             {"error": "no_files"},
         )
-    if len(counts) > 1:
-        listing = ", ".join(f"{g}: {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    code = {g: n for g, n in counts.items() if g not in _AUXILIARY} or counts
+    if len(code) > 1:
+        listing = ", ".join(f"{g}: {n}" for g, n in sorted(code.items(), key=lambda kv: -kv[1]))
         raise ToolError(
             f"'{shown}' holds files of several languages ({listing}); pass language to say which to search",
             {"error": "language_required", "languages": counts},
         )
-    return Target(registry.by_id[next(iter(counts))], found.files, found.ignored, shown)
+    gid = next(iter(code))
+    files = [f for f in found.files if registry.for_path(Path(f.path).name) == gid]
+    left = {g: n for g, n in counts.items() if g != gid}
+    return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
 def _compile(pool: ParserPool, source: str, grammar: Grammar) -> Pattern:
@@ -212,10 +223,19 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
-    read_as = "" if pattern.rung == target.grammar.ladder[0].name else f"; pattern read as a {pattern.rung}"
+    contexts = [p.rung for p in pattern.readings]
+    read_as = (
+        "" if contexts == [target.grammar.ladder[0].name]
+        else "; pattern read as " + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
+        + (" (both searched)" if len(contexts) > 1 else "")
+    )
+    left = (
+        "; not searched: " + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items())) + " (pass language)"
+        if target.left_out else ""
+    )
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
-        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as})"
+        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as}{left})"
     )
     lines = [head]
     failed = [r for r in results if r.status == "failed"]
@@ -257,7 +277,9 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "skipped": skipped,
         "ignored": target.ignored,
         "language": target.grammar.id,
+        "not_searched": target.left_out,
         "context": pattern.rung,
+        "contexts": contexts,
     }
     return ToolResult.text("\n".join(lines), data)
 
@@ -465,7 +487,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
 
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     run = pool.run
     edit = pool.edits.get(args.edit_id.strip())
@@ -482,17 +504,16 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     if args.action == "discard":
         edit.state = "discarded"
         return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
-    moved = await asyncio.to_thread(changed_since, edit.snapshots)
-    if moved:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in moved]
+    try:  # the snapshots are checked under the root's write lock, so no write slips in between
+        await run.write_files(dict(edit.changes), expect=edit.snapshots)
+    except ChangedSince as exc:
+        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
         raise ToolError(
             f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
             "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
             "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in moved]},
-        )
-    try:
-        await asyncio.to_thread(write_all, dict(edit.changes))
+            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
+        ) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
