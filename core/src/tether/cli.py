@@ -18,6 +18,8 @@ import sys
 import uuid
 from typing import Any
 
+from tether.options import OptionsError
+
 
 class _Usage(Exception):
     pass
@@ -35,10 +37,14 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
-        sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
+        sp.add_argument("--surface", default="full", help="full, plan, readonly or one a plugin defines (default: full)")
         sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
         sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a run option (VALUE as JSON when it parses, else a string); repeatable")
+                        help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
+                             "`tether tools --json` lists them")
+        sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
+                        help="whether the run may execute the root's code (its own binaries, checkers that "
+                             "run it); default: trusted on the full surface, untrusted on plan and readonly")
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -79,6 +85,9 @@ def _serve(ns: argparse.Namespace) -> int:
                      "print(secrets.token_urlsafe(32))\")")
     if token is not None and http is None:
         raise _Usage("a bearer token is for --http HOST:PORT; stdio needs none")
+    from tether.run import Run
+
+    Run(**run_kwargs)  # a bad option or surface stops the server before a client connects
     try:
         from tether.serve import serve
     except ModuleNotFoundError as exc:
@@ -127,10 +136,6 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
 
     if not os.path.isdir(ns.root):
         raise _Usage(f"--root {ns.root!r} is not a directory")
-    from tether.surfaces import BUILTIN_SURFACES
-
-    if ns.surface not in BUILTIN_SURFACES:
-        raise _Usage(f"unknown surface {ns.surface!r}; choose one of: {', '.join(BUILTIN_SURFACES)}")
     options: dict[str, Any] = {}
     for item in ns.option:
         key, sep, value = item.partition("=")
@@ -140,6 +145,8 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    if ns.trust is not None:
+        options["trust"] = ns.trust
     return {
         "root": ns.root,
         "options": options,
@@ -229,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_tools(ns) if ns.command == "tools" else _call(ns))
     except _Usage as exc:
         print(f"tether: {exc}", file=sys.stderr)
+        return 2
+    except OptionsError as exc:
+        for problem in exc.problems:
+            print(f"tether: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

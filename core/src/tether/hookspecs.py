@@ -19,6 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from tether.diagnostics import Diagnostic
+    from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
     from tether.surfaces import Surface
@@ -44,6 +45,17 @@ NO_RESOURCE = _NoResource()
 @hookspec(historic=True)
 def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     """Add hook specifications (a family's resource hook) with ``pluginmanager.add_hookspecs(module)``."""
+
+
+@hookspec(historic=True)
+def tether_addoptions(register: OptionRegistry) -> None:
+    """Declare run options: ``register(MyOptions)``, an attrs class whose fields are built with `tether.arg`.
+
+    Name each option ``<family>_<name>``; give every field a default. The run structures its options
+    once, when it opens, strictly (see `tether.options`), and a family reads them typed with
+    ``run.options.of(MyOptions)``. ``register(MyOptions, deprecated={"old": "new"})`` keeps an old
+    name working, with a DeprecationWarning.
+    """
 
 
 # -- registration -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,11 @@ import attrs
 from tether.args import ArgumentsError, structure_arguments
 from tether.hookspecs import NO_RESOURCE
 from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
-from tether.output import DEFAULT_MAX_CHARS, cap_text
+from tether.options import CoreOptions, Options, OptionsError
+from tether.output import cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.surfaces import BUILTIN_SURFACES, Surface
-from tether.tools import Text, Tool, ToolError, ToolResult
+from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
 
@@ -80,7 +81,7 @@ class Run:
         surface: str = "full",
         conversation_id: str | None = None,
         modes: Iterable[str] = (),
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
         plugins: Iterable[Any] = (),
         block: Iterable[str] = (),
         load_entry_points: bool = True,
@@ -90,16 +91,18 @@ class Run:
             raise ValueError(f"root {str(root)!r} is not a directory")
         self.conversation_id = conversation_id
         self.modes = frozenset(modes)
-        self.options: dict[str, Any] = dict(options or {})
         self.diagnostics = DiagnosticRegistry()
-        self.pm, self.plugin_errors = plugin_manager(plugins, block, load_entry_points)
+        loaded = plugin_manager(plugins, block, load_entry_points)
+        self.pm, self.plugin_errors, self.option_registry = loaded.pm, loaded.errors, loaded.options
         self.hook = self.pm.hook
+        self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
+        self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
         for extra in self.hook.tether_add_surfaces(run=self):
             for s in extra or ():
                 self.surfaces[s.name] = s
         if surface not in self.surfaces:
-            raise ValueError(f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}")
+            raise OptionsError([f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}"])
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
@@ -109,6 +112,17 @@ class Run:
         self.all_tools: dict[str, Tool] = {}
         self.unavailable: list[Unavailable] = []
         self._visible: dict[str, Tool] = {}
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the run may execute its root's code: the project's own binaries, checkers that run it.
+
+        The run option ``trust`` decides; unset, a surface that offers exec tools trusts its root and a
+        read-only one (plan, readonly) does not, so exploring a checkout never runs it.
+        """
+        if self._core.trust is not None:
+            return self._core.trust
+        return self.surface.allows(Tier.EXEC)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -246,6 +260,7 @@ class Run:
                 for t in self.tools()
             ],
             "unavailable": [{"family": u.family, "reason": u.reason} for u in self.unavailable],
+            "options": self.option_registry.listing(),
         }
 
     def _unknown_tool(self, name: str) -> ToolResult:
@@ -358,7 +373,7 @@ class Run:
 
     def _bound(self, result: ToolResult) -> ToolResult:
         """Text and structured data capped at the run's output limit, the cut said."""
-        limit = int(self.options.get("max_output_chars", DEFAULT_MAX_CHARS))
+        limit = self._core.max_output_chars
         data = _bound_data(result.data, limit)
         if data is result.data and all(len(b.text) <= limit for b in result.content if isinstance(b, Text)):
             return result
@@ -369,7 +384,7 @@ class Run:
     # -- diagnostics on write -------------------------------------------------------------------
 
     def _diagnostics_wait(self) -> float:
-        return float(self.options.get("diagnostics_timeout", 5.0)) + DIAGNOSTICS_SLACK
+        return self._core.diagnostics_timeout + DIAGNOSTICS_SLACK
 
     async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
         files: dict[str, list[Diagnostic]] = {}
@@ -511,9 +526,26 @@ def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
 
 
 @asynccontextmanager
-async def open_run(root: str | os.PathLike[str] = ".", **kwargs: Any) -> AsyncIterator[Run]:
-    """Open a run (plugins discovered now, tools registered) and close it on exit."""
-    run = Run(root, **kwargs)
+async def open_run(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> AsyncIterator[Run]:
+    """Open a run (plugins discovered now, options structured, tools registered) and close it on exit.
+
+    ``surface`` names who the tools are for (`full`, `plan`, `readonly` or one a plugin defines);
+    ``options`` are the run options (`tether.options`; raises OptionsError on an unknown key or a bad
+    value); ``plugins`` are plugin objects or modules registered besides the entry points, ``block``
+    entry-point names never imported, ``load_entry_points=False`` loads none.
+    """
+    run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+              plugins=plugins, block=block, load_entry_points=load_entry_points)
     try:
         await run._open()
         yield run
@@ -548,7 +580,20 @@ class SyncRun:
 
 
 @contextmanager
-def open_run_sync(root: str | os.PathLike[str] = ".", **kwargs: Any) -> Iterator[SyncRun]:
+def open_run_sync(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> Iterator[SyncRun]:
+    """`open_run` for synchronous code: the run's event loop lives in a thread of its own."""
+    kwargs = dict(surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+                  plugins=plugins, block=block, load_entry_points=load_entry_points)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="tether-run", daemon=True)
     thread.start()

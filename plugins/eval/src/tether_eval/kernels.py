@@ -31,13 +31,6 @@ if TYPE_CHECKING:
     from tether_eval.kernel import Kernel, KernelSpec
 
 HELPERS = Path(__file__).parent / "kernel_side"
-DEFAULTS = {
-    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output resets it)
-    "eval_start_timeout": 60.0,  # a kernel's start to ready
-    "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
-    "eval_drain": 0.0,  # Deno: quiet time after a cell before it is complete (output of timers it set)
-    "eval_max_output_chars": 20_000,  # stdout/stderr kept per cell
-}
 
 
 @attrs.frozen
@@ -47,8 +40,9 @@ class PythonChoice:
     project_paths: tuple[str, ...] = ()  # put first on the kernel's sys.path (outside the project's env)
 
 
-def option(run: Run, name: str) -> float:
-    return float(run.options.get(name, DEFAULTS[name]))
+def option(run: Run, name: str) -> Any:
+    """One of the run's options (declared in `tether_eval.options`, structured when the run opened)."""
+    return run.options[name]
 
 
 def _has_ipykernel(python: Path) -> bool:
