@@ -138,6 +138,25 @@ class ParserPool:
             self._patterns[(key, source)] = cached
         return cached
 
+    def rule(self, value: Any, grammar: Grammar) -> Any:
+        """Compile an ast-grep rule object (`tether_astgrep.rules`); raises `PatternError`."""
+        import json
+
+        from tether_astgrep.rules import compile_rule
+
+        key = loader_key(grammar)
+        lang = engine.language(key, grammar.language)
+        try:
+            text = "rule:" + json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            text = None
+        cached = self._patterns.get((key, text)) if text else None
+        if cached is None:
+            cached = compile_rule(value, grammar.id, key, lang, lambda source: self.pattern(source, grammar))
+            if text:
+                self._patterns[(key, text)] = cached
+        return cached
+
     # -- searching -------------------------------------------------------------------------------
 
     async def search(
