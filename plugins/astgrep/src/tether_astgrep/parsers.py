@@ -20,7 +20,7 @@ import attrs
 from tether_astgrep import engine
 from tether_astgrep.files import FileEntry
 from tether_astgrep.options import AstgrepOptions
-from tether_astgrep.grammars import Grammar, Registry, builtin_grammars
+from tether_astgrep.grammars import Grammar, Registry
 from tether_astgrep.pattern import Pattern, compile_pattern
 
 log = logging.getLogger("tether.astgrep")
@@ -110,12 +110,10 @@ class ParserPool:
 
     def registry(self) -> Registry:
         if self._registry is None:
-            contributed: list[Grammar] = []
-            hook = getattr(self.run.hook, "tether_astgrep_grammars", None)
-            answers = hook(run=self.run) if hook is not None else [builtin_grammars()]
-            for answer in answers:  # pluggy order: tryfirst plugins first, our built-ins (trylast) last
-                contributed.extend(answer or ())
-            self._registry = Registry.build(contributed)
+            from tether_astgrep.hookspecs import tether_astgrep_grammars
+
+            # the core's one rule (`Run.definitions`): a third party's grammar with a built-in id replaces it
+            self._registry = Registry.build(self.run.definitions(tether_astgrep_grammars, Grammar).values())
         return self._registry
 
     def extra_grammar(self, name: str) -> Grammar | None:
