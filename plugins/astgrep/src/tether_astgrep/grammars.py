@@ -167,7 +167,7 @@ _LADDERLESS: tuple[tuple[str, tuple[str, ...], str, tuple[Rung, ...]], ...] = (
     ("css", (".css", ".scss"), "_", (
         Rung("declaration", "a__ {\nPATTERN\n}"),
         Rung("selector", "PATTERN {}"),
-        Rung("value", "a__ { b__: PATTERN; }"),  # `#fff`, `320px`, `rgba($$$A)`
+        Rung("value", "a__ { b__: PATTERN; }", also=True),  # `#fff` (also an id selector), `320px`
     )),
     ("elixir", (".ex", ".exs"), "µ", ()),
     ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),
