@@ -147,3 +147,21 @@ async def test_a_checker_that_hangs_is_cut_off_and_said(tmp_path):
     assert not result.is_error
     assert "diagnostics still pending" in result.plain
     assert (tmp_path / "a.txt").read_text() == "x\n"
+
+
+async def test_a_checker_that_fails_says_so_instead_of_looking_clean(tmp_path):
+    class Fails:
+        @hookimpl
+        async def tether_diagnostics_after_write(self, run, paths):
+            raise TypeError("'<' not supported between instances of 'NoneType' and 'str'")
+
+    async with tether.open_run(tmp_path, plugins=[tether.files, Fails()], load_entry_points=False) as run:
+        result = await run.call("write", {"path": "a.txt", "content": "x\n"})
+    assert not result.is_error
+    assert "diagnostics unavailable: a diagnostics plugin failed (TypeError:" in result.plain
+    assert (tmp_path / "a.txt").read_text() == "x\n"
+
+
+def test_diagnostic_keys_sort_with_and_without_a_code():
+    keys = [Diagnostic("a.py", 2, 1, "error", "m", None).key, Diagnostic("a.py", 1, 1, "error", "m", "X").key]
+    assert sorted(keys) == [("a.py", "error", "", "m"), ("a.py", "error", "X", "m")]

@@ -38,6 +38,7 @@ _enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("tet
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
+DIAGNOSTICS_TIMEOUT = 30.0  # default of the run option diagnostics_timeout: the bound on a write's diagnostics
 DIAGNOSTICS_SLACK = 2.0  # beyond the run's diagnostics timeout, before the core stops waiting on a plugin
 
 
@@ -287,7 +288,7 @@ class Run:
     # -- diagnostics on write -------------------------------------------------------------------
 
     def _diagnostics_wait(self) -> float:
-        return float(self.options.get("diagnostics_timeout", 5.0)) + DIAGNOSTICS_SLACK
+        return float(self.options.get("diagnostics_timeout", DIAGNOSTICS_TIMEOUT)) + DIAGNOSTICS_SLACK
 
     async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
         files: dict[str, list[Diagnostic]] = {}
@@ -298,8 +299,10 @@ class Run:
             except asyncio.TimeoutError:
                 notes.append("diagnostics still pending: a checker did not answer in time")
                 continue
-            except Exception:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
+            except Exception as exc:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
                 log.exception("diagnostics plugin failed")
+                notes.append(f"diagnostics unavailable: a diagnostics plugin failed ({type(exc).__name__}: {exc}); "
+                             "errors this write introduced may be missing. The details are in the log.")
                 continue
             if isinstance(value, WriteDiagnostics):
                 files.update(value.files)

@@ -30,9 +30,9 @@ DEFAULTS = {
     "lsp_request_timeout": 30.0,  # one request
     "lsp_start_timeout": 60.0,  # process start + initialize
     "lsp_shutdown_grace": 2.0,  # shutdown/exit before the tree is killed
-    "diagnostics_timeout": 5.0,  # the capped wait for a write's diagnostics (shared with the core)
-    "lsp_dependents_quiet": 0.1,  # after a write, the quiet period that ends collecting other files' diagnostics
+    "diagnostics_timeout": 30.0,  # the bound on a write's wait for complete rounds (shared with the core)
     "lsp_checker_timeout": 300.0,  # `diagnostics "*"`: the project checker
+    "lsp_ready_wait": 30.0,  # a query waits this long for a starting server's first analysis before answering
 }
 
 
@@ -167,6 +167,8 @@ class Supervisor:
                 doc = conn.open(path)
                 if doc is None:
                     raise ToolError(f"'{self.run.relpath(path)}' is not a readable UTF-8 text file", {"error": "unreadable"})
+                if conn.indexing:  # answers from a half-analysed project are partial: wait for it, bounded
+                    await conn.ready(self.option("lsp_ready_wait"))
                 return await fn(conn, doc)
             except ServerDied:
                 if attempt == 2:
