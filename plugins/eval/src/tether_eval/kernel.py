@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -54,6 +53,7 @@ class KernelSpec:
         0.0  # then wait until iopub was quiet this long (output of timers that fire after the cell)
     )
     interrupt_mode: str = "signal"  # signal (SIGINT to the process group) | message (interrupt_request)
+    project_paths: tuple[str, ...] = ()  # Python: first on sys.path (the kernel runs outside the project's env)
 
 
 @attrs.define
@@ -138,8 +138,9 @@ class KernelDied(Exception):
 
 
 class Kernel:
-    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path) -> None:
+    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]) -> None:
         self.spec = spec
+        self._stop = stop  # the run's stop_process: the kernel's tree, group and what carries its tag
         self.workdir = workdir  # private: kernelspec, connection file, ipc sockets, kernel log
         self.cwd = cwd
         self.km: Any = None
@@ -147,6 +148,7 @@ class Kernel:
         self.pid: int | None = None
         self.dead = False
         self.started_in = 0.0
+        self.installed: dict[str, Any] = {}  # what the helper's install reported (Python: sys.executable, ...)
         self._waiters: dict[str, asyncio.Queue] = {}
         self._readers: list[asyncio.Task] = []
         self._pidfd: int | None = None
@@ -329,6 +331,7 @@ class Kernel:
         bridge: Bridge | None = None,
         silent: bool = False,
         keep_chars: int = 100_000,
+        user_expressions: dict[str, str] | None = None,
     ) -> CellEnd:
         """Run a cell to its end: reply and idle, or death, or the inactivity timeout.
 
@@ -341,7 +344,9 @@ class Kernel:
             self._settling = None
         if self.dead:
             return CellEnd("died", [])
-        msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=True)
+        msg_id = self.kc.execute(
+            code, silent=silent, store_history=not silent, allow_stdin=True, user_expressions=user_expressions
+        )
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
         end = CellEnd("ok", [])
@@ -509,14 +514,9 @@ class Kernel:
                 await asyncio.wait_for(self.km.shutdown_kernel(now=now or self.dead), 5.0)
             except Exception:
                 log.debug("eval: kernel shutdown failed", exc_info=True)
-                if self.pid is not None:
-                    from tether.procs import kill_tree
-
-                    await asyncio.to_thread(kill_tree, self.pid, 1.0)
         if self.pid is not None:
-            # the kernel ran in a session of its own: what its cells started and left behind goes too
-            with contextlib.suppress(OSError):
-                os.killpg(self.pid, signal.SIGKILL)
+            # what its cells started goes too, also what left the kernel's session or lost its parent
+            await self._stop(self.pid, 0.5)
         if self.kc is not None:
             with contextlib.suppress(Exception):
                 self.kc.stop_channels()

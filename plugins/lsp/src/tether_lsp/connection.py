@@ -114,6 +114,7 @@ class Connection:
         self.log_tail: deque[str] = deque(maxlen=20)
         self.progress_tokens: set[str] = set()
         self.begins = 0  # work-done progress begins seen
+        self.analysed = False  # the first analysis of the project has ended (see first_round)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_mark: Mark | None = None  # the latest change (or the start): "settled" is a round newer than it
         self.quiescent = server.ready != "quiescent"
@@ -147,10 +148,14 @@ class Connection:
             return True
         return self.server.rounds == "progress" and self.begins == 0
 
-    async def ready(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) until the server is no longer indexing; False when it still is."""
+    async def first_round(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
+        when it has not ended. Later rounds are not waited for: their answers say they may be incomplete."""
         deadline = time.monotonic() + timeout
-        while self.indexing:
+        while not self.analysed:
+            if not self.indexing:
+                self.analysed = True
+                break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from tether.tools import ToolError
 
 from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import (
     Availability,
     ServerDef,
@@ -25,15 +26,6 @@ log = logging.getLogger("tether.lsp")
 
 T = TypeVar("T")
 
-# Run options (run.options) and their defaults.
-DEFAULTS = {
-    "lsp_request_timeout": 30.0,  # one request
-    "lsp_start_timeout": 60.0,  # process start + initialize
-    "lsp_shutdown_grace": 2.0,  # shutdown/exit before the tree is killed
-    "diagnostics_timeout": 30.0,  # the bound on a write's wait for complete rounds (shared with the core)
-    "lsp_checker_timeout": 300.0,  # `diagnostics "*"`: the project checker
-    "lsp_ready_wait": 30.0,  # a query waits this long for a starting server's first analysis before answering
-}
 
 
 class Supervisor:
@@ -52,7 +44,8 @@ class Supervisor:
     # -- options and definitions ---------------------------------------------------------------
 
     def option(self, name: str) -> float:
-        return float(self.run.options.get(name, DEFAULTS[name]))
+        """A timeout option (declared in `tether_lsp.options`, structured when the run opened)."""
+        return self.run.options[name]
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
@@ -62,7 +55,7 @@ class Supervisor:
         return self._definitions
 
     def enabled(self, server: ServerDef) -> bool:
-        chosen = self.run.options.get("lsp_servers")
+        chosen = self.run.options.of(LspOptions).lsp_servers
         if chosen is not None:
             return server.id in chosen
         return server.default
@@ -167,8 +160,8 @@ class Supervisor:
                 doc = conn.open(path)
                 if doc is None:
                     raise ToolError(f"'{self.run.relpath(path)}' is not a readable UTF-8 text file", {"error": "unreadable"})
-                if conn.indexing:  # answers from a half-analysed project are partial: wait for it, bounded
-                    await conn.ready(self.option("lsp_ready_wait"))
+                # answers from a half-analysed project are partial: the first analysis is waited for, bounded
+                await conn.first_round(self.option("lsp_ready_wait"))
                 return await fn(conn, doc)
             except ServerDied:
                 if attempt == 2:
