@@ -385,7 +385,8 @@ class Connection:
             protocol._request_futures.pop(msg_id, None)
             protocol._result_types.pop(msg_id, None)
             if self.proc.returncode is None:
-                protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
+                if self.server.cancel_requests:
+                    protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
                 raise RequestTimeout(method, timeout) from None
             raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
         except RuntimeError as exc:  # pygls fails pending requests with RuntimeError when the process exits

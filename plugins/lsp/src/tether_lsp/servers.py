@@ -59,6 +59,9 @@ class ServerDef:
     # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
     # Learned at run time too, from the first versioned publish.
     versioned_diagnostics: bool = False
+    # Send $/cancelRequest for a request that timed out. basedpyright 1.40 breaks on it: a cancelled
+    # references leaves every later references failing ("this._token.cancel is not a function").
+    cancel_requests: bool = True
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -102,6 +105,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker_format="pyright-json",
         rounds="progress",
         versioned_diagnostics=True,
+        cancel_requests=False,
     ),
     ServerDef(
         id="ty",
