@@ -21,7 +21,8 @@ root's state directory (``$XDG_STATE_HOME/tether/<hash of the root>``, mode 0700
 
 A failure in step 1 removes what was staged; in step 3 it restores the files already changed from
 their backups. A crash (SIGKILL, power loss) leaves the journal: the next run that opens the root
-calls `recover`, which removes a staging transaction's files or finishes a committed one.
+calls `recover`, and every write checks first (under the lock), so a transaction left in staging has
+its files removed and a committed one is finished.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Snapshot:
     @classmethod
     def take(cls, path: Path) -> Snapshot:
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO put there would block the read
+                return cls(path, True, None)
             data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, False, None)
@@ -106,7 +109,12 @@ _guard = threading.Lock()
 
 @contextlib.contextmanager
 def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
-    """Hold the root's write lock (threads of this process, then other processes); yield its state dir."""
+    """Hold the root's write lock (threads of this process, then other processes); yield its state dir.
+
+    The lock file and its folder are removed on release when no journal is left, so a root that was
+    written to leaves nothing behind. That is safe because a holder checks, once it has the flock,
+    that the file it locked is still the one at the path; if not, it locks the new one.
+    """
     with _guard:
         lock = _thread_locks.setdefault(root, threading.Lock())
     busy = ToolError(
@@ -117,10 +125,29 @@ def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
     if not lock.acquire(timeout=timeout):
         raise busy
     try:
-        folder = state_dir(root)
-        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + timeout
+        folder, fd = _lock_file(root, deadline, busy)
         try:
-            deadline = time.monotonic() + timeout
+            yield folder
+        finally:
+            if not any(folder.glob("journal-*")):
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / "lock")
+                    folder.rmdir()
+            os.close(fd)  # releases the flock
+    finally:
+        lock.release()
+
+
+def _lock_file(root: Path, deadline: float, busy: ToolError) -> tuple[Path, int]:
+    """The state dir and an open descriptor holding the flock of the lock file now at its path."""
+    while True:
+        folder = state_dir(root)
+        try:
+            fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:  # the folder was removed by a holder releasing it: make it again
+            continue
+        try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -129,11 +156,13 @@ def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
                     if time.monotonic() > deadline:
                         raise busy from None
                     time.sleep(0.005)
-            yield folder
-        finally:
-            os.close(fd)  # releases the flock
-    finally:
-        lock.release()
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(folder / "lock").st_ino == os.fstat(fd).st_ino:
+                    return folder, fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the file we locked was removed meanwhile: lock the one at the path now
 
 
 # -- the transaction ----------------------------------------------------------------------------------
@@ -189,7 +218,7 @@ def _side_name(target: Path, txid: str, suffix: str) -> str:
     return str(target.with_name(f".{name}.{txid}{suffix}"))
 
 
-def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
+def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
     entries = []
     for target, content in changes.items():
         try:
@@ -197,7 +226,8 @@ def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"'{target}' is not a regular file; only regular files are written", {"error": "not_a_file"})
+            shown = os.path.relpath(target, root)
+            raise ToolError(f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"})
         if content is None:
             if st is not None:
                 entries.append(_Entry("delete", str(target), None, _side_name(target, txid, OLD_SUFFIX)))
@@ -280,15 +310,16 @@ def write_all(
     and write nothing (checked under the lock, so no other writer can slip in between).
     """
     with root_lock(root) as folder:
+        _recover_locked(folder)  # what another process left when it was killed mid-write
         moved = changed_since(expect)
         if moved:
             raise ChangedSince(moved)
-        _transact(folder, changes)
+        _transact(root, folder, changes)
 
 
-def _transact(folder: Path, changes: Mapping[Path, bytes | None]) -> None:
+def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) -> None:
     txid = uuid.uuid4().hex[:12]
-    entries = _plan(changes, txid)
+    entries = _plan(root, changes, txid)
     if not entries:
         return
     _save_journal(folder, txid, "staging", entries)
@@ -321,26 +352,30 @@ def _transact(folder: Path, changes: Mapping[Path, bytes | None]) -> None:
 
 def recover(root: Path) -> list[str]:
     """Finish or undo the transactions a crash left under ``root``; say what was done (one line each)."""
-    folder = state_dir(root, create=False)
-    if not folder.is_dir() or not any(folder.glob("journal-*")):
+    if not state_dir(root, create=False).is_dir():
         return []
+    with root_lock(root) as folder:  # on release, a lock file a killed writer left is removed too
+        return _recover_locked(folder)
+
+
+def _recover_locked(folder: Path) -> list[str]:
+    """`recover`'s work, the lock held: each journal's staging undone or its commit finished."""
+    for part in folder.glob("journal-*.part"):
+        part.unlink(missing_ok=True)
     done = []
-    with root_lock(root) as folder:
-        for part in folder.glob("journal-*.part"):
-            part.unlink(missing_ok=True)
-        for path in sorted(folder.glob("journal-*.json")):
-            try:
-                record = json.loads(path.read_text())
-                entries = [_Entry(**e) for e in record["entries"]]
-            except (OSError, ValueError, TypeError, KeyError):
-                path.unlink(missing_ok=True)  # written by nobody we know; its files are beside their targets
-                continue
-            if record["state"] == "commit":
-                for entry in entries:
-                    if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
-                        _commit_one(entry)
-                done.append(f"finished an interrupted write of {len(entries)} file(s)")
-            else:
-                done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
-            _clean(folder, record["id"], entries)
+    for path in sorted(folder.glob("journal-*.json")):
+        try:
+            record = json.loads(path.read_text())
+            entries = [_Entry(**e) for e in record["entries"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            path.unlink(missing_ok=True)  # not a journal we wrote
+            continue
+        if record["state"] == "commit":
+            for entry in entries:
+                if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
+                    _commit_one(entry)
+            done.append(f"finished an interrupted write of {len(entries)} file(s)")
+        else:
+            done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
+        _clean(folder, record["id"], entries)
     return done

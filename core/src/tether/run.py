@@ -20,13 +20,13 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import attrs
 
 from tether.args import ArgumentsError, structure_arguments
 from tether.hookspecs import NO_RESOURCE
-from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
+from tether.diagnostics import DiagnosticRegistry, after_write, before_write
 from tether.options import CoreOptions, Options, OptionsError
 from tether.output import cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
@@ -34,6 +34,8 @@ from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
+
+T = TypeVar("T")
 
 ProgressSink = Callable[[float, "float | None", "str | None"], Any]
 
@@ -46,7 +48,6 @@ _writing: contextvars.ContextVar[tuple[Tool, dict[str, Any], frozenset[str]] | N
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
-DIAGNOSTICS_SLACK = 2.0  # beyond the run's diagnostics timeout, before the core stops waiting on a plugin
 
 
 @attrs.define
@@ -99,9 +100,10 @@ class Run:
         self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
         self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
-        for extra in self.hook.tether_add_surfaces(run=self):
-            for s in extra or ():
-                self.surfaces[s.name] = s
+        for hook in (self.hook.tether_register_surfaces, self.hook.tether_add_surfaces):  # the old name, deprecated
+            for extra in hook(run=self):
+                for s in extra or ():
+                    self.surfaces[s.name] = s
         if surface not in self.surfaces:
             raise OptionsError([f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}"])
         self.surface: Surface = self.surfaces[surface]
@@ -135,12 +137,12 @@ class Run:
         # each plugin on its own: one family failing to register must not take the others down
         kwargs = {"run": self, "register": registrar}
         for impl in reversed(self.hook.tether_register_tools.get_hookimpls()):
+            registrar.family = self.pm.get_name(impl.plugin) or impl.plugin_name
             try:
                 impl.function(*(kwargs[a] for a in impl.argnames))
             except Exception as exc:  # noqa: BLE001
-                name = self.pm.get_name(impl.plugin) or impl.plugin_name
-                log.warning("plugin %s failed to register its tools", name, exc_info=True)
-                registrar.unavailable(name, f"failed to register its tools: {type(exc).__name__}: {exc}")
+                log.warning("plugin %s failed to register its tools", registrar.family, exc_info=True)
+                registrar.unavailable(f"failed to register its tools: {type(exc).__name__}: {exc}")
         for tool in registrar.tools.values():
             tier = self.hook.tether_tool_tier(run=self, tool=tool)
             self.all_tools[tool.name] = attrs.evolve(tool, tier=tier) if tier is not None else tool
@@ -161,8 +163,18 @@ class Run:
 
     # -- resources, processes, paths ----------------------------------------------------------
 
-    def resource(self, hook_name: str) -> Any:
-        """The run's handle from a family's resource hook, created on first use and cached (None too)."""
+    @overload
+    def resource(self, hook: Callable[..., T | None]) -> T | None: ...
+    @overload
+    def resource(self, hook: str) -> Any: ...
+
+    def resource(self, hook: Callable[..., Any] | str) -> Any:
+        """The run's handle from a family's resource hook, created on first use and cached (None too).
+
+        Pass the hook specification itself (``run.resource(hookspecs.tether_lsp_supervisor)``): the
+        handle is then typed by the spec's return annotation. Its name as a string works too.
+        """
+        hook_name = hook if isinstance(hook, str) else hook.__name__
         if hook_name not in self._resources:
             hook = getattr(self.hook, hook_name, None)
             if hook is None:
@@ -176,6 +188,25 @@ class Run:
                 if closer is not None:
                     self._closers.append(closer)
         return self._resources[hook_name]
+
+    def definitions(self, hook: Callable[..., Any] | str, kind: type[T]) -> dict[str, T]:
+        """Definitions that plugins add or replace by id (language servers, grammars, debug adapters).
+
+        The one rule: a family's built-ins come from its own ``trylast`` implementation of ``hook``,
+        and for each id the definition of the implementation pluggy calls first wins, so a third
+        party's replaces a built-in and a ``tryfirst`` one replaces both. Order: the built-ins in their
+        own order, then new ids in the order their plugins were registered (a replaced id keeps the
+        built-in's place). Anything that is not a ``kind`` is left out, logged.
+        """
+        caller = getattr(self.hook, hook if isinstance(hook, str) else hook.__name__)
+        table: dict[str, T] = {}
+        for answer in reversed(caller(run=self)):  # the built-ins (trylast) first, then up to tryfirst
+            for definition in answer or ():
+                if not isinstance(definition, kind):
+                    log.warning("%s answered %r, not a %s; left out", caller.name, definition, kind.__name__)
+                    continue
+                table[definition.id] = definition  # type: ignore[attr-defined]  # a replaced id keeps its place
+        return table
 
     def on_close(self, fn: Callable[[], Any]) -> None:
         """Call ``fn`` (sync or async) when the run closes, before leftover processes are killed."""
@@ -373,7 +404,7 @@ class Run:
         token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
         try:
             if tool.touches is not None:
-                await self._baseline(paths, ctx.call_id)
+                await before_write(self, paths, ctx.call_id)
             result = await _settle(tool.handler(ctx, args))
             if isinstance(result, str):
                 result = ToolResult.text(result)
@@ -386,7 +417,7 @@ class Run:
         finally:
             _writing.reset(token)
         if tool.touches is not None and not result.is_error:
-            result = await self._post_write(tool, paths, result, ctx.call_id)
+            result = await after_write(self, tool, paths, result, ctx.call_id)
         return self._bound(result)
 
     def _fault(self, tool: Tool, exc: Exception) -> ToolResult:
@@ -415,50 +446,6 @@ class Run:
         how = "Narrow the request (a smaller path, range, or a more specific query) to see the rest."
         content = tuple(Text(cap_text(b.text, limit, how)) if isinstance(b, Text) else b for b in result.content)
         return ToolResult(content, result.is_error, data)
-
-    # -- diagnostics on write -------------------------------------------------------------------
-
-    def _diagnostics_wait(self) -> float:
-        return self._core.diagnostics_timeout + DIAGNOSTICS_SLACK
-
-    async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
-        files: dict[str, list[Diagnostic]] = {}
-        notes: list[str] = []
-        for answer in answers:
-            try:
-                value = await asyncio.wait_for(_settle(answer), self._diagnostics_wait())
-            except asyncio.TimeoutError:
-                notes.append("diagnostics still pending: a checker did not answer in time")
-                continue
-            except Exception as exc:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
-                log.exception("diagnostics plugin failed")
-                notes.append(f"diagnostics unavailable: a diagnostics plugin failed ({type(exc).__name__}: {exc}); "
-                             "errors this write introduced may be missing. The details are in the log.")
-                continue
-            if isinstance(value, WriteDiagnostics):
-                files.update(value.files)
-                notes.extend(value.notes)
-            elif value:
-                files.update(value)
-        return files, notes
-
-    async def _baseline(self, paths: Sequence[str], call_id: str) -> None:
-        answers = self.hook.tether_diagnostics_before_write(run=self, paths=list(paths), call_id=call_id)
-        files, _ = await self._gather_diagnostics(answers)
-        self.diagnostics.baseline(files)
-
-    async def _post_write(self, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
-        answers = self.hook.tether_diagnostics_after_write(run=self, paths=list(paths), call_id=call_id)
-        files, notes = await self._gather_diagnostics(answers)
-        introduced = self.diagnostics.update(files)
-        try:
-            out = self.hook.tether_post_write(
-                run=self, tool=tool, paths=list(paths), result=result, introduced=introduced, notes=notes
-            )
-        except Exception:  # noqa: BLE001 - the write happened; report it even if post-processing broke
-            log.exception("post-write hook failed")
-            return result
-        return out if out is not None else result
 
     # -- closing --------------------------------------------------------------------------------
 
