@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tether
 from tether import hookimpl
-from tether_debug.adapters import AdapterDef, merge
+from tether_debug.adapters import AdapterDef, LaunchRequest, Located, merge
 
 
 def _fake_binary(directory: Path, name: str) -> Path:
@@ -52,7 +52,7 @@ def test_dart_definition_launch_config_and_program_kind(tmp_path):
     dart = merge([])["dart"]
     program = tmp_path / "bin" / "main.dart"
     assert dart.handles(program) and not dart.handles(tmp_path / "main.py")
-    config = dart.launch_config(program, ["--x"], tmp_path, None)
+    config = dart.launch_config(LaunchRequest(program, ["--x"], tmp_path, Located(("dart",)), cwd=tmp_path))
     assert config["program"] == str(program) and config["args"] == ["--x"] and config["cwd"] == str(tmp_path)
     assert dart.transport == "stdio" and dart.command == ("dart", "debug_adapter")
 
@@ -72,7 +72,13 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
-    assert delve.launch_config(tmp_path, [], tmp_path, None)["mode"] == "debug"
+    def mode(program, **kw):
+        return delve.launch_config(LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw))["mode"]
+
+    assert mode(tmp_path) == "debug"
+    assert mode(tmp_path, test=True) == "test"
+    (tmp_path / "main_test.go").write_text("package main\n")
+    assert mode(tmp_path / "main_test.go") == "test"  # a test file: its package's tests
 
 
 def test_debugpy_prefers_the_project_venv(tmp_path):
@@ -114,7 +120,7 @@ class ThirdParty:
                 id="toy",
                 command=("toy-dap",),
                 markers=("toy.toml",),
-                launch_config=lambda program, args, root, located: {"program": str(program)},
+                launch_config=lambda request: {"program": str(request.program)},
                 handles=lambda p: p.suffix == ".toy",
             )
         ]
@@ -155,7 +161,7 @@ async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
         assert run.resource("tether_debug_supervisor") is own.supervisor
         (tmp_path / "x.py").write_text("x = 1\n")
         await run.call("debug", {"action": "breakpoints", "file": "x.py", "lines": [1]})
-        assert own.supervisor.pending["c"] == {str((tmp_path / "x.py").resolve()): [1]}
+        assert own.supervisor.plans["c"].lines == {str((tmp_path / "x.py").resolve()): [{"line": 1}]}
     async with tether.open_run(tmp_path, conversation_id="c") as run:
         (tool,) = [t for t in run.tools() if t.name == "debug"]
         assert tool.tier.value == "exec" and tool.parallel_safe is False
