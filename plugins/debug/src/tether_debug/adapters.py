@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -99,6 +100,12 @@ class AdapterDef:
     output_categories: tuple[str, ...] = ("stdout", "stderr", "important")
     drop_output_after_terminated: bool = False  # lldb-dap floods output events while it dies
     evaluate_context: str = "repl"  # debugpy's repl also runs statements; lldb-dap's repl decorates values
+    # debugpy: the groups it lists among locals ("special variables"), left out of a stop's snapshot
+    group_names: tuple[str, ...] = ()
+    # an exit code that means a signal killed the program (debugpy reports 256 - N), as that signal's number
+    signal_exit: Callable[[int], int | None] | None = attrs.field(default=None, repr=False)
+    logpoint_prefix: str = ""  # a regex: what the adapter prints before a logpoint's message (delve: "> [Go 1]: ")
+    function_answers_unordered: bool = False  # lldb-dap: setFunctionBreakpoints answers in its own order
     evaluate_assigns: bool = True  # `x = 5` works through evaluate; else through setVariable (delve)
 
     def availability(self, root: Path) -> Availability:
@@ -194,6 +201,14 @@ def _python_condition(expression: str) -> str | None:
     except SyntaxError as exc:
         return f"SyntaxError: {exc.msg}"
     return None
+
+
+FATAL_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGKILL, signal.SIGTERM})
+
+
+def _debugpy_signal(code: int) -> int | None:
+    """debugpy's launcher reports a signal death as the low byte of -N (SIGSEGV: 245)."""
+    return 256 - code if 256 - code in FATAL_SIGNALS else None
 
 
 def _debugpy_attach(port: int) -> dict[str, Any]:
@@ -293,6 +308,8 @@ BUILTIN: tuple[AdapterDef, ...] = (
         locate=_locate_debugpy,
         exception_modes={"none": (), "uncaught": ("uncaught",), "raised": ("raised", "uncaught")},
         check_condition=_python_condition,
+        group_names=("special variables", "function variables", "class variables", "protected variables"),
+        signal_exit=_debugpy_signal,
         function_hint="a function's name as written in its def (debugpy matches it at every call, so it is verified even when no such function exists)",
         # debugpy reports telemetry as output events; only the program's streams are output here
     ),
@@ -312,6 +329,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         comment_prefixes=("//",),
         evaluate_context="watch",
         drop_output_after_terminated=True,
+        function_answers_unordered=True,
     ),
     AdapterDef(
         id="delve",
@@ -326,6 +344,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         stdout_is_program_output=True,
         comment_prefixes=("//",),
         evaluate_assigns=False,
+        logpoint_prefix=r"> \[Go \d+\]: ",
     ),
 )
 

@@ -109,26 +109,21 @@ def variable_rows(session: Session, variables: list[dict[str, Any]]) -> tuple[li
     return rows, lines
 
 
-def signal_name(ended: Ended) -> tuple[str, int] | None:
-    """The signal that killed the program, when the adapter reported one (a negative exit code)."""
-    if ended.exit_code is None or ended.exit_code >= 0:
-        return None
-    number = -ended.exit_code
+def signal_name(number: int) -> str:
     try:
-        return signal.Signals(number).name, number
+        return signal.Signals(number).name
     except ValueError:
-        return f"signal {number}", number
+        return f"signal {number}"
 
 
 def signal_data(ended: Ended) -> dict[str, Any]:
-    named = signal_name(ended)
-    return {"signal": named[0], "signal_number": named[1]} if named else {}
+    return {"signal": signal_name(ended.signal), "signal_number": ended.signal} if ended.signal else {}
 
 
 def ended_words(ended: Ended) -> str:
-    named = signal_name(ended)
-    if named is not None:
-        return f"the program was killed by {named[0]} (signal {named[1]})"
+    if ended.signal:
+        reported = f"; the adapter reported exit code {ended.exit_code}" if ended.exit_code not in (ended.signal, -ended.signal) else ""
+        return f"the program was killed by {signal_name(ended.signal)} (signal {ended.signal}{reported})"
     code = f" with exit code {ended.exit_code}" if ended.exit_code is not None else ""
     return f"the program {ended.how}{code}" if ended.how in ("exited", "terminated") else f"{ended.how}{code}"
 

@@ -94,7 +94,7 @@ def _launch_hint(program: Path | None, message: str) -> str:
 
 async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
     from tether_debug.dap import DapError
-    from tether_debug.session import Ended, Session, SessionError
+    from tether_debug.session import Ended, Session, SessionError, Stop
 
     run = ctx.run
     prefix = ""
@@ -148,6 +148,10 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
         await new.initialize()
         await new.configure("launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout)
         outcome = await new.wait_stop(0, stop_timeout(run))
+        if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
+            # lldb-dap holds a native program at its entry point with a SIGSTOP: that is the entry stop
+            outcome = new.stop = attrs.evolve(outcome, reason="entry", description=None, exception=None)
+            new.last_signal = None
     except (SessionError, DapError) as exc:
         output, _ = new.output.take()
         await new.close()

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import time
 from collections import deque
 from pathlib import Path
@@ -37,6 +38,7 @@ OPTION_CAPABILITY = {
     "logMessage": "supportsLogPoints",
 }
 OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
+SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
 LLDB_CONDITION_ERROR = re.compile(r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)")
 OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
@@ -72,6 +74,7 @@ class Ended:
 
     exit_code: int | None
     how: str
+    signal: int | None = None  # the signal that killed the program, when the adapter's report shows one
 
 
 class OutputBuffer:
@@ -131,8 +134,9 @@ class Session:
         self.function_breakpoints: list[dict[str, Any]] = []
         self.exceptions: tuple[str, str] = ("uncaught", "")  # the mode, and what setting it said
         self.logged: list[str] = []  # logpoint lines since the running call began (read by its result)
+        self.last_signal: int | None = None  # the signal of the last stop on one (lldb: SIGSEGV)
         self.notices: list[str] = []  # what the adapter said of breakpoints meanwhile (a condition that failed)
-        self._logpoints: list[re.Pattern[str]] = []
+        self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
         self.program: str = ""
         self.root: Path | None = None
         self.attached = False
@@ -237,7 +241,8 @@ class Session:
         body = message.get("body") or {}
         if event == "output":
             text = body.get("output", "")
-            logged = [line for line in text.splitlines() if any(p.fullmatch(line) for p in self._logpoints)]
+            pattern = self._logpoint
+            logged = [m.group(1) for line in text.splitlines() if pattern and (m := pattern.fullmatch(line))]
             if logged and len(self.logged) < MAX_LOGGED:
                 self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
             if logged or body.get("category", "console") in self.adapter.output_categories:
@@ -377,7 +382,8 @@ class Session:
             self.breakpoints[path] = rows
         else:
             self.breakpoints.pop(path, None)
-        self._logpoints = [logpoint_pattern(r["logMessage"]) for rs in self.breakpoints.values() for r in rs if r.get("logMessage")]
+        messages = [r["logMessage"] for rs in self.breakpoints.values() for r in rs if r.get("logMessage")]
+        self._logpoint = logpoint_pattern(messages, self.adapter.logpoint_prefix) if messages else None
         return rows
 
     async def set_function_breakpoints(self, names: list[str]) -> list[dict[str, Any]]:
@@ -385,11 +391,31 @@ class Session:
         if not self.capabilities.get("supportsFunctionBreakpoints"):
             rows = [{"function": n, "verified": False, "message": f"the {self.adapter.id} adapter has no function breakpoints"} for n in names]
         else:
-            body = await self.client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in names]})
-            answers = list(body.get("breakpoints") or ())
+            answers = await self._function_answers(names)
             rows = [{"function": n, **(answers[i] if i < len(answers) else {"verified": False})} for i, n in enumerate(names)]
         self.function_breakpoints = rows
         return rows
+
+    async def _function_answers(self, names: list[str]) -> list[dict[str, Any]]:
+        """The adapter's answers in the order of ``names``.
+
+        lldb-dap answers in the order of its own map, not the request's: the names are then sent one
+        more at a time, and each answer is known by the breakpoint id that appeared with its name.
+        """
+        assert self.client is not None
+
+        def send(some: list[str]):
+            return self.client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
+
+        if not self.adapter.function_answers_unordered or len(names) < 2:
+            return list((await send(names)).get("breakpoints") or ())
+        ids: list[Any] = []
+        answers: list[dict[str, Any]] = []
+        for k in range(1, len(names) + 1):
+            answers = list((await send(names[:k])).get("breakpoints") or ())
+            ids.append(next((a.get("id") for a in answers if a.get("id") not in ids), None))
+        by_id = {a.get("id"): a for a in answers}
+        return [by_id.get(i, {"verified": False}) for i in ids]
 
     def condition_failures(self, text: str) -> list[str]:
         """lldb-dap accepts any condition and fails at the hit: mark those breakpoints unverified, say why."""
@@ -430,6 +456,9 @@ class Session:
         frames, info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
+        if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
+            with contextlib.suppress(KeyError):
+                self.last_signal = signal.Signals[named.group(0)].value
         snapshot = await self._snapshot(frame["id"]) if frame else None
         self.stop = Stop(
             reason=reason,
@@ -464,7 +493,17 @@ class Session:
         self.stop = None
         self.frames = {}
         self.references = set()
-        return Ended(self.exit_code, how)
+        return Ended(self.exit_code, how, self._killed_by())
+
+    def _killed_by(self) -> int | None:
+        code = self.exit_code
+        if code is None or code == 0:
+            return None
+        if code < 0:
+            return -code
+        if code == self.last_signal:
+            return code  # lldb-dap: a signal death's exit status is the number of the signal it stopped at
+        return self.adapter.signal_exit(code) if self.adapter.signal_exit else None
 
     async def _exception_info(self, thread_id: int | None, body: dict[str, Any]) -> dict[str, Any] | None:
         """What the adapter says of the exception: its type, message, and the top of its stack when given."""
@@ -497,7 +536,8 @@ class Session:
             body = await self.client.request("variables", {"variablesReference": scope["variablesReference"]})
         except DapError:
             return None  # the stop stands without its locals; 'scopes' says why
-        return scope.get("name", ""), list(body.get("variables") or ())
+        variables = [v for v in body.get("variables") or () if v.get("name") not in self.adapter.group_names]
+        return scope.get("name", ""), variables
 
     async def stack_trace(self, thread_id: int, levels: int) -> list[dict[str, Any]]:
         assert self.client is not None
@@ -546,10 +586,12 @@ class Session:
                 pass
 
 
-def logpoint_pattern(message: str) -> re.Pattern[str]:
-    """A logpoint's printed line as a pattern: its text, each {expression} any value."""
-    parts = re.split(r"\{[^{}]*\}", message)
-    return re.compile(".*?".join(re.escape(p) for p in parts), re.DOTALL)
+def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
+    """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
+    def one(message: str) -> str:
+        return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
+
+    return re.compile(f"{prefix}({'|'.join(f'(?:{one(m)})' for m in messages)})", re.DOTALL)
 
 
 async def _nothing(value: Any) -> Any:
