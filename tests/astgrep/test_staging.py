@@ -35,7 +35,7 @@ async def test_stage_writes_nothing_and_accept_writes_all(three):
     before = contents(three)
     async with tether.open_run(three) as run:
         staged = await stage(run)
-        assert staged.data == {"edit_id": "edit_1", "replacements": 3, "files": ["a.py", "b.py"], "kept_tails": 0}
+        assert staged.data == {"edit_id": "edit_1", "replacements": 3, "files": ["a.py", "b.py"], "kept_tails": 0, "tails": []}
         assert staged.plain.startswith('(proposed) 3 replacements in 2 files; nothing is written until you call resolve with edit_id "edit_1"')
         assert "+    items.extend([1])" in staged.plain and "-x.append(3)" in staged.plain
         assert contents(three) == before

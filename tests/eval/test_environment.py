@@ -87,9 +87,36 @@ async def test_venv_without_ipykernel_falls_back_and_says_so(tmp_path, no_leftov
         [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60
     )
     async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
-        r = await run.call("eval", {"code": "1", "description": D})
+        r = await run.call("eval", {"code": "import sys\nsys.executable", "description": D})
         assert not r.is_error
         assert "tether's own environment" in r.plain and "has no ipykernel" in r.plain
+        # the banner names the interpreter the cell sees (a venv's python, not the base one it links to)
+        (banner, *_), seen = r.plain.splitlines(), r.plain.strip().splitlines()[-1]
+        assert f"started: {sys.executable} (sys.executable)" in banner, r.plain
+        assert seen.endswith(repr(sys.executable)) and r.data["kernel"]["interpreter"] == sys.executable
+
+
+async def test_projects_own_package_shadows_the_installed_namesake(tmp_path, no_leftover_processes):
+    """click's own repository: its src/click, not the click installed in tether's environment."""
+    import click
+
+    root = tmp_path / "click-repo"
+    (root / "src" / "click").mkdir(parents=True)
+    (root / "src" / "click" / "__init__.py").write_text("WHO = 'the project'\n")
+    (root / "tools").mkdir()
+    (root / "tools" / "__init__.py").write_text("WHO = 'root package'\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'click'\nversion = '0'\n")
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True, timeout=60
+    )
+    assert click.__file__.startswith(sys.prefix)  # tether's environment has its own click
+    async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
+        code = "%cd /\nimport click, tools\nprint(click.WHO, click.__file__, tools.WHO, sep=' | ')"
+        r = await run.call("eval", {"code": code, "description": D})
+        assert not r.is_error, r.plain
+        assert f"the project | {root / 'src' / 'click' / '__init__.py'} | root package" in r.plain, r.plain
+        assert "the project's own code comes first on sys.path (src and .)" in r.plain
+        assert "tether's own environment" in r.plain
 
 
 def envelope_plugin(tmp_path: Path, up: bool):

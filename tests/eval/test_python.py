@@ -152,7 +152,7 @@ async def test_plain_input_gets_an_empty_answer_not_a_hang(run):
     assert "''" in r.plain and "input() was called ('your name? ')" in r.plain
 
 
-# -- IPython idioms -------------------------------------------------------------------------------
+# -- IPython idioms: the cell goes to IPython as it is --------------------------------------------
 
 
 async def test_shell_bang_streams_and_reports_exit_code(run):
@@ -165,12 +165,28 @@ async def test_shell_bang_capture_and_indentation(run):
     assert "['a', 'b']" in r.plain and "indented" in r.plain
 
 
-async def test_percent_cd_changes_directory(run):
+async def test_bang_and_percent_inside_a_triple_quoted_string_are_text(run):
+    r = await cell(run, 'kept = """\n!important: keep\n%cd nowhere\n"""\nkept')
+    assert not r.is_error, r.plain
+    assert r.plain.strip().endswith("Out[{}]: '\\n!important: keep\\n%cd nowhere\\n'".format(r.data["execution_count"]))
+
+
+async def test_shell_expands_variables_and_expressions(run):
+    r = await cell(run, "who = 'world'\n!echo hello $who {6 * 7}")
+    assert "hello world 42" in r.plain, r.plain
+
+
+async def test_shell_capture_is_ipythons_slist(run):
+    r = await cell(run, "got = !printf 'alpha\\nbeta\\n'\n(type(got).__name__, got.n, got.s, got.grep('al'))")
+    assert "('SList', 'alpha\\nbeta', 'alpha beta', ['alpha'])" in r.plain, r.plain
+
+
+async def test_percent_cd_changes_directory_and_back(run):
     r = await cell(run, "%cd sub\nimport os\nos.getcwd()")
     assert r.plain.count("sub") >= 2, r.plain
-    await cell(run, "%cd ..")
-    r = await cell(run, "os.path.basename(os.getcwd())")
-    assert "pyroot" in r.plain
+    r = await cell(run, "%cd -\nos.path.basename(os.getcwd())")
+    assert not r.is_error and "pyroot" in r.plain.splitlines()[-1], r.plain
+    assert "FileNotFoundError" not in r.plain and "__tether__" not in r.plain
 
 
 async def test_cell_magic_bash(run):
@@ -179,13 +195,86 @@ async def test_cell_magic_bash(run):
     assert any(line.strip().isdigit() for line in r.plain.splitlines())
 
 
-async def test_cell_magic_timeit_and_line_timeit(run):
+async def test_timeit_is_ipythons_own(run):
     r = await cell(run, "%%timeit -n 20 -r 3 base = 10\ntotal = sum(range(base))")
-    assert "per loop (mean" in r.plain and "3 runs, 20 loops each" in r.plain, r.plain
+    assert "per loop (mean ± std. dev. of 3 runs, 20 loops each)" in r.plain, r.plain
     r = await cell(run, "%timeit -n 5 -r 2 sum(range(10))")
     assert "2 runs, 5 loops each" in r.plain, r.plain
+    # IPython's note when one run is much slower than the others: here the first call sleeps
+    r = await cell(
+        run,
+        "import time\ncalls = []\ndef once_slow():\n    calls.append(1)\n    if len(calls) == 1:\n        time.sleep(0.05)\n"
+        "%timeit -n 1 -r 5 once_slow()",
+    )
+    assert "The slowest run took" in r.plain and "cached" in r.plain, r.plain
 
 
 async def test_other_ipython_magics_still_work(run):
     r = await cell(run, "%env TETHER_EVAL_MAGIC=on\nimport os\nos.environ['TETHER_EVAL_MAGIC']")
     assert "'on'" in r.plain
+
+
+# -- what IPython sends as pager payloads, and HTML --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code, needle",
+    [
+        ("len?", "Return the number of items in a container."),
+        ("str.split?", "Return a list of the substrings in the string"),
+        ("def documented(a, b=2):\n    'Add them.'\n    return a + b\ndocumented??", "return a + b"),
+        ("%pdoc len", "Return the number of items in a container."),
+        ("import json\n%psource json.dumps", "def dumps(obj, *, skipkeys=False"),
+        ("%prun sum(range(100))", "function calls in"),
+    ],
+)
+async def test_pager_text_is_shown(run, code, needle):
+    r = await cell(run, code)
+    assert not r.is_error, r.plain
+    assert needle in r.plain, r.plain
+    assert "\x1b[" not in r.plain and "[no output]" not in r.plain
+
+
+async def test_signature_is_in_the_help(run):
+    r = await cell(run, "def documented_too(a, b=2):\n    'Add them.'\n    return a + b\ndocumented_too?")
+    assert "documented_too(a, b=2)" in r.plain and "Add them." in r.plain, r.plain
+
+
+async def test_long_pager_text_is_bounded_and_the_cut_said(tmp_path):
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin], load_entry_points=False, options={"eval_max_output_chars": 2000}
+    ) as small:
+        r = await cell(small, "import json.encoder\n%psource json.encoder")
+    assert "characters of the pager's text cut" in r.plain, r.plain
+    assert len(r.plain) < 3000 and r.data["output_cut"] is True
+
+
+async def test_html_is_rendered_as_text_with_tables_and_links(run):
+    r = await cell(
+        run,
+        "%%html\n<h3>Report</h3><p>See <a href='https://example.org/doc'>the docs</a>.</p>"
+        "<table><tr><th>name</th><th>n</th></tr><tr><td>a|b</td><td>1</td></tr></table>",
+    )
+    assert not r.is_error, r.plain
+    text = r.plain
+    assert "IPython.core.display.HTML object" not in text and "<table" not in text
+    assert "### Report" in text and "[the docs](https://example.org/doc)" in text
+    assert "| name | n |" in text and "| a\\|b | 1 |" in text
+
+
+async def test_display_with_only_html_is_rendered(run):
+    r = await cell(
+        run,
+        "display({'text/html': '<ul><li>first</li><li><b>second</b></li></ul><script>x()</script>'}, raw=True)",
+    )
+    assert "- first" in r.plain and "- **second**" in r.plain and "x()" not in r.plain, r.plain
+
+
+async def test_huge_html_is_bounded(run):
+    r = await cell(
+        run,
+        "from IPython.display import HTML\n"
+        "HTML('<table>' + ''.join(f'<tr><td>{i}</td><td>v{i}</td></tr>' for i in range(30000)) + '</table>')",
+    )
+    assert "characters of this output cut" in r.plain and "| 0 | v0 |" in r.plain, r.plain[:500]
+    assert len(r.plain) < 25_000

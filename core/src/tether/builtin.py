@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from tether.diagnostics import Diagnostic, sort_diagnostics
 from tether.hookspecs import hookimpl
+from tether.options import CoreOptions
 from tether.tools import Text, ToolResult
 
 if TYPE_CHECKING:
@@ -15,6 +16,11 @@ if TYPE_CHECKING:
 
 PER_FILE = 20
 FILES = 5
+
+
+@hookimpl
+def tether_addoptions(register) -> None:
+    register(CoreOptions)
 
 
 @hookimpl(trylast=True)

@@ -19,6 +19,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from tether.diagnostics import Diagnostic
+    from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
     from tether.surfaces import Surface
@@ -44,6 +45,17 @@ NO_RESOURCE = _NoResource()
 @hookspec(historic=True)
 def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     """Add hook specifications (a family's resource hook) with ``pluginmanager.add_hookspecs(module)``."""
+
+
+@hookspec(historic=True)
+def tether_addoptions(register: OptionRegistry) -> None:
+    """Declare run options: ``register(MyOptions)``, an attrs class whose fields are built with `tether.arg`.
+
+    Name each option ``<family>_<name>``; give every field a default. The run structures its options
+    once, when it opens, strictly (see `tether.options`), and a family reads them typed with
+    ``run.options.of(MyOptions)``. ``register(MyOptions, deprecated={"old": "new"})`` keeps an old
+    name working, with a DeprecationWarning.
+    """
 
 
 # -- registration -----------------------------------------------------------------------------
@@ -73,8 +85,15 @@ def tether_add_surfaces(run: Run) -> Sequence[Surface] | None:
 
 
 @hookspec(firstresult=True)
-def tether_approve(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | str | Awaitable[bool | str | None] | None:
+def tether_approve(
+    run: Run, tool: Tool, arguments: dict[str, Any], paths: Sequence[str]
+) -> bool | str | Awaitable[bool | str | None] | None:
     """Allow or refuse a call before it runs.
+
+    ``paths``: for a file-writing tool, the files the call will write, relative to the root (its
+    ``touches``); empty for other tools. A tool whose files are known only as it writes (a rename's
+    edits) asks again, with every file it is about to write, before writing any; a refusal then
+    writes nothing.
 
     Return None for no opinion, True to allow, False or a reason (str) to refuse. May be awaitable
     (approval by a human card). The first non-None answer decides; nobody answering means allowed.

@@ -21,6 +21,7 @@ import attrs
 import pluggy
 
 from tether import hookspecs
+from tether.options import OptionRegistry
 from tether.tools import Tool
 
 ENTRY_POINT_GROUP = "tether"
@@ -67,44 +68,68 @@ def discovered_entry_points() -> tuple[metadata.EntryPoint, ...]:
     return tuple(sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name))
 
 
+@attrs.define
+class Loaded:
+    """What `plugin_manager` set up for one run."""
+
+    pm: pluggy.PluginManager
+    errors: list[Unavailable]
+    options: OptionRegistry
+    not_loaded: set[str]  # entry-point names installed but not loaded (blocked, left out, broken)
+
+
 def plugin_manager(
     extra_plugins: Iterable[Any] = (),
     block: Iterable[str] = (),
     load_entry_points: bool = True,
-) -> tuple[pluggy.PluginManager, list[Unavailable]]:
+) -> Loaded:
     """A plugin manager with the core's hooks, the entry-point plugins and ``extra_plugins`` registered."""
     from tether import builtin
 
     pm = pluggy.PluginManager("tether")
     pm.add_hookspecs(hookspecs)
-    # historic: each plugin's tether_addhooks runs as it registers, so its resource hook spec exists
+    options = OptionRegistry()
+    # historic: each plugin's tether_addhooks and tether_addoptions run as it registers, so its
+    # resource hook spec exists and its options are declared under its name
     pm.hook.tether_addhooks.call_historic(kwargs={"pluginmanager": pm})
+    pm.hook.tether_addoptions.call_historic(kwargs={"register": options})
     errors: list[Unavailable] = []
+    not_loaded: set[str] = set()
     blocked = set(block) | (_names(ENV_BLOCK) or set())
     only = _names(ENV_LOAD)
     for name in blocked:
         pm.set_blocked(name)
-    pm.register(builtin, name="tether.builtin")
-    if load_entry_points:
-        for ep in discovered_entry_points():
-            if ep.name in blocked or (only is not None and ep.name not in only):
-                continue
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
-                errors.append(Unavailable(ep.name, f"plugin failed to import: {type(exc).__name__}: {exc}"))
-                continue
-            try:
-                pm.register(plugin, name=ep.name)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(Unavailable(ep.name, f"plugin failed to register: {type(exc).__name__}: {exc}"))
+
+    def register(plugin: Any, name: str, family: str | None = None) -> None:
+        options.family = family or name
+        try:
+            pm.register(plugin, name=name)
+        finally:
+            options.family = "core"
+
+    register(builtin, "tether.builtin", "core")
+    for ep in discovered_entry_points():
+        if not load_entry_points or ep.name in blocked or (only is not None and ep.name not in only):
+            not_loaded.add(ep.name)
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+            errors.append(Unavailable(ep.name, f"plugin failed to import: {type(exc).__name__}: {exc}"))
+            not_loaded.add(ep.name)
+            continue
+        try:
+            register(plugin, ep.name)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(Unavailable(ep.name, f"plugin failed to register: {type(exc).__name__}: {exc}"))
+            not_loaded.add(ep.name)
     for plugin in extra_plugins:
         name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{id(plugin)}"
         if pm.is_blocked(name):
             continue
-        pm.register(plugin, name=name)
+        register(plugin, name)
     _drop_pending(pm, errors)
-    return pm, errors
+    return Loaded(pm, errors, options, not_loaded)
 
 
 def _drop_pending(pm: pluggy.PluginManager, errors: list[Unavailable]) -> None:

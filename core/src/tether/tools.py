@@ -99,6 +99,9 @@ class Tool:
     family: str = ""
     parallel_safe: bool = True
     touches: Callable[[Any], Sequence[str]] | None = attrs.field(default=None, repr=False)
+    # what MCP clients are told (readOnlyHint); None: read-only exactly when the tier is read. A read-tier
+    # tool that starts work with effects of its own (vibe_spawn's worker) says False.
+    read_only: bool | None = None
 
     @property
     def input_schema(self) -> dict[str, Any]:

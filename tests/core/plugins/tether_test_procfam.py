@@ -62,6 +62,16 @@ async def source(ctx, args: NoArgs) -> str:
     return ctx.run.resource("tether_procfam_resource").source
 
 
+@attrs.frozen
+class ProcfamOptions:
+    procfam: bool = arg("turn the test family on", default=False)
+
+
+@hookimpl
+def tether_addoptions(register):
+    register(ProcfamOptions)
+
+
 @hookimpl
 def tether_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(Specs)
@@ -69,7 +79,7 @@ def tether_addhooks(pluginmanager):
 
 @hookimpl
 def tether_procfam_resource(run):
-    if not run.options.get("procfam", os.environ.get("PROCFAM_ON")):
+    if not (run.options["procfam"] or os.environ.get("PROCFAM_ON")):
         return None
     return Resource("default")
 

@@ -6,6 +6,7 @@ and queries (a tree-sitter parser is not shareable across processes).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,6 +15,8 @@ import attrs
 
 from tether_astgrep.matcher import Match, Span, find_matches, find_spans
 from tether_astgrep.pattern import META, Pattern
+
+log = logging.getLogger("tether.astgrep")
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (generated code, data)
 
@@ -25,8 +28,9 @@ _queries: dict[tuple[str, str, bool], Any] = {}
 @attrs.frozen
 class FileResult:
     path: str  # as given (absolute)
-    status: str  # "searched", "binary", "non-utf8", "too large", "unreadable"
+    status: str  # "searched", "binary", "non-utf8", "too large", "unreadable", "failed"
     matches: tuple[Span, ...] = ()  # see `matcher.find_spans`
+    detail: str = ""  # for "failed": what went wrong
 
 
 def language(grammar_id: str, loader: Callable[[], Any]) -> Any:
@@ -85,10 +89,27 @@ def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
     return _query(pattern, loader) if not pattern.needles or pattern.root[0] == META else None
 
 
-def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> list[Match]:
-    """Full matches (texts and captures) in ``data``: for a rewrite."""
+def _merge(per_reading: list[list], key: Callable[[Any], tuple]) -> list:
+    """The matches of several readings of one pattern: in source order, each range once."""
+    if len(per_reading) == 1:
+        return per_reading[0]
+    seen: dict[tuple, Any] = {}
+    for found in per_reading:
+        for m in found:
+            seen.setdefault(key(m), m)
+    return [seen[k] for k in sorted(seen, key=lambda k: (k[0], -k[1]))]
+
+
+def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> tuple[Any, list[Match]]:
+    """The tree of ``data`` and its full matches (texts and captures): for a rewrite."""
     tree = parser(pattern.lang_key, loader).parse(data)
-    return find_matches(tree, data, pattern, _candidate_query(pattern, loader))
+    found = [find_matches(tree, data, p, _candidate_query(p, loader)) for p in pattern.readings]
+    return tree, _merge(found, lambda m: (m.start_byte, m.end_byte))
+
+
+def parse(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> Any:
+    """``data`` parsed with the pattern's grammar (a rewritten file, to check it still parses)."""
+    return parser(pattern.lang_key, loader).parse(data)
 
 
 def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileResult:
@@ -100,11 +121,17 @@ def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileR
     why = classify(data)
     if why is not None:
         return FileResult(path, why)
-    for needle in pattern.needles:  # cheaper than parsing: most files cannot match
-        if needle not in data:
-            return FileResult(path, "searched")
-    tree = parser(pattern.lang_key, loader).parse(data)
-    return FileResult(path, "searched", tuple(find_spans(tree, data, pattern, _candidate_query(pattern, loader))))
+    # cheaper than parsing: most files lack a literal of the pattern
+    readings = [p for p in pattern.readings if all(n in data for n in p.needles)]
+    if not readings:
+        return FileResult(path, "searched")
+    try:
+        tree = parser(pattern.lang_key, loader).parse(data)
+        found = [find_spans(tree, data, p, _candidate_query(p, loader)) for p in readings]
+    except Exception as exc:  # noqa: BLE001 - one file (a generated one, a grammar fault) never fails a search
+        log.warning("searching %s failed", path, exc_info=True)
+        return FileResult(path, "failed", detail=f"{type(exc).__name__}: {exc}"[:200])
+    return FileResult(path, "searched", tuple(_merge(found, lambda span: (span[0], span[1]))))
 
 
 def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:

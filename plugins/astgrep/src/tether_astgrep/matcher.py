@@ -17,6 +17,7 @@ kind yields the candidate nodes.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import attrs
@@ -56,14 +57,23 @@ class _Ctx:
 
 
 def _same(a: Any, b: Any, src: bytes) -> bool:
-    """ast-grep's exact comparison for a repeated metavariable (whitespace-insensitive)."""
-    if a.start_byte == b.start_byte and a.end_byte == b.end_byte and a.kind_id == b.kind_id:
-        return True
-    if (a.is_named and a.child_count == 0) or (b.is_named and b.child_count == 0):
-        return src[a.start_byte : a.end_byte] == src[b.start_byte : b.end_byte]
-    if a.kind_id != b.kind_id or a.child_count != b.child_count:
-        return False
-    return all(_same(x, y, src) for x, y in zip(a.children, b.children))
+    """ast-grep's exact comparison for a repeated metavariable (whitespace-insensitive).
+
+    Iterative: the captures compared may be arbitrarily deep (a 500-term sum).
+    """
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if a.start_byte == b.start_byte and a.end_byte == b.end_byte and a.kind_id == b.kind_id:
+            continue
+        if (a.is_named and a.child_count == 0) or (b.is_named and b.child_count == 0):
+            if src[a.start_byte : a.end_byte] != src[b.start_byte : b.end_byte]:
+                return False
+            continue
+        if a.kind_id != b.kind_id or a.child_count != b.child_count:
+            return False
+        stack.extend(zip(a.children, b.children))
+    return True
 
 
 def _bind_multi(env: dict, name: str | None, nodes: list, skipped: int, src: bytes) -> bool:
@@ -250,7 +260,19 @@ def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> lis
                 break
 
 
+def _room_for(pattern: Pattern) -> None:
+    """Recursion enough for the pattern: the matcher recurses twice per level of the pattern tree.
+
+    The pattern's depth bounds it (the code's depth does not matter), and Python-to-Python calls
+    do not grow the C stack, so a deeper limit is safe.
+    """
+    need = 3 * pattern.depth + 1000
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
+
+
 def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
+    _room_for(pattern)
     ctx = _Ctx(src, pattern.comment_kinds, dict(pattern.leaf_aliases))
     goal = pattern.root
     others = pattern.needles[1:] if len(pattern.needles) > 1 else ()

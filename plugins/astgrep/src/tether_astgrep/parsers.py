@@ -19,6 +19,7 @@ import attrs
 
 from tether_astgrep import engine
 from tether_astgrep.files import FileEntry
+from tether_astgrep.options import AstgrepOptions
 from tether_astgrep.grammars import Grammar, Registry, builtin_grammars
 from tether_astgrep.pattern import Pattern, compile_pattern
 
@@ -28,7 +29,6 @@ SMALL_JOB_BYTES = 500_000  # below this, searching in the run's own process beat
 CACHE_MATCHES = 200_000  # result cache bound: matches kept (+1 per file) across patterns
 CACHE_PATTERNS = 64
 SHUTDOWN_TIMEOUT = 5.0
-SEARCH_TIMEOUT = 120.0  # one search over the worker pool; run option astgrep_timeout
 
 Progress = Callable[[float, float, str], Awaitable[None]]
 
@@ -95,8 +95,8 @@ class ParserPool:
 
     def __init__(self, run: Any, workers: int | None = None) -> None:
         self.run = run
-        opts = getattr(run, "options", {}) or {}
-        self.workers = int(workers or opts.get("astgrep_workers") or _cores())
+        self.options = run.options.of(AstgrepOptions)
+        self.workers = workers or self.options.astgrep_workers or _cores()
         self.cache = ResultCache()
         self.edits: dict[str, StagedEdit] = {}
         self._registry: Registry | None = None
@@ -188,7 +188,7 @@ class ParserPool:
         loop = asyncio.get_running_loop()
         futures = [asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop) for c in chunks]
         out: list[engine.FileResult] = []
-        timeout = float((getattr(self.run, "options", {}) or {}).get("astgrep_timeout", SEARCH_TIMEOUT))
+        timeout = self.options.astgrep_timeout
 
         async def collect() -> None:
             done = 0

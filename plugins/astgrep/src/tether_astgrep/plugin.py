@@ -8,6 +8,13 @@ from tether.hookspecs import hookimpl
 
 
 @hookimpl
+def tether_addoptions(register: Any) -> None:
+    from tether_astgrep.options import AstgrepOptions
+
+    register(AstgrepOptions)
+
+
+@hookimpl
 def tether_addhooks(pluginmanager: Any) -> None:
     from tether_astgrep import hookspecs
 
@@ -18,7 +25,9 @@ def tether_addhooks(pluginmanager: Any) -> None:
 def tether_astgrep_parsers(run: Any) -> Any:
     # the run option turns the family off from options alone; a harness plugin can instead answer
     # this hook first with tether.NO_RESOURCE (an answer of None would fall through to this one)
-    if not (run.options or {}).get("astgrep_enabled", True):
+    from tether_astgrep.options import AstgrepOptions
+
+    if not run.options.of(AstgrepOptions).astgrep_enabled:
         return None
     from tether_astgrep.parsers import ParserPool
 

@@ -8,20 +8,27 @@ Two rules differ from ast-grep on purpose:
   ast-grep's smart matching a pattern may match a node that goes on past the pattern (a one-statement
   block pattern matches a longer block; `if $C: a()` matches an `if` with an `else`); ast-grep's
   rewrite replaces the whole node and so deletes the code the pattern never mentioned (issue #2856).
-  Here that code stays where it was, and the result says how many matches had such a tail.
+  Here that code stays where it was, and the result names each match that had such a tail (a kept
+  closing token, like the `)` of `app.call(env)` past the pattern `app.$A env`, is one too).
+
+A rewrite never drops bytes the pattern did not account for: a match whose replaced code holds an
+ERROR node the matcher skipped (syntax the grammar does not know, like Kotlin's `$$"`) outside every
+capture is left as it is and named (`unparsed_inside`). Whether the rewritten file still parses is
+checked by the caller (`syntax_errors`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from tether_astgrep.matcher import Match
 
 _VAR = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)|\$\$?([A-Z_][A-Z0-9_]*)")  # $$$A, $A, and $$A
-_CODE = re.compile(r"\w")
+_TAIL = re.compile(rb"[^\s;]")  # a kept `;` (a terminator the pattern left out) is no tail
 
 
 def template_names(template: str) -> list[str]:
@@ -84,23 +91,88 @@ def render(template: str, match: Match, src: bytes) -> str:
 class Rewritten:
     content: bytes
     replacements: int
-    kept_tails: int  # matches whose node went on past the pattern: that code was kept
+    tails: tuple[int, ...]  # where (in the new content) replacements start whose match went on past the pattern
 
 
 def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:
     """Replace every non-overlapping match (the outer one wins) by the rendered template."""
     pieces: list[bytes] = []
-    pos = 0
-    count = tails = 0
+    pos = written = 0
+    count = 0
+    tails: list[int] = []
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
         if m.start_byte < pos:
             continue  # inside a match already replaced
-        pieces.append(src[pos : m.start_byte])
-        pieces.append(render(template, m, src).encode())
+        before = src[pos : m.start_byte]
+        new = render(template, m, src).encode()
+        pieces += (before, new)
         end = m.end_of_pattern
-        if _CODE.search(src[end : m.end_byte].decode("utf-8", "replace")):
-            tails += 1
+        if _TAIL.search(src, end, m.end_byte):
+            tails.append(written + len(before))
+        written += len(before) + len(new)
         pos = end
         count += 1
     pieces.append(src[pos:])
-    return Rewritten(b"".join(pieces), count, tails)
+    return Rewritten(b"".join(pieces), count, tuple(tails))
+
+
+def _errors_in(root: Any, start: int, end: int) -> list:
+    """ERROR nodes overlapping [start, end), outermost only."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= start or node.start_byte >= end or not node.has_error:
+            continue
+        if node.is_error:
+            out.append(node)
+        else:
+            stack.extend(node.children)
+    return out
+
+
+def unparsed_inside(root: Any, match: Match) -> bool:
+    """Whether replacing ``match`` would drop code the grammar could not parse and no capture holds."""
+    if not root.has_error:
+        return False
+    caps = [(c.start_byte, c.end_byte) for c in match.captures.values() if c.end_byte > c.start_byte]
+    for err in _errors_in(root, match.start_byte, match.end_of_pattern):
+        if not any(s <= err.start_byte and err.end_byte <= e for s, e in caps):
+            return True
+    return False
+
+
+def _culprit(err: Any) -> Any:
+    """The first token an ERROR node (or an ERROR inside it) could not fit: where the error is.
+
+    An ERROR node often spans from far above the fault (a whole module), with the well-formed code
+    before the fault as its children; the stray token itself is a direct child of an ERROR node.
+    """
+    stack = [err]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0:
+            parent = node.parent
+            if parent is not None and parent.is_error:
+                return node
+            continue
+        stack.extend(c for c in reversed(node.children) if c.child_count == 0 or c.has_error)
+    return err
+
+
+def syntax_errors(root: Any, limit: int = 5) -> list[tuple[int, str]]:
+    """(line, what) of the first ``limit`` syntax errors (lines 1-based)."""
+    out: list[tuple[int, str]] = []
+    stack = [root]
+    while stack and len(out) < limit:
+        node = stack.pop()
+        if node.is_error:
+            token = _culprit(node)
+            text = (token.text or b"").decode("utf-8", "replace")
+            shown = " ".join(text.split())
+            what = f"unexpected {shown[:40]!r}" if shown else "syntax error"
+            out.append((token.start_point[0] + 1, what))
+        elif node.is_missing:
+            out.append((node.start_point[0] + 1, f"missing {node.type!r}"))
+        elif node.has_error:
+            stack.extend(reversed(node.children))
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import logging
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from tether_astgrep.grammars import Grammar
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
+
+log = logging.getLogger("tether.astgrep")
 
 MAX_RESULTS = 1000
 SHOWN_LINES = 3  # of a long match
@@ -43,8 +46,9 @@ class GrepArgs:
     )
     path: str = tether.arg("File or folder to search, relative to the root", default=".")
     language: str | None = tether.arg(
-        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, dart, ...); "
-        "inferred from the extension when path is a file or when the folder holds one language",
+        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, csharp, kotlin, swift, php, "
+        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar); inferred from the extension when "
+        "path is a file or when the folder holds one language (beside json, yaml, html, css and bash files)",
         default=None,
     )
     max_results: int = tether.arg("Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS)
@@ -59,6 +63,11 @@ class EditArgs:
     )
     path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
     language: str | None = tether.arg("Grammar id; inferred as for ast_grep", default=None)
+    allow_parse_errors: bool = tether.arg(
+        "Stage the rewrite even when it leaves a file that parsed cleanly with syntax errors (refused "
+        "otherwise; the preview then lists each file:line)",
+        default=False,
+    )
 
 
 @attrs.frozen
@@ -76,6 +85,12 @@ class Target:
     files: list[FileEntry]
     ignored: int
     base: str  # the path as shown
+    left_out: dict[str, int] = attrs.Factory(dict)  # data and markup files of other languages beside the code
+
+
+# languages that sit beside the code of a project (configuration, markup, scripts): a folder holding
+# Python and a few of these is a Python folder; they are searched when asked for by language
+_AUXILIARY = frozenset({"json", "yaml", "html", "css", "bash"})
 
 
 async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
@@ -92,8 +107,8 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ToolError(
-                f"unknown language '{language}'{hint}; grammar ids with a pattern ladder: {known}; any other grammar "
-                "of tree-sitter-language-pack works too (e.g. ruby, kotlin, lua, bash), with patterns parsed as a file",
+                f"unknown language '{language}'{hint}; grammar ids: {known}; any other grammar of "
+                "tree-sitter-language-pack works too (e.g. toml, zig, ocaml), with patterns parsed as a file",
                 {"error": "unknown_language"},
             )
     shown = run.relpath(target)
@@ -135,13 +150,17 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             f"language (one of: {known})",
             {"error": "no_files"},
         )
-    if len(counts) > 1:
-        listing = ", ".join(f"{g}: {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    code = {g: n for g, n in counts.items() if g not in _AUXILIARY} or counts
+    if len(code) > 1:
+        listing = ", ".join(f"{g}: {n}" for g, n in sorted(code.items(), key=lambda kv: -kv[1]))
         raise ToolError(
             f"'{shown}' holds files of several languages ({listing}); pass language to say which to search",
             {"error": "language_required", "languages": counts},
         )
-    return Target(registry.by_id[next(iter(counts))], found.files, found.ignored, shown)
+    gid = next(iter(code))
+    files = [f for f in found.files if registry.for_path(Path(f.path).name) == gid]
+    left = {g: n for g, n in counts.items() if g != gid}
+    return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
 def _compile(pool: ParserPool, source: str, grammar: Grammar) -> Pattern:
@@ -204,12 +223,28 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
-    read_as = "" if pattern.rung == target.grammar.ladder[0].name else f"; pattern read as a {pattern.rung}"
+    contexts = [p.rung for p in pattern.readings]
+    read_as = (
+        "" if contexts == [target.grammar.ladder[0].name]
+        else "; pattern read as " + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
+        + (" (both searched)" if len(contexts) > 1 else "")
+    )
+    left = (
+        "; not searched: " + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items())) + " (pass language)"
+        if target.left_out else ""
+    )
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
-        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as})"
+        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as}{left})"
     )
     lines = [head]
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        lines.append(
+            f"could not search {_plural(len(failed), 'file')} (an internal fault, logged; the other files were "
+            "searched): " + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
+            + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
+        )
     if not total and _LOWER_VAR.search(args.pattern):
         lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
@@ -242,7 +277,9 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "skipped": skipped,
         "ignored": target.ignored,
         "language": target.grammar.id,
+        "not_searched": target.left_out,
         "context": pattern.rung,
+        "contexts": contexts,
     }
     return ToolResult.text("\n".join(lines), data)
 
@@ -284,15 +321,36 @@ def _diff(rel: str, old: bytes, new: bytes) -> list[str]:
     return list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", n=1, lineterm=""))
 
 
-def _rewrite_files(pool: ParserPool, pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> list[tuple]:
-    """(path, old bytes, new bytes, replacements, kept tails) for each file the rewrite changes.
+@attrs.frozen
+class _Change:
+    path: str
+    old: bytes
+    new: bytes
+    replacements: int
+    tails: tuple[int, ...]  # lines (of the new content) of replacements whose match went on past the pattern
+    errors: tuple[tuple[int, str], ...]  # syntax errors of the new content, when the old one had none
+
+
+@attrs.frozen
+class _Rewrites:
+    changes: list[_Change]
+    untouched: list[tuple[str, int]]  # (path, line) of matches left as they were: unparsed code inside
+    failed: list[tuple[str, str]]  # (path, what went wrong)
+
+
+def _line(data: bytes, byte: int) -> int:
+    return data.count(b"\n", 0, byte) + 1
+
+
+def _rewrite_files(pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> _Rewrites:
+    """Each file the rewrite changes, re-parsed: the new syntax errors of a file that parsed before.
 
     Each file is read once more and matched again here, so the change and the snapshot taken for
     `resolve` come from the same bytes.
     """
     from tether_astgrep import engine, rewrite
 
-    out = []
+    out = _Rewrites([], [], [])
     for path in paths:
         try:
             data = Path(path).read_bytes()
@@ -300,13 +358,34 @@ def _rewrite_files(pool: ParserPool, pattern: Pattern, grammar: Grammar, paths: 
             continue
         if engine.classify(data) is not None:
             continue
-        matches = engine.search_source(data, pattern, grammar.language)
-        if not matches:
+        try:
+            tree, matches = engine.search_source(data, pattern, grammar.language)
+            root = tree.root_node
+            safe = []
+            for m in matches:
+                if rewrite.unparsed_inside(root, m):
+                    out.untouched.append((path, m.start[0]))
+                else:
+                    safe.append(m)
+            if not safe:
+                continue
+            done = rewrite.apply(data, safe, template)
+            if done.content == data:
+                continue
+            errors = () if root.has_error else rewrite.syntax_errors(engine.parse(done.content, pattern, grammar.language).root_node)
+        except Exception as exc:  # noqa: BLE001 - one file never fails the whole rewrite
+            log.warning("rewriting %s failed", path, exc_info=True)
+            out.failed.append((path, f"{type(exc).__name__}: {exc}"[:200]))
             continue
-        done = rewrite.apply(data, matches, template)
-        if done.content != data:
-            out.append((path, data, done.content, done.replacements, done.kept_tails))
+        tails = tuple(_line(done.content, b) for b in done.tails)
+        out.changes.append(_Change(path, data, done.content, done.replacements, tails, tuple(errors)))
     return out
+
+
+def _places(run: Any, where: list[tuple[str, int]], limit: int = 10) -> str:
+    """`a.py:3, b.py:10, ... (and N more)`."""
+    shown = ", ".join(f"{run.relpath(p)}:{line}" for p, line in where[:limit])
+    return shown + (f" (and {len(where) - limit} more)" if len(where) > limit else "")
 
 
 async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
@@ -327,37 +406,80 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
         )
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     paths = [r.path for r in results if r.matches]
-    changed = await asyncio.to_thread(_rewrite_files, pool, pattern, target.grammar, paths, args.rewrite)
+    done = await asyncio.to_thread(_rewrite_files, pattern, target.grammar, paths, args.rewrite)
+    notes = []
+    if done.untouched:
+        notes.append(
+            f"left as they were ({len(done.untouched)}): matches holding code the {target.grammar.id} grammar could "
+            f"not parse, which the rewrite would drop: {_places(run, done.untouched)}. Edit those by hand."
+        )
+    if done.failed:
+        notes.append(
+            "not rewritten (the rewrite failed there; see the log): "
+            + "; ".join(f"{run.relpath(p)} ({why})" for p, why in done.failed[:5])
+        )
+    changed = done.changes
     if not changed:
         return ToolResult.text(
-            f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
-            "nothing was staged",
+            "\n".join([
+                f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
+                "nothing was staged", *notes,
+            ]),
             {"edit_id": None, "replacements": 0, "files": []},
         )
-    replacements = sum(c[3] for c in changed)
-    tails = sum(c[4] for c in changed)
-    snapshots = [Snapshot.of(Path(p), old) for p, old, *_ in changed]
-    edit = pool.stage({Path(p): new for p, _, new, *_ in changed}, snapshots, replacements)
-    rels = [run.relpath(p) for p, *_ in changed]
+    broken = [(c.path, line, what) for c in changed for line, what in c.errors]
+    tails = [(c.path, line) for c in changed for line in c.tails]
+    if broken and not args.allow_parse_errors:
+        kept = [t for t in tails if any(t[0] == p for p, *_ in broken)]
+        why = (
+            f" The matches at {_places(run, kept)} went on past the pattern and that code was kept after the "
+            "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
+            if kept else ""
+        )
+        listing = "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
+        more = f" (and {len(broken) - 20} more)" if len(broken) > 20 else ""
+        raise ToolError(
+            f"refused: the rewrite leaves {_plural(len({p for p, *_ in broken}), 'file')} that parsed before with "
+            f"syntax errors (lines of the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
+            "pass allow_parse_errors=true to stage it anyway",
+            {"error": "breaks_parse", "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]},
+        )
+    replacements = sum(c.replacements for c in changed)
+    snapshots = [Snapshot.of(Path(c.path), c.old) for c in changed]
+    edit = pool.stage({Path(c.path): c.new for c in changed}, snapshots, replacements)
+    rels = [run.relpath(c.path) for c in changed]
     lines = [
         (
             f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is "
             f'written until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
         )
     ]
+    if broken:
+        lines.append(
+            "WARNING: staged with allow_parse_errors; these places (lines of the rewritten file) no longer parse: "
+            + "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
+        )
     if tails:
         lines.append(
-            f"{tails} of the matched nodes went on past the end of the pattern; that code is kept after the "
-            "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
+            f"{len(tails)} of the matched nodes went on past the end of the pattern; that code is kept after the "
+            f"replacement (add $$$REST to the pattern and the rewrite to move it yourself), at (new) {_places(run, tails)}"
         )
+    lines.extend(notes)
     diff: list[str] = []
-    for (_path, old, new, *_), rel in zip(changed, rels):
-        diff.extend(_diff(rel, old, new))
+    for c, rel in zip(changed, rels):
+        diff.extend(_diff(rel, c.old, c.new))
     shown, cut = cap_items(diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less.")
     lines.extend(shown)
     if cut:
         lines.append(cut)
-    data = {"edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": tails}
+    data = {
+        "edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": len(tails),
+        "tails": [{"file": run.relpath(p), "line": line} for p, line in tails],
+    }
+    if broken:
+        data["parse_errors"] = [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]
+    if done.untouched:
+        data["untouched"] = [{"file": run.relpath(p), "line": line} for p, line in done.untouched]
     return ToolResult.text("\n".join(lines), data)
 
 
@@ -365,7 +487,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
 
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     run = pool.run
     edit = pool.edits.get(args.edit_id.strip())
@@ -382,17 +504,16 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     if args.action == "discard":
         edit.state = "discarded"
         return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
-    moved = await asyncio.to_thread(changed_since, edit.snapshots)
-    if moved:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in moved]
+    try:  # the snapshots are checked under the root's write lock, so no write slips in between
+        await run.write_files(dict(edit.changes), expect=edit.snapshots)
+    except ChangedSince as exc:
+        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
         raise ToolError(
             f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
             "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
             "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in moved]},
-        )
-    try:
-        await asyncio.to_thread(write_all, dict(edit.changes))
+            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
+        ) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "

@@ -11,6 +11,13 @@ from tether_debug import hookspecs
 
 
 @hookimpl
+def tether_addoptions(register) -> None:
+    from tether_debug.options import DebugOptions
+
+    register(DebugOptions)
+
+
+@hookimpl
 def tether_addhooks(pluginmanager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 

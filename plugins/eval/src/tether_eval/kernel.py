@@ -54,6 +54,7 @@ class KernelSpec:
         0.0  # then wait until iopub was quiet this long (output of timers that fire after the cell)
     )
     interrupt_mode: str = "signal"  # signal (SIGINT to the process group) | message (interrupt_request)
+    project_paths: tuple[str, ...] = ()  # Python: first on sys.path (the kernel runs outside the project's env)
 
 
 @attrs.define
@@ -147,6 +148,7 @@ class Kernel:
         self.pid: int | None = None
         self.dead = False
         self.started_in = 0.0
+        self.installed: dict[str, Any] = {}  # what the helper's install reported (Python: sys.executable, ...)
         self._waiters: dict[str, asyncio.Queue] = {}
         self._readers: list[asyncio.Task] = []
         self._pidfd: int | None = None
@@ -329,6 +331,7 @@ class Kernel:
         bridge: Bridge | None = None,
         silent: bool = False,
         keep_chars: int = 100_000,
+        user_expressions: dict[str, str] | None = None,
     ) -> CellEnd:
         """Run a cell to its end: reply and idle, or death, or the inactivity timeout.
 
@@ -341,7 +344,9 @@ class Kernel:
             self._settling = None
         if self.dead:
             return CellEnd("died", [])
-        msg_id = self.kc.execute(code, silent=silent, store_history=not silent, allow_stdin=True)
+        msg_id = self.kc.execute(
+            code, silent=silent, store_history=not silent, allow_stdin=True, user_expressions=user_expressions
+        )
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
         end = CellEnd("ok", [])

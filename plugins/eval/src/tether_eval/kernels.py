@@ -1,7 +1,9 @@
 """The run's kernel factory: at most one live kernel per language, started on first use.
 
 Which Python: the root's own environment (``.venv`` or ``venv``) when it has ipykernel, where the
-user's packages are; otherwise tether's own. Where: inside the conversation's envelope when the
+user's packages are; otherwise tether's own, with the project's code (the root, and ``src`` in a
+src layout) first on ``sys.path`` so that ``import pkg`` finds the project's package, not a namesake
+installed in tether's environment. Where: inside the conversation's envelope when the
 harness provides one that is up, otherwise on the host. Everything a kernel writes for its plumbing
 (kernelspec, connection file, ipc sockets, log) lives in a private temporary directory of the run.
 """
@@ -29,23 +31,18 @@ if TYPE_CHECKING:
     from tether_eval.kernel import Kernel, KernelSpec
 
 HELPERS = Path(__file__).parent / "kernel_side"
-DEFAULTS = {
-    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output resets it)
-    "eval_start_timeout": 60.0,  # a kernel's start to ready
-    "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
-    "eval_drain": 0.0,  # Deno: quiet time after a cell before it is complete (output of timers it set)
-    "eval_max_output_chars": 20_000,  # stdout/stderr kept per cell
-}
 
 
 @attrs.frozen
 class PythonChoice:
     executable: str
     environment: str  # for the model
+    project_paths: tuple[str, ...] = ()  # put first on the kernel's sys.path (outside the project's env)
 
 
-def option(run: Run, name: str) -> float:
-    return float(run.options.get(name, DEFAULTS[name]))
+def option(run: Run, name: str) -> Any:
+    """One of the run's options (declared in `tether_eval.options`, structured when the run opened)."""
+    return run.options[name]
 
 
 def _has_ipykernel(python: Path) -> bool:
@@ -70,8 +67,17 @@ def choose_python(root: Path) -> tuple[PythonChoice, str]:
             continue
         if _has_ipykernel(python):
             return PythonChoice(str(python), f"the project's environment ({name})"), ""
-        note = f"the project's {name} has no ipykernel, so its packages are not importable here (install ipykernel into it to use them)"
-    return PythonChoice(sys.executable, "tether's own environment"), note
+        note = f"the project's {name} has no ipykernel, so its installed packages are not importable here (install ipykernel into it to use them)"
+    return PythonChoice(sys.executable, "tether's own environment", project_paths(root)), note
+
+
+def project_paths(root: Path) -> tuple[str, ...]:
+    """The root, and before it ``src`` when the project keeps its packages there (a src layout)."""
+    src = root / "src"
+    layout = src.is_dir() and any(
+        (p.is_dir() and (p / "__init__.py").is_file()) or p.suffix == ".py" for p in src.iterdir()
+    )
+    return (str(src), str(root)) if layout else (str(root),)
 
 
 def deno_binary() -> str:
@@ -140,10 +146,16 @@ class KernelFactory:
                 "--HistoryManager.enabled=False",
             ]
             env["IPYTHONDIR"] = str(self._private() / "ipython")  # no user startup files printing into cells
-            spec = {"interpreter": python, "environment": choice.environment, "transport": "ipc"}
+            spec = {
+                "interpreter": python,
+                "environment": choice.environment,
+                "transport": "ipc",
+                "project_paths": choice.project_paths,
+            }
         else:
             binary = (envelope.deno if inside and envelope.deno else None) or deno_binary()
-            argv = [binary, "jupyter", "--kernel", "--conn", "{connection_file}"]
+            # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
+            argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
             spec = {
@@ -174,23 +186,27 @@ class KernelFactory:
         try:
             await kernel.start(timeout, self.run.track_process)
             helper = (HELPERS / ("python_helper.py" if language == "python" else "js_helper.js")).read_text()
+            asks = {}
             if language == "python":
                 code = (
                     "import sys as _s, types as _t\n"
                     "_m = _t.ModuleType('__tether__')\n"
                     f"exec(compile({helper!r}, '<tether-helper>', 'exec'), _m.__dict__)\n"
                     "_s.modules['__tether__'] = _m\n"
-                    "_m.install(get_ipython())\n"
+                    f"_m.installed = _m.install(get_ipython(), {list(spec.project_paths)!r})\n"
                     "del _s, _t, _m\n"
                 )
+                asks = {"installed": "__import__('json').dumps(__import__('__tether__').installed)"}
             else:
                 code = helper
-            end = await kernel.execute(code, timeout=timeout, silent=True)
+            end = await kernel.execute(code, timeout=timeout, silent=True, user_expressions=asks)
             if end.status != "ok" or (end.reply or {}).get("status") != "ok":
                 why = (end.reply or {}).get("evalue") or end.status
                 raise KernelDied(
                     f"the tether helper failed to install in the kernel: {why}\n{kernel.log_tail()}"
                 )
+            if asks:
+                kernel.installed = _answer(end.reply or {}, "installed")
             await kernel.probe_stdin(
                 "__import__('__tether__').ping()" if language == "python" else "__tether.ping();"
             )
@@ -218,11 +234,22 @@ class KernelFactory:
         return f"KernelFactory(root={str(self.run.root)!r}, live={sorted(k for k in self._kernels if self.live(k))})"
 
 
+def _answer(reply: dict[str, Any], name: str) -> dict[str, Any]:
+    """A JSON user_expression of an execute_reply (its text/plain is the repr of the JSON string)."""
+    import ast
+    import json
+
+    try:
+        return json.loads(ast.literal_eval(reply["user_expressions"][name]["data"]["text/plain"]))
+    except (KeyError, ValueError, SyntaxError, TypeError):
+        return {}
+
+
 def describe(kernel: Any) -> dict[str, Any]:
     spec = kernel.spec
     return {
         "language": spec.language,
-        "interpreter": spec.interpreter,
+        "interpreter": kernel.installed.get("executable") or spec.interpreter,
         "environment": spec.environment,
         "where": spec.where,
         "pid": kernel.pid,

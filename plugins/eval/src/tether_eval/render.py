@@ -1,28 +1,35 @@
 """A cell's Jupyter messages turned into what the model sees: text and images, bounded, in order.
 
 - streams: stdout and stderr, carriage-return progress collapsed, head and tail kept when long;
-- results and displays: the richest readable text (markdown, plain, then HTML stripped of tags);
+- results and displays: the richest readable text: markdown, plain, or HTML rendered as markdown
+  (markdownify: tables stay tables, links keep their targets) when plain text is missing or only
+  IPython's placeholder (`<IPython.core.display.HTML object>`: `%%html`, `display(HTML(...))`);
   a PNG/JPEG becomes an image block, once (ipykernel sends a figure that is the last expression both
   as the result and as a display: identical images are deduplicated);
 - errors: type, message and the traceback frames of the cell's own code (library and helper frames
-  are counted, not shown).
+  are counted, not shown);
+- what IPython sends in the execute_reply's payloads instead of output: the pager's text (`obj?`,
+  `obj??`, `%pdoc`, `%psource`, `%prun`) and `%load`'s next input, after the output, bounded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
-import html
 import json
 import re
 from typing import Any
 
 import attrs
+from markdownify import MarkdownConverter
 from tether import Image, Text
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _CR = re.compile(r"[^\n]*\r(?!\n)")
-_TAG = re.compile(r"<[^>]+>")
+_PLACEHOLDER = re.compile(r"<[\w.]+ object(?: at 0x[0-9a-f]+)?>")
+MAX_HTML_CHARS = 500_000  # HTML parsed per output: a bigger page is cut first (and says so)
+INLINE_HTML_CHARS = 20_000  # up to this much HTML in a cell is rendered on the event loop, more in a thread
 MAX_IMAGES = 8
 MAX_TRACEBACK_FRAMES = 8
 
@@ -42,13 +49,46 @@ def bounded(text: str, limit: int, what: str) -> tuple[str, bool]:
     return head + note + tail, True
 
 
+class _Markdown(MarkdownConverter):
+    """HTML as markdown for a model: a `|` inside a table cell escaped (it would split the cell), and
+    no base64 `data:` URIs (an inline image or download link would fill the output with noise)."""
+
+    def convert_td(self, el: Any, text: str, parent_tags: Any) -> str:
+        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+
+    def convert_th(self, el: Any, text: str, parent_tags: Any) -> str:
+        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+
+    def convert_img(self, el: Any, text: str, parent_tags: Any) -> str:
+        if str(el.attrs.get("src", "")).startswith("data:"):
+            alt = el.attrs.get("alt") or ""
+            return f"[inline image{': ' + alt if alt else ''}]"
+        return super().convert_img(el, text, parent_tags)
+
+    def convert_a(self, el: Any, text: str, parent_tags: Any) -> str:
+        if str(el.get("href", "")).startswith("data:"):
+            return f"{text} [inline data link]"
+        return super().convert_a(el, text, parent_tags)
+
+
+def html_text(html: str) -> str:
+    """HTML rendered as readable markdown text; a page over MAX_HTML_CHARS is cut first, and says so."""
+    note = ""
+    if len(html) > MAX_HTML_CHARS:
+        note = f"\n[... the HTML was {len(html):,} characters: only its first {MAX_HTML_CHARS:,} were rendered]"
+        html = html[:MAX_HTML_CHARS]
+    text = _Markdown(heading_style="ATX", bullets="-").convert(html)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + note
+
+
 def bundle_text(data: dict[str, Any]) -> str | None:
     if "text/markdown" in data:
         return str(data["text/markdown"])
-    if "text/plain" in data:
-        return strip_ansi(str(data["text/plain"]))
-    if "text/html" in data:
-        return html.unescape(_TAG.sub("", str(data["text/html"]))).strip()
+    plain = strip_ansi(str(data["text/plain"])) if "text/plain" in data else None
+    if "text/html" in data and (plain is None or _PLACEHOLDER.fullmatch(plain.strip())):
+        return html_text(str(data["text/html"]))
+    if plain is not None:
+        return plain
     if "application/json" in data:
         return json.dumps(data["application/json"], indent=1)
     if "text/latex" in data:
@@ -93,7 +133,15 @@ class Rendered:
     cut: bool
 
 
-def render(messages: list[dict[str, Any]], max_chars: int) -> Rendered:
+async def render_cell(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]]) -> Rendered:
+    """``render``, in a thread when the cell sent much HTML (parsing 500,000 characters takes a second)."""
+    html = sum(len(str((m["content"].get("data") or {}).get("text/html", ""))) for m in messages)
+    if html <= INLINE_HTML_CHARS:
+        return render(messages, max_chars, payloads)
+    return await asyncio.to_thread(render, messages, max_chars, payloads)
+
+
+def render(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]] = ()) -> Rendered:
     parts: list[Any] = []  # str pieces and Image blocks, in order
     seen_images: set[str] = set()
     images = 0
@@ -168,6 +216,16 @@ def render(messages: list[dict[str, Any]], max_chars: int) -> Rendered:
                 lines.append(summary)
             parts.append("\n".join(x for x in lines if x))
     flush_stream()
+    for payload in payloads:
+        if payload.get("source") == "page":
+            text, what = bundle_text(payload.get("data") or {}) or "", "the pager's text"
+        elif payload.get("source") == "set_next_input" and payload.get("text"):
+            text, what = "[IPython's text for the next cell; send it as a cell to run it]\n" + payload["text"], "it"
+        else:
+            continue
+        text, cut = bounded(text.strip("\n"), max_chars, what)
+        cut_any = cut_any or cut
+        parts.append(text)
     if dropped_images:
         parts.append(f"[{dropped_images} more image(s) not shown: the cell displayed more than {MAX_IMAGES}]")
     blocks: list[Any] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -15,8 +16,8 @@ DESCRIPTION = (
     "Run a Python (default) or JavaScript (Deno) cell in this run's persistent kernel: variables, imports "
     "and loaded data persist between calls. The last expression is shown as a notebook shows it, display() "
     "works, a pandas DataFrame comes back as a text table and a matplotlib figure as an image. %pip, %cd, "
-    "!cmd, %%bash and %%timeit work. From the cell, tool(name, args) calls another tool of this run and "
-    "returns its text (a refused or failed call raises). reset=true starts a clean interpreter first. A cell "
+    "!cmd, %%bash, %%timeit and (Python) every IPython magic work; obj? shows a signature and docstring. "
+    "From the cell, tool(name, args) calls another tool of this run and returns its text (a refused or failed call raises). reset=true starts a clean interpreter first. A cell "
     "that shows no output for the inactivity budget (5 minutes by default) is interrupted."
 )
 
@@ -66,12 +67,14 @@ def _check(args: EvalArgs) -> None:
 async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     from tether_eval.idioms import rewrite
     from tether_eval.kernels import describe, option
-    from tether_eval.render import render
+    from tether_eval.render import render_cell
 
     _check(args)
     run = ctx.run
     language = args.language
-    code = rewrite(args.code, language) if args.code.strip() else ""
+    code = args.code if args.code.strip() else ""
+    if language == "javascript" and code:
+        code = rewrite(code)  # Python cells go to IPython as they are: its transformers know !cmd and %magic
     factory = run.resource("tether_eval_kernels")
     notes: list[str] = []
     async with factory.lock(language):
@@ -88,13 +91,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
             )
         info = describe(kernel)
         if started:
-            env = f" in {kernel.spec.environment}" if language == "python" else ""
-            notes.append(
-                f"[{language} kernel started: {run.relpath(kernel.spec.interpreter)}{env}, on the {kernel.spec.where}"
-                f" ({kernel.started_in:.1f} s)]"
-            )
-            if language == "python" and factory.python_note:
-                notes.append(f"[{factory.python_note}]")
+            notes += _banner(run, kernel, factory.python_note)
         if not code:
             return ToolResult.text("\n".join(notes), {"status": "reset", "kernel": info})
 
@@ -110,7 +107,8 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         )
         if end.status in ("died", "stuck"):
             await factory.discard(language, now=True)  # a stuck kernel would not answer a polite shutdown
-    shown = render(end.messages, int(option(run, "eval_max_output_chars")))
+    payloads = (end.reply or {}).get("payload") or []
+    shown = await render_cell(end.messages, int(option(run, "eval_max_output_chars")), payloads)
     blocks: list[Any] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
     status = end.status
@@ -154,6 +152,38 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         data["error"] = shown.error
     is_error = status in ("error", "interrupted", "stuck", "died")
     return ToolResult(tuple(blocks), is_error, data)
+
+
+def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
+    """The first cell's notes: which interpreter the cell sees, where it runs, where the project's code comes from."""
+    spec = kernel.spec
+    if spec.language != "python":
+        return [f"[{spec.language} kernel started: {_shown(run, spec.interpreter)}, on the {spec.where} ({kernel.started_in:.1f} s)]"]
+    notes = [
+        f"[python kernel started: {_shown(run, kernel.installed.get('executable') or spec.interpreter)} (sys.executable) in {spec.environment}, "
+        f"on the {spec.where} ({kernel.started_in:.1f} s)]"
+    ]
+    if python_note:
+        notes.append(f"[{python_note}]")
+    if spec.project_paths:
+        where = " and ".join(_shown(run, p) for p in spec.project_paths)
+        notes.append(
+            f"[the project's own code comes first on sys.path ({where}): its packages are imported from the project, "
+            f"not from {spec.environment}]"
+        )
+    early = kernel.installed.get("imported_before") or []
+    if early:
+        notes.append(
+            f"[already imported by the kernel itself, so they still come from {spec.environment}: {', '.join(early[:10])}]"
+        )
+    return notes
+
+
+def _shown(run: Any, path: str) -> str:
+    """A path for the model: relative inside the root, else as it is (links not followed: a venv's
+    python is a link to its base interpreter, and the venv is what the cell sees)."""
+    p = Path(path)
+    return p.relative_to(run.root).as_posix() or "." if p.is_relative_to(run.root) else path
 
 
 async def _bridge(ctx: CallContext, payload: str) -> str:

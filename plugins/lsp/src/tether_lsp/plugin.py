@@ -22,6 +22,13 @@ RENAME_DESCRIPTION = (
 
 
 @hookimpl
+def tether_addoptions(register: Any) -> None:
+    from tether_lsp.options import LspOptions
+
+    register(LspOptions)
+
+
+@hookimpl
 def tether_addhooks(pluginmanager: Any) -> None:
     from tether_lsp import hookspecs
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from tether.tools import ToolError
 
 from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import (
     Availability,
     ServerDef,
@@ -25,15 +26,6 @@ log = logging.getLogger("tether.lsp")
 
 T = TypeVar("T")
 
-# Run options (run.options) and their defaults.
-DEFAULTS = {
-    "lsp_request_timeout": 30.0,  # one request
-    "lsp_start_timeout": 60.0,  # process start + initialize
-    "lsp_shutdown_grace": 2.0,  # shutdown/exit before the tree is killed
-    "diagnostics_timeout": 5.0,  # the capped wait for a write's diagnostics (shared with the core)
-    "lsp_dependents_quiet": 0.1,  # after a write, the quiet period that ends collecting other files' diagnostics
-    "lsp_checker_timeout": 300.0,  # `diagnostics "*"`: the project checker
-}
 
 
 class Supervisor:
@@ -52,7 +44,8 @@ class Supervisor:
     # -- options and definitions ---------------------------------------------------------------
 
     def option(self, name: str) -> float:
-        return float(self.run.options.get(name, DEFAULTS[name]))
+        """A timeout option (declared in `tether_lsp.options`, structured when the run opened)."""
+        return self.run.options[name]
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
@@ -62,7 +55,7 @@ class Supervisor:
         return self._definitions
 
     def enabled(self, server: ServerDef) -> bool:
-        chosen = self.run.options.get("lsp_servers")
+        chosen = self.run.options.of(LspOptions).lsp_servers
         if chosen is not None:
             return server.id in chosen
         return server.default

@@ -384,7 +384,7 @@ IDENT_BREAK = re.compile(r"\s")
 
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     from tether_lsp.edits import plan_workspace_edit
 
@@ -410,14 +410,13 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the symbol's "
                 "name where it is defined or used", {"error": "nothing_to_rename"},
             )
-        moved = changed_since(plan.originals.values())
-        if moved:
+        try:  # the originals are checked under the root's write lock, so no write slips in between
+            await run.write_files(writes, expect=plan.originals.values())
+        except ChangedSince as exc:
             raise ToolError(
-                f"{', '.join(run.relpath(p) for p in moved)} changed while the rename was computed; nothing was written, retry",
+                f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the rename was computed; nothing was written, retry",
                 {"error": "changed_meanwhile"},
-            )
-        try:
-            write_all(writes)
+            ) from None
         except OSError as exc:
             raise ToolError(
                 f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "

@@ -20,6 +20,13 @@ MODE = "vibe"
 
 
 @hookimpl
+def tether_addoptions(register: Any) -> None:
+    from tether_vibe.config import VibeOptions
+
+    register(VibeOptions)
+
+
+@hookimpl
 def tether_addhooks(pluginmanager: Any) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -27,9 +34,9 @@ def tether_addhooks(pluginmanager: Any) -> None:
 @hookimpl
 def tether_vibe_roster(run: Run) -> Any:
     """The built-in command roster when a worker command is configured; no process starts before a spawn."""
-    from tether_vibe.config import load_config
+    from tether_vibe.config import VibeOptions, load_config
 
-    config = load_config(run.root, run.options.get("vibe"))
+    config = load_config(run.options.of(VibeOptions))
     if not config.commands:
         return None
     from tether_vibe.command_roster import CommandRoster
@@ -53,7 +60,7 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
         register.unavailable(
             FAMILY,
             "no worker roster: set fast and/or good (a worker command line) under [tool.tether.vibe] in the "
-            "root's pyproject.toml, or in the run's 'vibe' option",
+            "root's pyproject.toml, or as the run options vibe_fast / vibe_good",
         )
         return
     from tether_vibe.tools import make_tools

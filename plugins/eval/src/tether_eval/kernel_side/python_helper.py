@@ -1,8 +1,10 @@
 """Runs INSIDE the Python kernel (compiled as '<tether-helper>' into the module `__tether__`).
 
-It backs `tool()` (a call into the tether run over Jupyter's stdin channel) and the IPython idioms
-that eval rewrites to plain calls (`%pip`, `%cd`, `!cmd`, `%%bash`, `%%timeit`), so they behave the
-same in any kernel. Imports stay cheap: this runs at every kernel start.
+It backs `tool()` (a call into the tether run over Jupyter's stdin channel) and the little tether
+does on top of IPython, which otherwise runs the cell as it is (`!cmd`, `%cd`, `%timeit`, `%%bash`
+are IPython's own): `%pip` into the kernel's own environment with `sys.modules` cleared, the exit
+code of a failed `!cmd` said, and the project's code first on `sys.path` when the kernel runs
+outside the project's environment. Imports stay cheap: this runs at every kernel start.
 """
 
 import builtins
@@ -55,49 +57,6 @@ def tool(name, args=None, /, **kwargs):
     return out
 
 
-# -- shell ------------------------------------------------------------------------------------------
-
-exit_code = 0
-
-
-def sh(command, capture=False, shell="/bin/sh"):
-    """`!cmd` (streamed, exit code said when not 0) and `x = !cmd` (capture: a list of lines)."""
-    global exit_code
-    sys.stdout.flush()
-    proc = subprocess.Popen(
-        [shell, "-c", command],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        bufsize=1,
-    )
-    lines = []
-    try:
-        for line in proc.stdout:
-            if capture:
-                lines.append(line.rstrip("\n"))
-            else:
-                sys.stdout.write(line)
-                sys.stdout.flush()  # streamed output keeps the cell's inactivity budget alive
-    except KeyboardInterrupt:
-        proc.kill()
-        raise
-    finally:
-        proc.stdout.close()
-        exit_code = proc.wait()
-    if exit_code and not capture:
-        print(f"[exit code {exit_code}]")
-    return lines if capture else None
-
-
-def cd(path=""):
-    target = os.path.expanduser(path.strip().strip("'\"") or "~")
-    os.chdir(target)
-    print(os.getcwd())
-
-
 # -- pip ----------------------------------------------------------------------------------------
 
 
@@ -129,7 +88,8 @@ def _installed():
 
 
 def pip(argline):
-    """`%pip ...` in the kernel's own environment; then drop the affected modules from sys.modules."""
+    """`%pip ...` in the kernel's own environment (with pip, or uv where it has none); then drop the
+    affected modules from sys.modules. IPython's own %pip needs pip and keeps the old modules."""
     import importlib
     import shutil
 
@@ -177,48 +137,6 @@ def pip(argline):
         )
 
 
-# -- timeit -------------------------------------------------------------------------------------
-
-
-def _fmt(seconds):
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("\u00b5s", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def timeit(stmt, namespace, options=""):
-    """`%timeit stmt` / `%%timeit [-n N] [-r R] [setup]`: mean +- std over R runs of N loops."""
-    import statistics
-    import timeit as _timeit
-
-    opts = shlex.split(options)
-    number = repeat = None
-    setup_parts = []
-    i = 0
-    while i < len(opts):
-        if opts[i] in ("-n", "-r") and i + 1 < len(opts):
-            if opts[i] == "-n":
-                number = int(opts[i + 1])
-            else:
-                repeat = int(opts[i + 1])
-            i += 2
-        else:
-            setup_parts.append(opts[i])
-            i += 1
-    setup = " ".join(setup_parts) or "pass"
-    timer = _timeit.Timer(stmt, setup, globals=namespace)
-    if number is None:
-        number, _ = timer.autorange()
-    repeat = repeat or 5
-    runs = [t / number for t in timer.repeat(repeat=repeat, number=number)]
-    mean = statistics.mean(runs)
-    std = statistics.stdev(runs) if len(runs) > 1 else 0.0
-    print(
-        f"{_fmt(mean)} \u00b1 {_fmt(std)} per loop (mean \u00b1 std. dev. of {repeat} runs, {number:,} loops each)"
-    )
-
-
 # -- display ------------------------------------------------------------------------------------
 
 
@@ -229,11 +147,47 @@ def _dataframe_text(df, printer, cycle):
     )
 
 
-def install(shell):
-    """Called once at kernel start: expose tool()/tool_result() and register the table formatter."""
+def _said_exit_code(shell):
+    """IPython's `!cmd` keeps a failure's exit code in `_exit_code` only: say it in the output too."""
+    system = shell.system
+
+    def run(cmd):
+        system(cmd)
+        code = shell.user_ns.get("_exit_code")
+        if code:
+            print(f"[exit code {code}]")
+
+    return run
+
+
+def install(shell, project_paths=()):
+    """Called once at kernel start: tool()/tool_result(), %pip, the table formatter, the project's paths.
+
+    Returns what the first cell's banner says: the interpreter the cell sees, and which of the
+    project's packages had been imported (from elsewhere) before its paths came first.
+    """
     shell.user_ns["tool"] = tool
     shell.user_ns["tool_result"] = tool_result
     shell.user_ns_hidden["tool"] = tool
     shell.user_ns_hidden["tool_result"] = tool_result
+    shell.register_magic_function(pip, "line", "pip")
+    shell.system = _said_exit_code(shell)
     plain = shell.display_formatter.formatters["text/plain"]
     plain.for_type_by_name("pandas.core.frame", "DataFrame", _dataframe_text)
+    sys.path[:0] = [p for p in project_paths if p not in sys.path]
+    early = sorted(
+        name
+        for path in project_paths
+        for name in _names_in(path)
+        if name in sys.modules and not str(getattr(sys.modules[name], "__file__", "") or "").startswith(path)
+    )
+    return {"executable": sys.executable, "imported_before": early}
+
+
+def _names_in(path):
+    """Top-level module names a directory provides (packages and .py files)."""
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        return []
+    return [e[:-3] if e.endswith(".py") else e for e in entries if e.endswith(".py") or os.path.isfile(os.path.join(path, e, "__init__.py"))]
