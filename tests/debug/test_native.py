@@ -312,6 +312,24 @@ async def test_c_attach_to_no_such_process(c_loop, open_debug, no_leftover_proce
         assert "needs port" in both.plain and "not both" in both.plain
 
 
+async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(c_loop, open_debug, no_leftover_processes, tmp_path, monkeypatch):
+    from tether_debug import running
+
+    scope = tmp_path / "ptrace_scope"
+    scope.write_text("2\n")
+    monkeypatch.setattr(running, "YAMA_PTRACE_SCOPE", scope)
+    proc = subprocess.Popen([str(c_loop / "wait")])
+    try:
+        async with open_debug(c_loop) as debug:
+            refused = await debug.err(action="attach", pid=proc.pid)
+            assert f"cannot attach to process {proc.pid}: ptrace is restricted (kernel.yama.ptrace_scope=2)" in refused.plain
+            assert "action='launch'" in refused.plain and refused.data["error"] == "attach_refused"
+            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 async def test_c_sigsegv_is_reported_as_the_signal(c_project, open_debug, no_leftover_processes):
     async with open_debug(c_project) as debug:
         await debug.ok(action="launch", program="crash")

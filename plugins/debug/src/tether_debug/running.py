@@ -228,6 +228,9 @@ async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
 
 
+YAMA_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
+
+
 def ptrace_problem(pid: int) -> str | None:
     """Why the OS will not let a debugger trace ``pid`` (before lldb says it less clearly), or None."""
     import psutil
@@ -243,7 +246,7 @@ def ptrace_problem(pid: int) -> str | None:
     except psutil.Error:
         pass
     try:
-        scope = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text().strip())
+        scope = int(YAMA_PTRACE_SCOPE.read_text().strip())
     except (OSError, ValueError):
         return None
     if scope >= 2:
