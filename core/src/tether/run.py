@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import errno
 import inspect
+import itertools
 import json
 import logging
 import os
@@ -106,7 +107,10 @@ class Run:
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
-        self._procs: list[Any] = []  # psutil handles: a reused pid is not ours
+        self.id = uuid.uuid4().hex[:12]  # names the run in its children's environment (tether.procs.TAG)
+        self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
+        self._serial = itertools.count(1)
+        self._private: Path | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self.all_tools: dict[str, Tool] = {}
@@ -177,13 +181,44 @@ class Run:
         """Call ``fn`` (sync or async) when the run closes, before leftover processes are killed."""
         self._closers.append(fn)
 
-    def track_process(self, proc: Any) -> None:
-        """Kill this process's tree when the run closes, whatever its family's shutdown did."""
-        from tether.procs import process
+    def _keep(self) -> Any:
+        if self._keeper is None:
+            from tether.procs import Keeper
 
-        handle = process(proc if isinstance(proc, int) else proc.pid)
-        if handle is not None:
-            self._procs.append(handle)
+            self._keeper = Keeper(self.id, KILL_GRACE)
+        return self._keeper
+
+    def child_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for a process the run starts (``os.environ`` unless given), tagged for stopping.
+
+        The tag is inherited by everything the process starts, so `stop_process` and the close find
+        what left its session or lost its parent.
+        """
+        from tether.procs import TAG
+
+        return {**(os.environ if env is None else env), TAG: f"{self.id}.{next(self._serial)}"}
+
+    def track_process(self, proc: Any) -> None:
+        """Stop this process when the run closes, or when the process that runs tether dies.
+
+        Its tree goes with it, and so do the process group of a session leader and whatever carries
+        the tag of `child_env`, whatever its family's shutdown did.
+        """
+        self._keep().track(proc if isinstance(proc, int) else proc.pid)
+
+    async def stop_process(self, proc: Any, grace: float = KILL_GRACE) -> None:
+        """Stop a tracked process now, with everything `track_process` would stop at close."""
+        pid = proc if isinstance(proc, int) else proc.pid
+        await asyncio.to_thread(self._keep().stop_one, pid, grace)
+
+    def private_dir(self) -> Path:
+        """The run's private temporary directory, removed at close (by the next run, if we were killed)."""
+        if self._private is None:
+            from tether.procs import private_dir
+
+            self._private = Path(private_dir("tether-run-"))
+            self._keep().remove_at_close(str(self._private))
+        return self._private
 
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""
@@ -433,10 +468,8 @@ class Run:
             await self._bounded_close(lambda out=out: out, "run_closing hook")
         for closer in reversed(self._closers):
             await self._bounded_close(closer, getattr(closer, "__qualname__", repr(closer)))
-        if self._procs:
-            from tether.procs import kill_tree
-
-            await asyncio.to_thread(lambda: [kill_tree(p, KILL_GRACE) for p in self._procs])
+        if self._keeper is not None:
+            await asyncio.to_thread(self._keeper.close)
 
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
         try:

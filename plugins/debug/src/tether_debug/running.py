@@ -144,7 +144,7 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     new.root = run.root
     timeout = launch_timeout(run)
     try:
-        await new.start(availability.located, run.root, run.track_process, timeout)
+        await new.start(availability.located, run.root, run, timeout)
         await new.initialize()
         await new.configure("launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout)
         outcome = await new.wait_stop(0, stop_timeout(run))

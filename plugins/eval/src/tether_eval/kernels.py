@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,7 +127,7 @@ class KernelFactory:
         envelope: Envelope | None = self.run.resource("tether_eval_envelope")
         inside = envelope is not None and await envelope.up()
         where = f"envelope '{envelope.name}'" if inside else "host"
-        env = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
         if uv:
             env["TETHER_EVAL_UV"] = uv  # %pip falls back to uv where the environment has no pip
@@ -172,7 +171,8 @@ class KernelFactory:
 
     def _private(self) -> Path:
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="tether-eval-"))
+            self._dir = self.run.private_dir() / "eval"  # removed with the run's, even if tether is killed
+            self._dir.mkdir()
         return self._dir
 
     async def _start(self, language: str) -> Kernel:
@@ -181,7 +181,7 @@ class KernelFactory:
         spec = await self._spec(language)
         workdir = self._private() / f"k{next(self._serial)}"
         workdir.mkdir()
-        kernel = Kernel(spec, workdir, self.run.root)
+        kernel = Kernel(spec, workdir, self.run.root, self.run.stop_process)
         timeout = option(self.run, "eval_start_timeout")
         try:
             await kernel.start(timeout, self.run.track_process)
