@@ -204,7 +204,7 @@ async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
             if not availability.usable or availability.located is None:
                 raise ToolError(f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
                                 data={"error": "adapter_unavailable", "adapter": adapter.id})
-            await new.start(availability.located, run.root, run.track_process, timeout)
+            await new.start(availability.located, run.root, run, timeout)
             new.attached = True
         else:
             await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
