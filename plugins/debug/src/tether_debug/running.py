@@ -15,12 +15,12 @@ from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, hand
 from tether_debug.breakpoints import bp_summary
 from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
 from tether_debug.render import MAX_VALUE, cap_output, ended_words, signal_data, stop_result, trim_launcher_frames
-from tether_debug.session import MAX_LOGGED
+from tether_debug.dap import DapError
+from tether_debug.session import MAX_LOGGED, Ended, Session, SessionError, Stop
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
-    from tether_debug.session import Session
     from tether_debug.supervisor import DebugSupervisor
     from tether_debug.tool import DebugArgs
 
@@ -93,9 +93,6 @@ def _launch_hint(program: Path | None, message: str) -> str:
 
 
 async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
-    from tether_debug.dap import DapError
-    from tether_debug.session import Ended, Session, SessionError, Stop
-
     run = ctx.run
     prefix = ""
     if args.restart:
@@ -170,9 +167,6 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
 
 
 async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
-    from tether_debug.dap import DapError
-    from tether_debug.session import Session, SessionError
-
     run = ctx.run
     if session is not None:
         raise refuse_second(run, session)
@@ -264,24 +258,11 @@ async def after_run(run: Run, supervisor: DebugSupervisor, conversation: str, se
 
     Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
     """
-    from tether_debug.session import Ended
-
-    said, logged = session.notices, session.logged
-    session.notices, session.logged = [], []
-    extra = {"logged": logged} if logged else {}
-    if said:
-        extra["breakpoint_notices"] = said
-    tail = "".join(f"\n{n}" for n in said)
-    if logged:
-        note = f" (the first {len(logged)} only; all are in action='output')" if len(logged) >= MAX_LOGGED else ""
-        tail += f"\nlogpoints{note}:\n" + "\n".join(line[:MAX_VALUE] for line in logged)
     if outcome is None:
         bound = stop_timeout(run)
-        return ToolResult.text(
-            prefix + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
-            "'status' to check, or 'output' to read what it printed." + tail,
-            data={"stopped": None, "running": True, **extra},
-        )
+        text = (prefix + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
+                "'status' to check, or 'output' to read what it printed.")
+        return _with_said(session, text, {"stopped": None, "running": True})
     if isinstance(outcome, Ended):
         await supervisor.end(conversation, session)  # first: output still in flight arrives while it closes
         output, dropped = session.output.take()
@@ -289,15 +270,24 @@ async def after_run(run: Run, supervisor: DebugSupervisor, conversation: str, se
         supervisor.remember_end(conversation, session, outcome, "", 0)
         text = prefix + f"{ended_words(outcome)}; the debug session is over."
         text += f"\noutput:\n{shown}" if shown.strip() else "\n(no output)"
-        return ToolResult.text(
-            text + tail,
-            data={"stopped": None, "ended": {"exit_code": outcome.exit_code, "how": outcome.how, **signal_data(outcome)},
-                  "output": shown, "cut": cut, **extra},
-        )
+        ended = {"exit_code": outcome.exit_code, "how": outcome.how, **signal_data(outcome)}
+        return _with_said(session, text, {"stopped": None, "ended": ended, "output": shown, "cut": cut})
     result = stop_result(run, session, outcome, prefix)
-    if not extra:
-        return result
-    return ToolResult.text(result.plain + tail, data={**(result.data or {}), **extra})
+    return _with_said(session, result.plain, result.data or {})
+
+
+def _with_said(session: Session, text: str, data: dict) -> ToolResult:
+    """A result with the logpoint lines and breakpoint notices that came while the program ran (then forgotten)."""
+    said, logged = session.notices, session.logged
+    session.notices, session.logged = [], []
+    if said:
+        data["breakpoint_notices"] = said
+        text += "".join(f"\n{n}" for n in said)
+    if logged:
+        data["logged"] = logged
+        note = f" (the first {len(logged)} only; all are in action='output')" if len(logged) >= MAX_LOGGED else ""
+        text += f"\nlogpoints{note}:\n" + "\n".join(line[:MAX_VALUE] for line in logged)
+    return ToolResult.text(text, data=data)
 
 
 async def resume(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, command: str, thread_id: int | None, need_stop: bool) -> ToolResult:
