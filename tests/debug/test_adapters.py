@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import tether
 from tether import hookimpl
-from tether_debug.adapters import AdapterDef, LaunchRequest, Located, merge
+from tether_debug.adapters import BUILTIN, AdapterDef, LaunchRequest, Located
+
+BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
 
 def _fake_binary(directory: Path, name: str) -> Path:
@@ -32,7 +34,7 @@ async def test_adapters_action_names_marker_and_binary(debug):
 
 
 def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
-    dart = merge([])["dart"]
+    dart = BUILTIN_BY_ID["dart"]
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     no_marker_no_binary = dart.availability(tmp_path)
     assert not no_marker_no_binary.usable
@@ -50,7 +52,7 @@ def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
 
 
 def test_dart_definition_launch_config_and_program_kind(tmp_path):
-    dart = merge([])["dart"]
+    dart = BUILTIN_BY_ID["dart"]
     program = tmp_path / "bin" / "main.dart"
     assert dart.handles(program) and not dart.handles(tmp_path / "main.py")
     config = dart.launch_config(LaunchRequest(program, ["--x"], tmp_path, Located(("dart",)), cwd=tmp_path))
@@ -59,7 +61,7 @@ def test_dart_definition_launch_config_and_program_kind(tmp_path):
 
 
 def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
-    lldb = merge([])["lldb"]
+    lldb = BUILTIN_BY_ID["lldb"]
     assert lldb.binaries[:3] == ("lldb-dap", "lldb-dap-19", "/usr/lib/llvm-19/bin/lldb-dap")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     (tmp_path / "Cargo.toml").write_text("[package]\nname='x'\n")
@@ -69,7 +71,7 @@ def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
 
 
 def test_delve_is_tcp_and_handles_go_packages(tmp_path):
-    delve = merge([])["delve"]
+    delve = BUILTIN_BY_ID["delve"]
     assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
@@ -83,7 +85,7 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
 
 
 def test_debugpy_prefers_the_project_venv(tmp_path):
-    debugpy = merge([])["debugpy"]
+    debugpy = BUILTIN_BY_ID["debugpy"]
     (tmp_path / "requirements.txt").write_text("")
     from_path = debugpy.availability(tmp_path)
     assert from_path.usable and from_path.located.python != str(tmp_path / ".venv" / "bin" / "python")
@@ -225,7 +227,7 @@ async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path,
 
 def test_marker_lists_agree_with_the_lsp_family(tmp_path):
     servers = pytest.importorskip("tether_lsp.servers")
-    adapters = merge([])
+    adapters = BUILTIN_BY_ID
     by_server = {s.id: set(s.root_markers) for s in servers.BUILTIN_SERVERS}
     assert set(adapters["debugpy"].markers) == by_server["basedpyright"]
     assert set(adapters["lldb"].markers) == by_server["clangd"] | by_server["rust-analyzer"]
@@ -244,7 +246,7 @@ def test_marker_lists_agree_with_the_lsp_family(tmp_path):
 
 
 def test_a_go_binary_goes_to_delve_and_a_script_by_its_shebang_to_debugpy(tmp_path):
-    adapters = merge([])
+    adapters = BUILTIN_BY_ID
     go_binary = tmp_path / "prog.test"
     go_binary.write_bytes(b"\x7fELF" + b"\0" * 5000 + b"\xff Go buildinf:" + b"\0" * 100)
     c_binary = tmp_path / "prog"
