@@ -268,3 +268,12 @@ async def test_a_binary_that_fails_its_version_query_is_not_usable(tmp_path, sam
                                   "error: Unknown binary 'rust-analyzer' in official toolchain 'stable'")
         r = await run.call("lsp", {"action": "hover", "file": "src/main.rs", "line": 1, "symbol": "main"})
         assert r.is_error and "fake-ra: binary does not work" in r.plain
+
+
+async def test_a_missing_basedpyright_names_the_extra_that_brings_it(py_root):
+    # tether-lsp alone does not bring basedpyright (and its Node); the status says how to get it
+    async with tether.open_run(py_root, plugins=[_replacing_basedpyright("no-such-basedpyright-langserver")]) as run:
+        r = await run.call("lsp", {"action": "status"})
+    (based,) = [s for s in r.data["servers"] if s["id"] == "basedpyright"]
+    assert based["reason"] == ('binary missing: no-such-basedpyright-langserver (pip install "tether-lsp[basedpyright]" '
+                               "(tether[lsp] and tether[all] include it))")
