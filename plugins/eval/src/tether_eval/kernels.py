@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 HELPERS = Path(__file__).parent / "kernel_side"
 DEFAULTS = {
-    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output resets it)
+    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output that changes something resets it)
+    "eval_total_timeout": 3600.0,  # total budget of a cell, seconds (open tool() calls not counted)
     "eval_start_timeout": 60.0,  # a kernel's start to ready
     "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
     "eval_drain": 0.0,  # Deno: quiet time after a cell before it is complete (output of timers it set)
