@@ -7,6 +7,7 @@ import asyncio
 import pytest
 import tether
 import tether.files
+from tether.options import OptionsError
 from tether_askuser import Answer, PortDisconnected, QueuePort
 
 WRITE = {"path": "notes.txt", "content": "hello\n"}
@@ -111,15 +112,23 @@ async def test_tier_list_gates_only_those_tiers_and_never_ask_user(tmp_path):
         assert not (await write).is_error
 
 
-@pytest.mark.parametrize("setting, gated", [("write", True), (["exec"], False), (["wirte"], True), (False, False)])
-async def test_tier_settings_and_unreadable_ones_fail_closed(tmp_path, setting, gated):
+@pytest.mark.parametrize("setting, gated", [("write", True), (["exec"], False), (False, False)])
+async def test_tier_settings(tmp_path, setting, gated):
     async def deny(q):
         return Answer.choose("Deny")
 
-    async with opened(tmp_path, ask_user_port=deny, approval_by_card=setting) as run:
+    async with opened(tmp_path, ask_user_port=deny, askuser_approval_by_card=setting) as run:
         result = await run.call("write", WRITE)
     assert result.is_error is gated
     assert (tmp_path / "notes.txt").exists() is not gated
+
+
+async def test_an_unreadable_tier_setting_stops_the_run_at_open(tmp_path):
+    # the options are structured when the run opens: a misspelled tier never gets as far as a call
+    with pytest.raises(OptionsError, match="askuser_approval_by_card") as info:
+        async with opened(tmp_path, askuser_approval_by_card=["wirte"]):
+            pass
+    assert len(info.value.problems) == 1
 
 
 async def test_always_allow_lets_later_calls_of_that_tool_through_for_this_run_only(tmp_path):

@@ -65,3 +65,22 @@ async def test_only_free_text_and_only_options_are_both_fine(run):
     assert (await run.call("ask_user", {"question": "Name it?"})).data["status"] == "skipped"
     only_options = {"question": "Pick", "options": [{"label": "a"}], "allow_free_text": False}
     assert (await run.call("ask_user", only_options)).data["status"] == "skipped"
+
+
+async def test_a_bad_or_misspelled_option_is_refused_when_the_run_opens(tmp_path):
+    from tether.options import OptionsError
+
+    with pytest.raises(OptionsError) as info:
+        async with tether.open_run(tmp_path, options={"askuser_timeout": "soon"}):
+            pass
+    assert info.value.problems == ["run option askuser_timeout: expected number, got string 'soon'"]
+    with pytest.raises(OptionsError) as info:
+        async with tether.open_run(tmp_path, options={"askuser_timout": 5}):
+            pass
+    assert "did you mean 'askuser_timeout'?" in info.value.problems[0]
+
+
+async def test_the_old_option_names_still_work_with_a_deprecation_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="'ask_user_timeout' is deprecated; use 'askuser_timeout'"):
+        async with tether.open_run(tmp_path, options={"ask_user_timeout": 3}) as run:
+            assert run.options["askuser_timeout"] == 3

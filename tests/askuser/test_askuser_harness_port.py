@@ -159,7 +159,7 @@ async def test_bad_port_option_is_reported_not_raised(tmp_path):
     async with tether.open_run(tmp_path, options={"ask_user_port": 42}) as run:
         assert "ask_user" not in [t.name for t in run.tools()]
         (reason,) = [u.reason for u in run.unavailable if u.family == "askuser"]
-    assert "ask_user_port must be a question port or an async callable" in reason
+    assert "askuser_port must be a question port or an async callable" in reason
 
 
 async def test_harness_hook_with_tryfirst_overrides_the_port(tmp_path):
@@ -218,11 +218,15 @@ def test_timeout_defaults_to_ten_minutes_and_bad_settings_do_not_mean_forever(mo
     from tether_askuser.port import timeout_of
 
     monkeypatch.delenv("TETHER_ASK_USER_TIMEOUT", raising=False)
-    assert timeout_of({}) == 600
-    assert timeout_of({"ask_user_timeout": 5}) == 5
-    assert timeout_of({"ask_user_timeout": "soon"}) == 600
-    assert timeout_of({"ask_user_timeout": 0}) == 600
-    assert timeout_of({"ask_user_timeout": 5}, "approval_timeout") == 5
-    assert timeout_of({"ask_user_timeout": 5, "approval_timeout": 2}, "approval_timeout") == 2
+    from tether_askuser.options import AskuserOptions as O
+
+    # a bad run option never gets here: the run refuses it when it opens (test_askuser_arguments)
+    assert timeout_of(O()) == 600
+    assert timeout_of(O(askuser_timeout=5)) == 5
+    assert timeout_of(O(askuser_timeout=0)) == 600
+    assert timeout_of(O(askuser_timeout=5), approval=True) == 5
+    assert timeout_of(O(askuser_timeout=5, askuser_approval_timeout=2), approval=True) == 2
     monkeypatch.setenv("TETHER_ASK_USER_TIMEOUT", "7")
-    assert timeout_of({}) == 7 and timeout_of({"ask_user_timeout": 3}) == 3
+    assert timeout_of(O()) == 7 and timeout_of(O(askuser_timeout=3)) == 3
+    monkeypatch.setenv("TETHER_ASK_USER_TIMEOUT", "soon")
+    assert timeout_of(O()) == 600

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 import tether
 
-EXT = {"python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs"}
+EXT = {
+    "python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "php": "php",
+    "solidity": "sol", "nix": "nix", "bash": "sh", "css": "css", "csharp": "cs", "kotlin": "kt", "lua": "lua",
+    "swift": "swift", "ruby": "rb", "scala": "scala", "elixir": "ex", "haskell": "hs", "hcl": "tf", "json": "json",
+    "yaml": "yaml", "html": "html",
+}
 
 # (language, pattern, source)
 SEARCH = [
@@ -93,6 +98,41 @@ SEARCH = [
     ("rust", "$A?", "fn f() -> R {\n    let a = g()?;\n    h(x?)\n}\n"),
     ("rust", "use $P;", "use std::fmt;\nuse a::{b, c};\n"),
     ("rust", "if let Some($X) = $Y { $$$B }", "fn main() {\n    if let Some(x) = y { z(x); }\n    if let Ok(x) = y {}\n}\n"),
+    # -- the other languages ast-grep has built in (PHP as PHP code, Solidity/bash with `$`, Nix with `_`)
+    ("php", "$A->foo($B)", "<?php\n$x->foo(1);\n$y->bar(2);\nfunction f($a) { return $a->foo(3); }\n"),
+    ("php", "function $F($$$P) { $$$B }", "<?php\nfunction f($a) { return 1; }\nfunction g() {}\n"),
+    ("php", "echo $A;", "<?php\necho 'hi';\necho $x;\nprint 1;\n"),
+    ("solidity", "event $E($$$P);", "contract C {\n    event Transfer(address indexed from, uint256 value);\n    function f() public { emit Transfer(a, 1); }\n}\n"),
+    ("nix", "lib.mkIf $C $B", "{ config, lib, ... }:\n{\n  x = lib.mkIf config.enable { a = 1; };\n}\n"),
+    ("nix", "$A + $B", "{ x = 1 + 2; y = a + b; }\n"),
+    ("bash", "echo \"hi $A\"", "echo \"hi $name\"\necho \"hi\"\nfoo $x\n"),
+    ("bash", "foo $A", "foo $x\nfoo bar\nbar x\n"),
+    ("bash", "if [ $A ]; then $$$B; fi", "if [ -f x ]; then echo a; fi\n"),
+    ("css", "$S { $$$B }", "a { color: red; }\n.b { margin: 0; }\n"),
+    ("csharp", "Console.WriteLine($A)", "class P {\n  static void Main() {\n    Console.WriteLine(\"hi\");\n    Console.Write(1);\n  }\n}\n"),
+    ("csharp", "typeof($T)", "class P {\n  void M() { var t = typeof(int); }\n}\n"),
+    ("kotlin", "println($A)", "fun main() {\n    println(\"hi\")\n    print(1)\n}\n"),
+    ("kotlin", "val $A = $B", "fun main() {\n    val x = 1\n    var y = 2\n}\n"),
+    ("kotlin", "fun $F($$$P) { $$$B }", "fun main() {\n}\nfun g(a: Int) { }\n"),
+    ("lua", "print($A)", "print('hi')\nlocal x = print(1)\n"),
+    ("lua", "$A == nil", "if x == nil then end\nlocal y = a == nil\n"),
+    ("lua", "local $A = $B", "local x = 1\nlocal y, z = 2, 3\n"),
+    ("swift", "print($A)", "func f() {\n    print(\"hi\")\n}\nprint(1)\n"),
+    ("swift", "let $A = $B", "let x = 1\nvar y = 2\n"),
+    ("swift", "func $F($$$P) { $$$B }", "func f() {}\nfunc g(a: Int) { print(a) }\n"),
+    ("ruby", "puts $A", "puts 1\nputs \"x\"\nprint 2\n"),
+    ("ruby", "def $M($$$P)\n  $$$B\nend", "def a(x)\n  x\nend\ndef b\nend\n"),
+    ("ruby", "module $M\n  $$$B\nend", "module Foo\n  X = 1\nend\n"),
+    ("ruby", "$A.each do |$X|\n  $$$B\nend", "a.each do |x|\n  p x\nend\n"),
+    ("scala", "println($A)", "object O {\n  def main(args: Array[String]): Unit = {\n    println(\"hi\")\n  }\n}\n"),
+    ("scala", "def $F($$$P) = $B", "object O {\n  def f(x: Int) = x + 1\n}\n"),
+    ("elixir", "IO.puts($A)", "defmodule M do\n  def f, do: IO.puts(\"hi\")\nend\n"),
+    ("elixir", "def $F($$$A) do\n  $$$B\nend", "defmodule M do\n  def f(x) do\n    x\n  end\nend\n"),
+    ("haskell", "putStrLn $A", "main = putStrLn \"hi\"\n"),
+    ("hcl", "bucket = $V", "resource \"aws_s3_bucket\" \"b\" {\n  bucket = \"x\"\n}\n"),
+    ("json", "{\"name\": $N}", "{\"name\": \"x\"}\n"),
+    ("yaml", "name: $N", "name: x\nversion: 1\n"),
+    ("html", "<div>$$$A</div>", "<html><div>hi</div><div><p>x</p></div></html>\n"),
 ]
 
 # (language, pattern, rewrite, source): ast-grep's rewrite and tether's accepted edit must agree
@@ -114,6 +154,13 @@ REWRITE = [
     # $$$B takes the else clause along; its lines keep their indentation relative to the capture's first
     ("python", "if $C:\n    $$$B", "while $C:\n    $$$B", "if x:\n    a()\nelse:\n    b()\n"),
     ("python", "if $C:\n    $$$B", "if $C:\n        $$$B", "def f():\n    if x:\n        a()\n    else:\n        b()\n"),
+    ("php", "$A->foo($B)", "$A->bar($B, 2)", "<?php\n$x->foo(1);\nfunction f($a) { return $a->foo(3); }\n"),
+    ("solidity", "event $E($$$P);", "event $E($$$P) anonymous;", "contract C {\n    event Transfer(uint256 value);\n}\n"),
+    ("nix", "lib.mkIf $C $B", "lib.mkIf ($C) $B", "{ config, lib, ... }:\n{\n  x = lib.mkIf config.enable { a = 1; };\n}\n"),
+    ("bash", "echo $A", "printf '%s\\n' $A", "echo hi\nif true; then\n  echo $x\nfi\n"),
+    ("ruby", "puts $A", "logger.info($A)", "def f\n  puts 1\nend\n"),
+    ("kotlin", "println($A)", "log($A)", "fun main() {\n    println(\"hi\")\n}\n"),
+    ("lua", "print($A)", "log($A)", "local x = 1\nprint(x)\n"),
 ]
 
 

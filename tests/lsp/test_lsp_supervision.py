@@ -65,18 +65,23 @@ async def test_files_changed_on_disk_behind_the_servers_back_are_seen(py_root):
         assert [d["line"] for d in r.data["diagnostics"]] == [8]  # the old error, one line down
 
 
+def set_options(run, **changes):
+    """Options are structured once at open; a test that changes one mid-run structures them again."""
+    run.options = run.option_registry.structure({**run.options, **changes}, run.root, set())
+
+
 async def test_a_request_that_times_out_says_so_and_the_server_stays_usable(py_root):
     async with tether.open_run(py_root) as run:
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error
-        run.options["lsp_request_timeout"] = 0.0001
+        set_options(run, lsp_request_timeout=0.0001)
         t0 = time.monotonic()
         r = await run.call("lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert time.monotonic() - t0 < 2
         assert r.is_error
         assert "basedpyright timed out: textDocument/references got no answer within 0.0001 s" in r.plain
         assert "lsp_request_timeout" in r.plain and r.data["error"] == "timeout"
-        run.options["lsp_request_timeout"] = 30
+        set_options(run, lsp_request_timeout=30)
         r = await run.call("lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error and r.data["total"] >= 8
 

@@ -7,6 +7,7 @@ import shlex
 import sys
 
 import pytest
+from tether.options import OptionsError
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -46,16 +47,11 @@ async def test_pyproject_list_and_run_option_override(open_vibe, project, worker
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("[tool.tether.vibe]\nfast = 3\n", "fast must be a command line string or a list of strings, got 3"),
-        ('[tool.tether.vibe]\nfast = ""\n', "fast is empty"),
+        ('[tool.tether.vibe]\nfast = ""\n', "vibe_fast is empty"),
         ('[tool.tether.vibe]\nfast = "python \'unclosed"\n', "cannot be split into words"),
-        ('[tool.tether.vibe]\nfastt = "x"\n', "unknown key 'fastt' in [tool.tether.vibe]"),
-        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = 0\n', "max_workers must be at least 1, got 0"),
-        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = "4"\n', "max_workers must be an integer"),
-        ("[tool.tether.vibe\nfast = 1\n", "pyproject.toml is not valid TOML"),
     ],
 )
-async def test_bad_configuration_disables_the_family_with_the_reason(open_vibe, project, body, expected):
+async def test_an_unusable_command_disables_the_family_with_the_reason(open_vibe, project, body, expected):
     write_pyproject(project, body)
     async with open_vibe(project) as run:  # the run itself opens fine
         assert not [t for t in run.tools() if t.name.startswith("vibe_")]
@@ -64,21 +60,45 @@ async def test_bad_configuration_disables_the_family_with_the_reason(open_vibe, 
     assert expected in reason
 
 
+PROJECT = " (from [tool.tether] in pyproject.toml)"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[tool.tether.vibe]\nfast = 3\n", f"run option vibe_fast{PROJECT}: expected string or array or null, got integer 3"),
+        ('[tool.tether.vibe]\nfastt = "x"\n', f"unknown run option 'vibe_fastt'{PROJECT} (did you mean 'vibe_fast'?)"),
+        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = 0\n', f"run option vibe_max_workers{PROJECT}: must be at least 1, got 0"),
+        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = "4"\n', "vibe_max_workers" + PROJECT + ": expected integer, got string '4'"),
+        ("[tool.tether.vibe\nfast = 1\n", "pyproject.toml is not valid TOML"),
+    ],
+)
+async def test_a_bad_project_configuration_stops_the_run_at_open(open_vibe, project, body, expected):
+    write_pyproject(project, body)
+    with pytest.raises(OptionsError) as info:
+        async with open_vibe(project):
+            pass
+    (problem,) = info.value.problems
+    assert expected in problem
+
+
 @pytest.mark.parametrize(
     ("vibe", "expected"),
     [
-        ({"fast": ["x"], "wait_timeout": -1}, "wait_timeout must be at least 0"),
-        ({"fast": ["x"], "colour": "red"}, "unknown key 'colour' in the run option 'vibe'"),
-        ({"fast": [1, 2]}, "must be a command line string or a list of strings"),
+        ({"fast": ["x"], "wait_timeout": -1}, "run option vibe_wait_timeout: must be at least 0, got -1"),
+        ({"fast": ["x"], "colour": "red"}, "unknown run option 'vibe_colour'"),
+        ({"fast": [1, 2]}, "run option vibe_fast[0]: expected string, got integer 1"),
     ],
 )
-async def test_bad_run_option(open_vibe, project, vibe, expected):
-    async with open_vibe(project, vibe) as run:
-        (reason,) = [u.reason for u in run.unavailable if u.family == "vibe"]
-    assert expected in reason
+async def test_a_bad_run_option_stops_the_run_at_open(open_vibe, project, vibe, expected):
+    with pytest.raises(OptionsError) as info:
+        async with open_vibe(project, vibe):
+            pass
+    assert expected in info.value.problems[0]
 
 
-async def test_run_option_must_be_a_dict(open_vibe, project):
-    async with open_vibe(project, options={"vibe": "fast"}) as run:
-        (reason,) = [u.reason for u in run.unavailable if u.family == "vibe"]
-    assert "the run option 'vibe' must be a dict" in reason
+async def test_flat_run_options_are_the_same_options(open_vibe, project, worker_cmd):
+    async with open_vibe(project, options={"vibe_fast": worker_cmd, "vibe_max_workers": 2}) as run:
+        assert run.resource("tether_vibe_roster").config.max_workers == 2
+        done = await spawn_and_wait(run)
+    assert done.data["status"] == "done"

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+from tether.options import OptionsError
 from tether import ToolError, hookimpl
 from tether_vibe.roster import Status, WorkerInfo, unknown_worker
 
@@ -144,12 +145,14 @@ async def test_harness_roster_still_needs_vibe_mode(open_vibe, project, modes):
 
 
 async def test_bad_wait_timeout_option_with_a_harness_roster(open_vibe, project):
-    # the harness roster does not read the 'vibe' option; the wait default still comes from it
-    async with open_vibe(project, {"wait_timeout": "soon"}, plugins=[Harness(SessionRoster())]) as run:
+    # with a harness roster too, a bad vibe_wait_timeout is refused when the run opens, not at the first wait
+    with pytest.raises(OptionsError) as info:
+        async with open_vibe(project, {"wait_timeout": "soon"}, plugins=[Harness(SessionRoster())]):
+            pass
+    assert info.value.problems == ["run option vibe_wait_timeout: expected number, got string 'soon'"]
+    async with open_vibe(project, {"wait_timeout": 7}, plugins=[Harness(SessionRoster())]) as run:
         await run.call("vibe_spawn", {"brief": "b", "label": "l", "tier": "good"})
-        bad = await run.call("vibe_wait", {"worker_id": "s1"})
         good = await run.call("vibe_wait", {"worker_id": "s1", "timeout_seconds": 10})
-    assert bad.is_error and "vibe.wait_timeout must be a number of seconds >= 0, got 'soon'" in bad.plain
     assert good.data["status"] == "done"
 
 

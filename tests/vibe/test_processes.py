@@ -106,12 +106,7 @@ async def test_a_finished_worker_leaves_no_process_behind(open_vibe, project, wo
         assert not alive(orphan)  # stopped when its worker ended, not only when the run closes
 
 
-async def test_a_child_in_its_own_session_is_stopped_when_its_worker_exits(
-    open_vibe, project, worker_cmd, tmp_path, monkeypatch
-):
-    from tether_vibe import command_roster
-
-    monkeypatch.setattr(command_roster, "WATCH_EVERY", 0.05)
+async def test_a_child_in_its_own_session_is_stopped_when_its_worker_exits(open_vibe, project, worker_cmd, tmp_path):
     pidfile = tmp_path / "escaped"
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         begun = time.monotonic()

@@ -157,10 +157,20 @@ class _Mismatch(TypeError):
         super().__init__(f"expected {expected}, got {_describe(value)}")
 
 
-def _strict_str(value: Any, _: Any) -> str:
+def _strict_str(value: Any, tp: Any) -> str:
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):  # a str enum dispatches here as a str subclass
+        return _structure_enum(value, tp)
     if isinstance(value, str):
         return value
     raise _Mismatch("string", value)
+
+
+def _structure_enum(value: Any, tp: Any) -> Any:
+    try:
+        return tp(value)
+    except ValueError:
+        allowed = ", ".join(json.dumps(m.value) for m in tp)
+        raise TypeError(f"expected one of {allowed}, got {_describe(value)}") from None
 
 
 def _strict_int(value: Any, _: Any) -> int:
@@ -240,14 +250,30 @@ def _converter() -> cattrs.Converter:
     def is_enum(tp: Any) -> bool:
         return isinstance(tp, type) and issubclass(tp, enum.Enum)
 
-    def structure_enum(value: Any, tp: Any) -> Any:
-        try:
-            return tp(value)
-        except ValueError:
-            allowed = ", ".join(json.dumps(m.value) for m in tp)
-            raise TypeError(f"expected one of {allowed}, got {_describe(value)}") from None
+    conv.register_structure_hook_func(is_enum, _structure_enum)
 
-    conv.register_structure_hook_func(is_enum, structure_enum)
+    def is_union(tp: Any) -> bool:
+        return typing.get_origin(tp) in (Union, types.UnionType)
+
+    def structure_union(value: Any, tp: Any) -> Any:
+        members = [m for m in typing.get_args(tp) if m is not type(None)]
+        if value is None and len(members) < len(typing.get_args(tp)):
+            return None
+        if len(members) == 1:  # Optional[X]: X's own error says more than "expected X or null"
+            return conv.structure(value, members[0])
+        for member in members:  # in declared order: the first that takes the value strictly
+            try:
+                return conv.structure(value, member)
+            except Exception:  # noqa: BLE001 - try the next member
+                continue
+        kind = _describe(value).split()[0]
+        same = [m for m in members if _type_schema(m).get("type") == kind]
+        if len(same) == 1:  # the value has the right shape: what is wrong inside it says more
+            return conv.structure(value, same[0])
+        kinds = ["null" if m is type(None) else _type_schema(m).get("type", "value") for m in typing.get_args(tp)]
+        raise TypeError(f"expected {' or '.join(dict.fromkeys(kinds))}, got {_describe(value)}")
+
+    conv.register_structure_hook_func(is_union, structure_union)
     return conv
 
 
@@ -335,6 +361,37 @@ def _check_constraints(cls: type, obj: Any, out: list[str], prefix: str = "") ->
                 out.append(f"{name}: takes at most {meta['maxItems']} items, got {len(value)}")
 
 
+def _without_nulls(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without the nulls of arguments that have a default: "not given", at every depth.
+
+    Strict-mode clients (the OpenAI Agents SDK's default) make every optional property required and
+    send null for the ones they leave out. A required argument's null is kept, and refused."""
+    fields = {f.name: f for f in attrs.fields(cls)}
+    _, _, nesting = _plan(cls)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        field = fields.get(key)
+        if field is None:
+            out[key] = value
+        elif value is None and field.default is not NOTHING:
+            continue
+        elif key in nesting:
+            out[key] = _nested_without_nulls(_is_optional(field.type)[1], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _nested_without_nulls(tp: Any, value: Any) -> Any:
+    if attrs.has(tp) and isinstance(value, dict):
+        return _without_nulls(tp, value)
+    item = typing.get_args(tp)[:1]
+    if item and isinstance(value, list):
+        inner = _is_optional(item[0])[1]
+        return [_nested_without_nulls(inner, v) for v in value]
+    return value
+
+
 def structure_arguments(cls: type, raw: Any) -> Any:
     """Turn the model's JSON arguments into an instance of ``cls``, or raise ArgumentsError."""
     if raw is None:
@@ -352,6 +409,7 @@ def structure_arguments(cls: type, raw: Any) -> Any:
             problems.append(f"unknown argument '{key}'{hint}; allowed: {', '.join(names) or 'none'}")
     if problems:
         raise ArgumentsError(problems)
+    raw = _without_nulls(cls, raw)
     try:
         obj = _converter().structure(raw, cls)
     except Exception as exc:  # noqa: BLE001 - every structuring problem becomes a line for the model

@@ -1,8 +1,9 @@
 """The `tether` console script: a small harness over one run.
 
-    tether tools [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
-    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
-    tether serve [--root DIR] [--surface S] [--vibe] [--option K=V ...]
+    tether tools [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p MODULE|no:NAME ...] [--json]
+    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p ...] [--json]
+    tether serve [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p ...] [--http HOST:PORT [--token-file F]]
+    tether --version
 
 `call` exits 0 on success, 1 when the tool's result is an error, 2 on a usage error.
 """
@@ -17,6 +18,8 @@ import sys
 import uuid
 from typing import Any
 
+from tether.options import OptionsError
+
 
 class _Usage(Exception):
     pass
@@ -29,14 +32,22 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tether", description="Run-bound tools for coding agents.")
+    p.add_argument("--version", action="version", version=f"tether {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
-        sp.add_argument("--surface", default="full", help="full, plan or readonly (default: full)")
+        sp.add_argument("--surface", default="full", help="full, plan, readonly or one a plugin defines (default: full)")
         sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
         sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a run option (VALUE as JSON when it parses, else a string); repeatable")
+                        help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
+                             "`tether tools --json` lists them")
+        sp.add_argument("-p", "--plugin", action="append", default=[], metavar="MODULE|no:NAME",
+                        help="load an importable module as a plugin (a harness policy), or never load the "
+                             "plugin NAME (an entry point, e.g. no:lsp); repeatable")
+        sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
+                        help="whether the run may execute the root's code (its own binaries, checkers that "
+                             "run it); default: trusted on the full surface, untrusted on plan and readonly")
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -46,9 +57,81 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object")
     common(c)
     c.add_argument("--json", action="store_true")
-    s = sub.add_parser("serve", help="serve one run over MCP's stdio transport")
+    s = sub.add_parser("serve", help="serve one run over MCP (stdio, or Streamable HTTP with --http)")
     common(s)
+    s.add_argument("--http", metavar="HOST:PORT",
+                   help="serve MCP's Streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any free "
+                        "port, printed on stderr); a HOST other than loopback needs a bearer token")
+    s.add_argument("--token-file", metavar="FILE",
+                   help=f"the bearer token HTTP clients must send, read from FILE (or set ${TOKEN_ENV}); "
+                        "never on the command line")
     return p
+
+
+TOKEN_ENV = "TETHER_SERVE_TOKEN"
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("tether-core")
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    """`tether serve`: the SDK is an extra of tether-core, so its absence is a usage error naming it."""
+    run_kwargs = _run_kwargs(ns)
+    http = _http_bind(ns.http) if ns.http else None
+    token = _token(ns)
+    if http is not None and token is None and not _loopback(http[0]):
+        raise _Usage(f"--http {ns.http} listens beyond this machine, so clients must send a bearer token: set "
+                     f"${TOKEN_ENV} or pass --token-file FILE (make one with: python -c \"import secrets; "
+                     "print(secrets.token_urlsafe(32))\")")
+    if token is not None and http is None:
+        raise _Usage("a bearer token is for --http HOST:PORT; stdio needs none")
+    from tether.run import Run
+
+    Run(**run_kwargs)  # a bad option or surface stops the server before a client connects
+    try:
+        from tether.serve import serve
+    except ModuleNotFoundError as exc:
+        raise _Usage(f"tether serve needs the MCP SDK, which is not installed (no module {exc.name!r}): install "
+                     "the mcp extra, e.g. pip install 'tether-core[mcp]', or install 'tether', which includes it") from None
+    return serve(http=http, token=token, **run_kwargs)
+
+
+def _http_bind(value: str) -> tuple[str, int]:
+    hostname, sep, port = value.rpartition(":")
+    hostname = hostname.strip("[]")
+    if not sep or not hostname or not port.isdigit() or int(port) > 65535:
+        raise _Usage(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765 or 0.0.0.0:8765 or [::1]:8765; got {value!r}")
+    return hostname, int(port)
+
+
+def _loopback(hostname: str) -> bool:
+    import ipaddress
+
+    try:
+        return hostname == "localhost" or ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False
+
+
+def _token(ns: argparse.Namespace) -> str | None:
+    if ns.token_file:
+        try:
+            with open(ns.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise _Usage(f"--token-file {ns.token_file!r} cannot be read: {exc.strerror}") from None
+        where = f"--token-file {ns.token_file!r}"
+    elif os.environ.get(TOKEN_ENV):
+        token, where = os.environ[TOKEN_ENV].strip(), f"${TOKEN_ENV}"
+    else:
+        return None
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise _Usage(f"the bearer token in {where} must be at least 16 characters without spaces; make one with: "
+                     "python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
+    return token
 
 
 def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
@@ -56,10 +139,6 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
 
     if not os.path.isdir(ns.root):
         raise _Usage(f"--root {ns.root!r} is not a directory")
-    from tether.surfaces import BUILTIN_SURFACES
-
-    if ns.surface not in BUILTIN_SURFACES:
-        raise _Usage(f"unknown surface {ns.surface!r}; choose one of: {', '.join(BUILTIN_SURFACES)}")
     options: dict[str, Any] = {}
     for item in ns.option:
         key, sep, value = item.partition("=")
@@ -69,14 +148,38 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    if ns.trust is not None:
+        options["trust"] = ns.trust
+    plugins, block = _plugins(ns.plugin)
     return {
         "root": ns.root,
         "options": options,
         "surface": ns.surface,
         "conversation_id": uuid.uuid4().hex,
         "modes": {"vibe"} if ns.vibe else set(),
-        "plugins": [tether.files],
+        "plugins": [tether.files, *plugins],
+        "block": block,
     }
+
+
+def _plugins(given: list[str]) -> tuple[list[Any], list[str]]:
+    """``-p module`` imports a plugin module; ``-p no:name`` blocks a plugin (as pytest's ``-p``)."""
+    import importlib
+
+    plugins, block = [], []
+    for item in given:
+        name = item.removeprefix("no:")
+        if not name:
+            raise _Usage(f"-p takes a module name or no:NAME, got {item!r}")
+        if item.startswith("no:"):
+            block.append(name)
+            continue
+        try:
+            plugins.append(importlib.import_module(name))
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the user's to fix
+            raise _Usage(f"-p {name}: the plugin module cannot be imported ({type(exc).__name__}: {exc}); "
+                         "give an importable module name (PYTHONPATH=. for one in the current directory)") from None
+    return plugins, block
 
 
 def _summarize_schema(schema: dict[str, Any]) -> str:
@@ -152,14 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ns = _parser().parse_args(argv)
         if ns.command == "serve":
-            from tether.serve import serve
-
-            return serve(**_run_kwargs(ns))
+            return _serve(ns)
         import asyncio
 
         return asyncio.run(_tools(ns) if ns.command == "tools" else _call(ns))
     except _Usage as exc:
         print(f"tether: {exc}", file=sys.stderr)
+        return 2
+    except OptionsError as exc:
+        for problem in exc.problems:
+            print(f"tether: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -7,13 +7,16 @@ post-write diagnostics hooks: a write answers with the errors it introduced.
 
 from __future__ import annotations
 
-import re
+import asyncio
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
 from tether.args import arg
+from tether.atomic import ChangedSince, Snapshot
 from tether.hookspecs import hookimpl
 from tether.tools import Tier, Tool, ToolError, ToolResult
 
@@ -46,14 +49,55 @@ class PatchArgs:
     patch: str = arg("A unified diff (as `git diff` or `diff -u` prints it); applied to all files or none.", min_length=1)
 
 
-def write_all(changes) -> None:
-    from tether.atomic import write_all as atomic_write_all  # hashlib/tempfile: only when writing
+MAX_FILE_BYTES = 16 * 1024 * 1024  # read, edit and apply_patch refuse bigger files (checked before reading)
 
-    atomic_write_all(changes)
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
 
 
-def _read_text(path: Path, rel: str) -> str:
-    data = path.read_bytes()
+def _not_a_file(rel: str, mode: int) -> ToolError:
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return ToolError(f"'{rel}' is {kind}, not a regular file; these tools read and write regular files only",
+                     {"error": "not_a_file"})
+
+
+def _read_bytes(path: Path, rel: str) -> bytes:
+    """The content of a regular file, its type and size checked before a byte is read.
+
+    Opened non-blocking, so a FIFO put in its place after the check cannot hang the call.
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(rel, st.st_mode)
+    if st.st_size > MAX_FILE_BYTES:
+        raise ToolError(
+            f"'{rel}' is {st.st_size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB these tools read; "
+            "search it with a tool that streams (e.g. ast_grep, or grep in a shell) instead", {"error": "too_large"})
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_a_file(rel, st.st_mode)
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise ToolError(f"'{rel}' grew past {MAX_FILE_BYTES // 2**20} MiB while it was read", {"error": "too_large"})
+    return b"".join(chunks)
+
+
+def _decode(data: bytes, rel: str) -> str:
     if b"\0" in data[:8192]:
         raise ToolError(f"'{rel}' is a binary file; read shows text files only")
     try:
@@ -62,17 +106,36 @@ def _read_text(path: Path, rel: str) -> str:
         raise ToolError(f"'{rel}' is not valid UTF-8 text; read shows UTF-8 text files only") from None
 
 
-def _existing_file(run, path: str) -> tuple[Path, str]:
+def _load(run, path: str) -> tuple[Path, str, bytes, str]:
+    """An existing text file under the root: its path, its path as shown, its bytes and its text."""
     p = run.resolve_path(path, must_exist=True)
     rel = run.relpath(p)
-    if p.is_dir():
-        raise ToolError(f"'{rel}' is a directory, not a file")
-    return p, rel
+    data = _read_bytes(p, rel)
+    return p, rel, data, _decode(data, rel)
+
+
+def _writable(run, path: str) -> tuple[Path, str, bool]:
+    """A path a file may be written to: refused when something other than a regular file is there."""
+    p = run.resolve_path(path)
+    rel = run.relpath(p)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return p, rel, False
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(rel, st.st_mode)
+    return p, rel, True
+
+
+def _changed(run, exc: ChangedSince) -> ToolError:
+    names = ", ".join(f"'{run.relpath(p)}'" for p in exc.paths)
+    return ToolError(f"{names} changed while this call was working on it; nothing was written: read it again and retry",
+                     {"error": "changed_meanwhile", "files": [run.relpath(p) for p in exc.paths]})
 
 
 async def read(ctx, args: ReadArgs) -> ToolResult:
-    p, rel = _existing_file(ctx.run, args.path)
-    lines = _read_text(p, rel).splitlines()
+    _, rel, _, text = await asyncio.to_thread(_load, ctx.run, args.path)
+    lines = text.splitlines()
     total = len(lines)
     if total and args.offset > total:
         raise ToolError(f"offset {args.offset} is past the end of '{rel}', which has {total} lines")
@@ -91,13 +154,9 @@ async def read(ctx, args: ReadArgs) -> ToolResult:
 
 
 async def write(ctx, args: WriteArgs) -> ToolResult:
-    p = ctx.run.resolve_path(args.path)
-    rel = ctx.run.relpath(p)
-    if p.is_dir():
-        raise ToolError(f"'{rel}' is a directory; give a file path")
-    existed = p.exists()
+    p, rel, existed = await asyncio.to_thread(_writable, ctx.run, args.path)
     data = args.content.encode("utf-8")
-    write_all({p: data})
+    await ctx.run.write_files({p: data})
     verb = "overwrote" if existed else "created"
     lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
     return ToolResult.text(f"{verb} {rel} ({len(data)} bytes, {lines} lines)", {"path": rel, "bytes": len(data), "created": not existed})
@@ -108,8 +167,7 @@ def _line_of(text: str, index: int) -> int:
 
 
 async def edit(ctx, args: EditArgs) -> ToolResult:
-    p, rel = _existing_file(ctx.run, args.path)
-    text = _read_text(p, rel)
+    p, rel, data, text = await asyncio.to_thread(_load, ctx.run, args.path)
     if args.old_string == args.new_string:
         raise ToolError("old_string and new_string are the same; nothing would change")
     count = text.count(args.old_string)
@@ -129,7 +187,10 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
             "text to make it unique, or set replace_all to true"
         )
     new = text.replace(args.old_string, args.new_string) if args.replace_all else text.replace(args.old_string, args.new_string, 1)
-    write_all({p: new.encode("utf-8")})
+    try:
+        await ctx.run.write_files({p: new.encode("utf-8")}, expect=[Snapshot.of(p, data)])
+    except ChangedSince as exc:
+        raise _changed(ctx.run, exc) from None
     first = _line_of(text, text.index(args.old_string))
     return ToolResult.text(
         f"edited {rel}: {count if args.replace_all else 1} replacement(s), first at line {first}",
@@ -138,14 +199,17 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
 
 
 # -- apply_patch -------------------------------------------------------------------------------------
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# Parsed by unidiff (git's extended headers, renames, "\ No newline at end of file"); applied here.
+# Lines are split at "\n" only, as diff and git do: every line a hunk does not change keeps its bytes
+# (a CRLF ending, a form feed, a U+2028 inside a string), and lines it adds take the file's ending.
 
 
 @attrs.frozen
 class Hunk:
     old_start: int
-    lines: tuple[str, ...]  # each begins with ' ', '-' or '+'
+    # (' ', '-' or '+'; the line as the patch has it, without its "\n"; True when "\ No newline at end
+    # of file" follows it)
+    lines: tuple[tuple[str, str, bool], ...]
 
 
 @attrs.frozen
@@ -156,7 +220,9 @@ class FilePatch:
 
     @property
     def target(self) -> str:
-        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+        name = self.new if self.new is not None else self.old
+        assert name is not None  # parse_patch refuses /dev/null on both sides
+        return name
 
 
 def _strip(name: str) -> str | None:
@@ -168,78 +234,131 @@ def _strip(name: str) -> str | None:
     return name
 
 
+def _bare(line: str) -> str:
+    """A line without its ending ("\n", "\r\n")."""
+    line = line[:-1] if line.endswith("\n") else line
+    return line[:-1] if line.endswith("\r") else line
+
+
 def parse_patch(patch: str) -> list[FilePatch]:
-    """Parse a unified diff; raise ToolError naming the line that does not fit."""
-    lines = patch.splitlines()
+    """Parse a unified diff; raise ToolError naming what does not fit."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    try:
+        parsed = PatchSet(patch)
+    except UnidiffParseError as exc:
+        raise ToolError(f"the patch does not parse: {exc}; give a unified diff as `git diff` or `diff -u` prints it, "
+                        "with hunk headers that count the lines they hold", {"error": "bad_patch"}) from None
+    if not len(parsed):
+        raise ToolError("the patch has no file headers ('--- a/file' / '+++ b/file'); give a unified diff")
+    _refuse_stray_lines(patch, parsed)
     files: list[FilePatch] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i].startswith("--- "):
-            i += 1
-            continue
-        if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
-            raise ToolError(f"patch line {i + 2}: expected '+++ <file>' after '{lines[i]}'")
-        old, new = _strip(lines[i][4:]), _strip(lines[i + 1][4:])
+    for pf in parsed:
+        old, new = _strip(pf.source_file), _strip(pf.target_file)
+        if pf.is_binary_file:
+            raise ToolError(f"patch: '{new or old}' is a binary patch, which apply_patch does not apply; write the file instead")
         if old is None and new is None:
-            raise ToolError(f"patch line {i + 1}: both sides are /dev/null")
-        i += 2
-        hunks: list[Hunk] = []
-        while i < len(lines) and lines[i].startswith("@@"):
-            m = _HUNK.match(lines[i])
-            if not m:
-                raise ToolError(f"patch line {i + 1}: malformed hunk header '{lines[i]}'")
-            old_count = int(m.group(2)) if m.group(2) is not None else 1
-            new_count = int(m.group(4)) if m.group(4) is not None else 1
-            i += 1
-            body: list[str] = []
-            seen_old = seen_new = 0
-            while i < len(lines) and (seen_old < old_count or seen_new < new_count):
-                line = lines[i]
-                if line.startswith("\\"):  # "\ No newline at end of file"
-                    i += 1
+            raise ToolError("patch: a file has /dev/null on both sides")
+        hunks = []
+        for h in pf:
+            body: list[tuple[str, str, bool]] = []
+            for line in h:
+                if line.line_type == "\\":  # "\ No newline at end of file": the line before has no ending
+                    if body:
+                        body[-1] = (body[-1][0], body[-1][1], True)
                     continue
-                tag = line[:1] or " "  # an empty line is an empty context line
-                if tag not in " -+":
-                    raise ToolError(f"patch line {i + 1}: expected a line starting with ' ', '-' or '+', got '{line[:60]}'")
-                body.append(tag + line[1:])
-                seen_old += tag in " -"
-                seen_new += tag in " +"
-                i += 1
-            if seen_old != old_count or seen_new != new_count:
-                raise ToolError(f"patch: a hunk of '{new or old}' is shorter than its header says (the patch is truncated)")
-            while i < len(lines) and lines[i].startswith("\\"):
-                i += 1
-            hunks.append(Hunk(int(m.group(1)), tuple(body)))
-        if not hunks:
+                if line.line_type in " -+":
+                    body.append((line.line_type, line.value.removesuffix("\n"), False))
+            hunks.append(Hunk(h.source_start, tuple(body)))
+        if not hunks and not (pf.is_rename or pf.is_added_file or pf.is_removed_file):
             raise ToolError(f"patch: no hunks for '{new or old}'")
         files.append(FilePatch(old, new, tuple(hunks)))
-    if not files:
-        raise ToolError("the patch has no file headers ('--- a/file' / '+++ b/file'); give a unified diff")
     return files
 
 
-def _apply_hunks(text: str, fp: FilePatch) -> str:
-    src = text.splitlines()
-    trailing_newline = text.endswith("\n") or not text
-    out: list[str] = []
+def _refuse_stray_lines(patch: str, parsed) -> None:
+    """unidiff stops a hunk where its header's counts end; a diff line past that would be dropped silently."""
+    used = {line.diff_line_no for pf in parsed for h in pf for line in h}
+    lines = patch.split("\n")
+    in_hunks = False
+    for n, text in enumerate(lines, 1):
+        if text.startswith("@@"):
+            in_hunks = True
+        elif text == "-- ":  # git format-patch's signature follows
+            return
+        elif text.startswith(("--- ", "+++ ")) and (
+            (text.startswith("--- ") and n < len(lines) and lines[n].startswith("+++ "))
+            or (text.startswith("+++ ") and n > 1 and lines[n - 2].startswith("--- "))
+        ):
+            continue
+        elif in_hunks and text[:1] in ("+", "-") and n not in used:
+            raise ToolError(
+                f"patch line {n} ('{text[:60]}') lies past the end of its hunk: the hunk header "
+                "(@@ -start,count +start,count @@) counts fewer lines than the hunk holds; fix the counts",
+                {"error": "bad_patch"})
+
+
+def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
+    """The file's new content. A line the patch adds keeps the ending the patch gives it when the
+    patch quotes the file's endings exactly (as git's diffs do); in a patch that leaves out the CRs
+    of a CRLF file (as a model writes it), an added line takes the file's ending."""
+    src = _lines(data.decode("utf-8"))
+    bare = [_bare(line) for line in src]
+    places: list[int] = []
     pos = 0
     for n, hunk in enumerate(fp.hunks, 1):
-        old = [line[1:] for line in hunk.lines if line[0] in " -"]
-        new = [line[1:] for line in hunk.lines if line[0] in " +"]
+        old = [_bare(t) for tag, t, _ in hunk.lines if tag in " -"]
         want = max(hunk.old_start - 1, 0) if old else hunk.old_start
         # exact place first, then the nearest offset (as `patch` does, without fuzz)
         candidates = sorted(range(pos, len(src) - len(old) + 1), key=lambda s: abs(s - want))
-        at = next((s for s in candidates if src[s : s + len(old)] == old), None)
+        at = next((s for s in candidates if bare[s : s + len(old)] == old), None)
         if at is None:
             raise ToolError(
                 f"patch: hunk {n} of '{fp.target}' does not apply: its context and removed lines were not found "
                 f"(expected near line {hunk.old_start}); read the file and make the patch from its current content"
             )
-        out.extend(src[pos:at])
-        out.extend(new)
+        places.append(at)
         pos = at + len(old)
-    out.extend(src[pos:])
-    return "\n".join(out) + ("\n" if trailing_newline and out else "")
+    quoted = [t for h in fp.hunks for tag, t, _ in h.lines if tag in " -"]
+    matched = [src[at + k].removesuffix("\n") for h, at in zip(fp.hunks, places)
+               for k in range(sum(tag in " -" for tag, _, _ in h.lines))]
+    eol = "\n"
+    if quoted != matched:  # the patch drops the file's CRs: added lines get the file's ending
+        eol = next(("\r\n" if line.endswith("\r\n") else "\n" for line in src if line.endswith("\n")), "\n")
+    out: list[str] = []
+
+    def put(line: str) -> None:
+        if out and not out[-1].endswith("\n"):  # a line that ended the file unended gets an ending
+            out[-1] += eol
+        out.append(line)
+
+    pos = 0
+    for hunk, at in zip(fp.hunks, places):
+        for line in src[pos:at]:
+            put(line)
+        i = at
+        for tag, t, unended in hunk.lines:
+            if tag == " ":
+                put(src[i])
+            if tag in " -":
+                i += 1
+            if tag == "+":
+                put(t if unended else t + "\n" if t.endswith("\r") else t + eol)
+        pos = i
+    for line in src[pos:]:
+        put(line)
+    return "".join(out).encode("utf-8")
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of ``text`` with their endings, split at "\n" only (str.splitlines also splits at
+    form feeds, U+2028 and more, which no diff tool counts as line breaks)."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
 
 
 def _patch_paths(args: PatchArgs) -> list[str]:
@@ -249,33 +368,44 @@ def _patch_paths(args: PatchArgs) -> list[str]:
     return sorted(set(paths))
 
 
-async def apply_patch(ctx, args: PatchArgs) -> ToolResult:
-    run = ctx.run
+def _plan_patch(run, patch: str) -> tuple[dict[Path, bytes | None], list[Snapshot], list[str]]:
+    """What the patch writes, snapshots of what it was made against, and one line per file."""
     changes: dict[Path, bytes | None] = {}
+    expect: list[Snapshot] = []
     summary: list[str] = []
-    for fp in parse_patch(args.patch):
+    for fp in parse_patch(patch):
         if fp.old is None:
-            target = run.resolve_path(fp.new)  # type: ignore[arg-type]
-            if target.exists():
-                raise ToolError(f"patch creates '{fp.new}', but it already exists; patch it instead")
-            changes[target] = _apply_hunks("", fp).encode()
-            summary.append(f"created {run.relpath(target)}")
+            target, rel, exists = _writable(run, fp.target)
+            if exists:
+                raise ToolError(f"patch creates '{rel}', but it already exists; patch it instead")
+            changes[target] = _apply_hunks(b"", fp)
+            expect.append(Snapshot.of(target, None))
+            summary.append(f"created {rel}")
             continue
-        source, rel = _existing_file(run, fp.old)
-        text = _read_text(source, rel)
+        source, rel, data, _ = _load(run, fp.old)
+        expect.append(Snapshot.of(source, data))
+        new = _apply_hunks(data, fp)  # a deletion too must match the current content
         if fp.new is None:
-            _apply_hunks(text, fp)  # the deletion must match the current content
             changes[source] = None
             summary.append(f"deleted {rel}")
             continue
-        target = run.resolve_path(fp.new)
-        changes[target] = _apply_hunks(text, fp).encode()
+        target, target_rel, _ = _writable(run, fp.new)
+        changes[target] = new
         if target != source:
             changes[source] = None
-            summary.append(f"renamed {rel} -> {run.relpath(target)}")
+            summary.append(f"renamed {rel} -> {target_rel}" + (f" ({len(fp.hunks)} hunk(s))" if fp.hunks else ""))
         else:
             summary.append(f"patched {rel} ({len(fp.hunks)} hunk(s))")
-    write_all(changes)
+    return changes, expect, summary
+
+
+async def apply_patch(ctx, args: PatchArgs) -> ToolResult:
+    run = ctx.run
+    changes, expect, summary = await asyncio.to_thread(_plan_patch, run, args.patch)
+    try:
+        await run.write_files(changes, expect=expect)
+    except ChangedSince as exc:
+        raise _changed(run, exc) from None
     files = sorted(run.relpath(p) for p in changes)
     return ToolResult.text("applied the patch: " + "; ".join(summary), {"files": files})
 

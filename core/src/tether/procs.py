@@ -1,25 +1,42 @@
-"""Child processes of a run: start them in their own session, and kill whole trees when done.
+"""Child processes of a run: one stop routine, and a keeper that stops them even if we are killed.
 
-A run tracks every process a family starts (`Run.track_process`); closing the run kills what is left
-of each tree after a grace period, even when the family's own shutdown failed or hung.
+Every process an exec family starts carries a tag in its environment (`Run.child_env`): the run's id
+and a serial, inherited by whatever it starts, also by what leaves the session (a double-forked
+`setsid` daemon, a `start_new_session` child) and by what is orphaned when its parent exits. The run
+tracks the processes it starts (`Run.track_process`); stopping one (`Run.stop_process`) or closing
+the run stops, with `stop` below, the tree, the process group of a session leader, and every process
+carrying the tag. A process that clears its environment, leaves the session and loses its parent
+escapes this; inside the sandbox (`tether.sandbox`) the pid namespace takes it down as well.
 
-Nothing here reaps (waits for) a process: a family's asyncio child watcher may own it and must see its
-exit status. Dead processes are told apart by status instead.
+The keeper is a small process per run (this file run as a script: stdlib and psutil only) that is
+told what the run tracks. When its stdin ends, because the run closed or because the process that
+runs tether died (SIGKILL included), it stops all of it and removes the run's private directories.
+
+Nothing here reaps (waits for) a process: a family's asyncio child watcher may own it and must see
+its exit status. Dead processes are told apart by status instead (a zombie counts as stopped).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Iterable
 from typing import Any
 
-POLL = 0.02  # the longest pause between checks while waiting for a tree to die
+POLL = 0.02  # the longest pause between checks while waiting for processes to die
+TAG = "TETHER_PROC"  # the environment variable that names the run and the process a child descends from
+KEEPER_WAIT = 15.0  # how long closing a run waits for its keeper
 
 
 def process(pid: int) -> Any | None:
     """A psutil handle that remembers the creation time, so a reused pid is never mistaken for ours."""
-    import psutil  # imported here: only tracking and killing need it
+    import psutil  # imported here: only tracking and stopping need it
 
     try:
         return psutil.Process(pid)
@@ -36,45 +53,286 @@ def _gone(p: Any) -> bool:
         return True
 
 
-def kill_tree(root: int | Any, grace: float = 2.0) -> None:
-    """SIGTERM a process, its process group(s) and descendants; SIGKILL what is left after ``grace`` s."""
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    p = process(pid)
+    return p is not None and not _gone(p)
+
+
+def tree(root: Any) -> list:
+    """A process and its living descendants (psutil handles)."""
     import psutil
 
-    top = process(root) if isinstance(root, int) else root
-    if top is None or _gone(top):
-        return
+    if _gone(root):
+        return []
     try:
-        procs = [top, *top.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.Error:
-        procs = [top]
+        return [root]
+
+
+def group_members(pgid: int) -> list:
+    """Live (non-zombie) processes of process group ``pgid``."""
+    import psutil
+
+    try:
+        os.killpg(pgid, 0)  # cheap: is anything (even a zombie) left in the group?
+    except ProcessLookupError:
+        return []
+    except OSError:
+        pass  # EPERM: something is there; look
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid and not _gone(p):
+                out.append(p)
+        except (OSError, psutil.Error):
+            pass
+    return out
+
+
+def tagged(prefix: str, since: float = 0.0) -> list:
+    """Live processes whose environment tag starts with ``prefix`` (created at or after ``since``)."""
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["create_time"]):
+        try:
+            if (p.info["create_time"] or 0) + 1 < since or p.pid == os.getpid():
+                continue
+            value = p.environ().get(TAG, "")
+        except (psutil.Error, OSError):
+            continue
+        if value == prefix or value.startswith(prefix + "."):
+            if not _gone(p):
+                out.append(p)
+    return out
+
+
+def stop(procs: Iterable[Any], groups: Iterable[int] = (), grace: float = 2.0, spare: Iterable[int] = ()) -> None:
+    """The one stop routine: SIGTERM processes and process groups, SIGKILL what is left after ``grace`` s.
+
+    Blocking and bounded (``grace`` + 2 s at most). Our own process group and those in ``spare``
+    (the harness's) are never signalled as a group.
+    """
+    import psutil
+
+    procs = list(procs)
+    groups = set(groups) - {os.getpgrp(), *spare}
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        members = {p.pid: p for p in procs}
+        for g in groups:
+            members.update((m.pid, m) for m in group_members(g))
+        procs = [p for p in members.values() if not _gone(p)]
+        if not procs:
+            return
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except OSError:
+                pass
+        for p in procs:  # a member may have left its group: signal it by pid as well
+            try:
+                p.send_signal(sig)
+            except psutil.Error:
+                pass
+        deadline, pause = time.monotonic() + wait, 0.001
+        while time.monotonic() < deadline and any(not _gone(p) for p in procs):
+            time.sleep(pause)  # most processes die within a millisecond or two of SIGTERM
+            pause = min(pause * 2, POLL)
+
+
+def kill_tree(root: int | Any, grace: float = 2.0) -> None:
+    """Stop a process, its descendants and their process groups (the group of each member)."""
+    top = process(root) if isinstance(root, int) else root
+    if top is None:
+        return
+    procs = tree(top)
     groups = set()
     for p in procs:
         try:
             groups.add(os.getpgid(p.pid))
         except OSError:
             pass
-    groups.discard(os.getpgrp())  # never signal our own group
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for g in groups:
-            try:
-                os.killpg(g, sig)
-            except OSError:
-                pass
-        for p in procs:
-            if not _gone(p):
-                try:
-                    p.send_signal(sig)
-                except psutil.Error:
-                    pass
-        deadline, pause = time.monotonic() + (grace if sig == signal.SIGTERM else 2.0), 0.001
-        while time.monotonic() < deadline and not all(_gone(p) for p in procs):
-            time.sleep(pause)  # most processes die within a millisecond or two of SIGTERM
-            pause = min(pause * 2, POLL)
-        if all(_gone(p) for p in procs):
+    stop(procs, groups, grace)
+
+
+# -- what a run tracks ---------------------------------------------------------------------------------
+
+
+class Tracked:
+    """The processes of one run: handles, the groups of session leaders, and the tags they carry."""
+
+    def __init__(self, run_tag: str, spare: Iterable[int] = ()) -> None:
+        self.run_tag = run_tag
+        self.since = time.time()
+        self.spare = set(spare)
+        self.procs: dict[int, tuple[Any, str | None, int | None]] = {}  # pid -> (handle, tag, group)
+        self.dirs: list[str] = []
+
+    def track(self, pid: int, tag: str | None = None) -> None:
+        handle = process(pid)
+        if handle is None:
             return
+        try:
+            group = os.getpgid(pid) if os.getsid(pid) == pid else None  # a session leader: its group goes too
+        except OSError:
+            group = None
+        if tag is None:
+            try:
+                tag = handle.environ().get(TAG)
+            except Exception:  # noqa: BLE001 - psutil.Error or OSError: no tag to follow
+                tag = None
+        self.procs[pid] = (handle, tag if tag and tag.startswith(self.run_tag) else None, group)
+
+    def stop_one(self, pid: int, grace: float) -> None:
+        """Stop a tracked process, its tree, its group when it led a session, and what carries its tag."""
+        entry = self.procs.get(pid)
+        if entry is None:
+            kill_tree(pid, grace)
+            return
+        handle, tag, group = entry
+        procs = tree(handle) + (tagged(tag, self.since) if tag else [])
+        stop(procs, {group} if group else set(), grace, self.spare)
+
+    def stop_all(self, grace: float) -> None:
+        procs = [p for handle, _, _ in self.procs.values() for p in tree(handle)]
+        procs += tagged(self.run_tag, self.since)
+        groups = {g for _, _, g in self.procs.values() if g}
+        stop(procs, groups, grace, self.spare)
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        self.procs.clear()
+        self.dirs.clear()
 
 
-def alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    p = process(pid)
-    return p is not None and not _gone(p)
+class Keeper:
+    """The run's side of its keeper process; without one (it could not start) the run stops things itself."""
+
+    def __init__(self, run_tag: str, grace: float) -> None:
+        self.local = Tracked(run_tag, {os.getpgrp()})
+        self.grace = grace
+        self.proc: subprocess.Popen | None = None
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", __file__, run_tag, str(os.getpgrp()), str(grace), str(self.local.since)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C to the harness's group must not stop the keeper first
+                close_fds=True,
+            )
+        except OSError:
+            self.proc = None
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        if self.proc is None or self.proc.stdin is None:
+            return
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    def track(self, pid: int, tag: str | None = None) -> None:
+        self.local.track(pid, tag)
+        entry = self.local.procs.get(pid)
+        if entry is not None:
+            self._tell({"track": pid, "tag": entry[1]})
+
+    def remove_at_close(self, path: str) -> None:
+        self.local.dirs.append(path)
+        self._tell({"dir": path})
+
+    def stop_one(self, pid: int, grace: float) -> None:
+        self.local.stop_one(pid, grace)
+
+    def close(self) -> None:
+        """Stop everything tracked, then let the keeper check and exit (blocking, bounded)."""
+        self.local.stop_all(self.grace)
+        if self.proc is None:
+            return
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(KEEPER_WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- private directories ------------------------------------------------------------------------------
+
+
+def private_dir(prefix: str) -> str:
+    """A new private temporary directory named ``prefix*``; stale ones (their owner died) are removed first.
+
+    The owner is written into the directory, so the next run can tell a directory left by a process
+    that was killed along with its keeper from one that is in use.
+    """
+    sweep_stale(prefix)
+    path = tempfile.mkdtemp(prefix=prefix)
+    me = process(os.getpid())
+    with open(os.path.join(path, ".owner"), "w") as fh:
+        fh.write(f"{os.getpid()} {me.create_time() if me is not None else 0}\n")
+    return path
+
+
+def sweep_stale(prefix: str) -> None:
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(base, name)
+        try:
+            with open(os.path.join(path, ".owner")) as fh:
+                pid, created = fh.read().split()
+        except (OSError, ValueError):
+            continue  # not one of ours, or being created
+        owner = process(int(pid))
+        try:
+            alive_owner = owner is not None and not _gone(owner) and abs(owner.create_time() - float(created)) < 1
+        except Exception:  # noqa: BLE001
+            alive_owner = False
+        if not alive_owner:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _keep(run_tag: str, spare: int, grace: float, since: float) -> None:
+    """The keeper's loop: remember what the run tells, stop all of it when stdin ends or the run's process died.
+
+    The parent is watched as well as stdin: a process forked without exec (a multiprocessing pool)
+    may hold our stdin open after the process that runs tether died.
+    """
+    import select
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    parent = os.getppid()
+    kept = Tracked(run_tag, {spare})
+    kept.since = since
+    fd, pending = sys.stdin.fileno(), b""
+    while os.getppid() == parent:
+        if not select.select([fd], [], [], 1.0)[0]:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if "track" in message:
+                kept.track(int(message["track"]), message.get("tag"))
+            elif "dir" in message:
+                kept.dirs.append(str(message["dir"]))
+    kept.stop_all(grace)
+
+
+if __name__ == "__main__":
+    _keep(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))

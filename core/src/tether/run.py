@@ -9,36 +9,45 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import errno
 import inspect
+import itertools
+import json
 import logging
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import attrs
 
 from tether.args import ArgumentsError, structure_arguments
 from tether.hookspecs import NO_RESOURCE
-from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
-from tether.output import DEFAULT_MAX_CHARS, cap_text
+from tether.diagnostics import DiagnosticRegistry, after_write, before_write
+from tether.options import CoreOptions, Options, OptionsError
+from tether.output import cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.surfaces import BUILTIN_SURFACES, Surface
-from tether.tools import Text, Tool, ToolError, ToolResult
+from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
+
+T = TypeVar("T")
 
 ProgressSink = Callable[[float, "float | None", "str | None"], Any]
 
 # the tools whose calls enclose the current one (a cell's tool() call runs inside eval's call)
 _enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("tether_enclosing", default=frozenset())
+# the file-writing call being run: its tool, arguments, and the paths its approval covered
+_writing: contextvars.ContextVar[tuple[Tool, dict[str, Any], frozenset[str]] | None] = contextvars.ContextVar(
+    "tether_writing", default=None
+)
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
-DIAGNOSTICS_SLACK = 2.0  # beyond the run's diagnostics timeout, before the core stops waiting on a plugin
 
 
 @attrs.define
@@ -74,7 +83,7 @@ class Run:
         surface: str = "full",
         conversation_id: str | None = None,
         modes: Iterable[str] = (),
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
         plugins: Iterable[Any] = (),
         block: Iterable[str] = (),
         load_entry_points: bool = True,
@@ -84,25 +93,42 @@ class Run:
             raise ValueError(f"root {str(root)!r} is not a directory")
         self.conversation_id = conversation_id
         self.modes = frozenset(modes)
-        self.options: dict[str, Any] = dict(options or {})
         self.diagnostics = DiagnosticRegistry()
-        self.pm, self.plugin_errors = plugin_manager(plugins, block, load_entry_points)
+        loaded = plugin_manager(plugins, block, load_entry_points)
+        self.pm, self.plugin_errors, self.option_registry = loaded.pm, loaded.errors, loaded.options
         self.hook = self.pm.hook
+        self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
+        self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
-        for extra in self.hook.tether_add_surfaces(run=self):
-            for s in extra or ():
-                self.surfaces[s.name] = s
+        for hook in (self.hook.tether_register_surfaces, self.hook.tether_add_surfaces):  # the old name, deprecated
+            for extra in hook(run=self):
+                for s in extra or ():
+                    self.surfaces[s.name] = s
         if surface not in self.surfaces:
-            raise ValueError(f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}")
+            raise OptionsError([f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}"])
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
-        self._procs: list[Any] = []  # psutil handles: a reused pid is not ours
+        self.id = uuid.uuid4().hex[:12]  # names the run in its children's environment (tether.procs.TAG)
+        self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
+        self._serial = itertools.count(1)
+        self._private: Path | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         self.all_tools: dict[str, Tool] = {}
         self.unavailable: list[Unavailable] = []
         self._visible: dict[str, Tool] = {}
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the run may execute its root's code: the project's own binaries, checkers that run it.
+
+        The run option ``trust`` decides; unset, a surface that offers exec tools trusts its root and a
+        read-only one (plan, readonly) does not, so exploring a checkout never runs it.
+        """
+        if self._core.trust is not None:
+            return self._core.trust
+        return self.surface.allows(Tier.EXEC)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -111,24 +137,44 @@ class Run:
         # each plugin on its own: one family failing to register must not take the others down
         kwargs = {"run": self, "register": registrar}
         for impl in reversed(self.hook.tether_register_tools.get_hookimpls()):
+            registrar.family = self.pm.get_name(impl.plugin) or impl.plugin_name
             try:
                 impl.function(*(kwargs[a] for a in impl.argnames))
             except Exception as exc:  # noqa: BLE001
-                name = self.pm.get_name(impl.plugin) or impl.plugin_name
-                log.warning("plugin %s failed to register its tools", name, exc_info=True)
-                registrar.unavailable(name, f"failed to register its tools: {type(exc).__name__}: {exc}")
+                log.warning("plugin %s failed to register its tools", registrar.family, exc_info=True)
+                registrar.unavailable(f"failed to register its tools: {type(exc).__name__}: {exc}")
         for tool in registrar.tools.values():
             tier = self.hook.tether_tool_tier(run=self, tool=tool)
             self.all_tools[tool.name] = attrs.evolve(tool, tier=tier) if tier is not None else tool
         self.unavailable = [*self.plugin_errors, *registrar.missing]
         self._visible = {n: t for n, t in self.all_tools.items() if self.surface.allows(t.tier)}
+        await self._recover_writes()
         for out in self.hook.tether_run_opened(run=self):
             await _settle(out)
 
+    async def _recover_writes(self) -> None:
+        from tether.atomic import recover
+
+        try:
+            for line in await asyncio.to_thread(recover, self.root):
+                log.warning("%s under %s", line, self.root)
+        except Exception:  # noqa: BLE001 - a stuck journal must not keep the run from opening
+            log.warning("could not recover interrupted writes under %s", self.root, exc_info=True)
+
     # -- resources, processes, paths ----------------------------------------------------------
 
-    def resource(self, hook_name: str) -> Any:
-        """The run's handle from a family's resource hook, created on first use and cached (None too)."""
+    @overload
+    def resource(self, hook: Callable[..., T | None]) -> T | None: ...
+    @overload
+    def resource(self, hook: str) -> Any: ...
+
+    def resource(self, hook: Callable[..., Any] | str) -> Any:
+        """The run's handle from a family's resource hook, created on first use and cached (None too).
+
+        Pass the hook specification itself (``run.resource(hookspecs.tether_lsp_supervisor)``): the
+        handle is then typed by the spec's return annotation. Its name as a string works too.
+        """
+        hook_name = hook if isinstance(hook, str) else hook.__name__
         if hook_name not in self._resources:
             hook = getattr(self.hook, hook_name, None)
             if hook is None:
@@ -143,25 +189,82 @@ class Run:
                     self._closers.append(closer)
         return self._resources[hook_name]
 
+    def definitions(self, hook: Callable[..., Any] | str, kind: type[T]) -> dict[str, T]:
+        """Definitions that plugins add or replace by id (language servers, grammars, debug adapters).
+
+        The one rule: a family's built-ins come from its own ``trylast`` implementation of ``hook``,
+        and for each id the definition of the implementation pluggy calls first wins, so a third
+        party's replaces a built-in and a ``tryfirst`` one replaces both. Order: the built-ins in their
+        own order, then new ids in the order their plugins were registered (a replaced id keeps the
+        built-in's place). Anything that is not a ``kind`` is left out, logged.
+        """
+        caller = getattr(self.hook, hook if isinstance(hook, str) else hook.__name__)
+        table: dict[str, T] = {}
+        for answer in reversed(caller(run=self)):  # the built-ins (trylast) first, then up to tryfirst
+            for definition in answer or ():
+                if not isinstance(definition, kind):
+                    log.warning("%s answered %r, not a %s; left out", caller.name, definition, kind.__name__)
+                    continue
+                table[definition.id] = definition  # type: ignore[attr-defined]  # a replaced id keeps its place
+        return table
+
     def on_close(self, fn: Callable[[], Any]) -> None:
         """Call ``fn`` (sync or async) when the run closes, before leftover processes are killed."""
         self._closers.append(fn)
 
-    def track_process(self, proc: Any) -> None:
-        """Kill this process's tree when the run closes, whatever its family's shutdown did."""
-        from tether.procs import process
+    def _keep(self) -> Any:
+        if self._keeper is None:
+            from tether.procs import Keeper
 
-        handle = process(proc if isinstance(proc, int) else proc.pid)
-        if handle is not None:
-            self._procs.append(handle)
+            self._keeper = Keeper(self.id, KILL_GRACE)
+        return self._keeper
+
+    def child_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment for a process the run starts (``os.environ`` unless given), tagged for stopping.
+
+        The tag is inherited by everything the process starts, so `stop_process` and the close find
+        what left its session or lost its parent.
+        """
+        from tether.procs import TAG
+
+        return {**(os.environ if env is None else env), TAG: f"{self.id}.{next(self._serial)}"}
+
+    def track_process(self, proc: Any) -> None:
+        """Stop this process when the run closes, or when the process that runs tether dies.
+
+        Its tree goes with it, and so do the process group of a session leader and whatever carries
+        the tag of `child_env`, whatever its family's shutdown did.
+        """
+        self._keep().track(proc if isinstance(proc, int) else proc.pid)
+
+    async def stop_process(self, proc: Any, grace: float = KILL_GRACE) -> None:
+        """Stop a tracked process now, with everything `track_process` would stop at close."""
+        pid = proc if isinstance(proc, int) else proc.pid
+        await asyncio.to_thread(self._keep().stop_one, pid, grace)
+
+    def private_dir(self) -> Path:
+        """The run's private temporary directory, removed at close (by the next run, if we were killed)."""
+        if self._private is None:
+            from tether.procs import private_dir
+
+            self._private = Path(private_dir("tether-run-"))
+            self._keep().remove_at_close(str(self._private))
+        return self._private
 
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""
         if not isinstance(path, str) or not path.strip():
             raise ToolError("path is empty; give a file path relative to the root, e.g. 'src/main.py'")
+        _check_path_text(path)
         raw = Path(path)
         candidate = raw if raw.is_absolute() else self.root / raw
-        resolved = candidate.resolve()
+        try:
+            resolved = candidate.resolve()
+        except (RuntimeError, OSError):  # RuntimeError: Python 3.11's word for a symlink loop
+            raise ToolError(
+                f"path '{path}' goes through a symlink loop (a link that leads back to itself); give the real path",
+                {"error": "symlink_loop"},
+            ) from None
         if not resolved.is_relative_to(self.root):
             lexical = Path(os.path.normpath(candidate))
             why = " through a symlink" if lexical.is_relative_to(self.root) else ""
@@ -172,6 +275,25 @@ class Run:
         if must_exist and not resolved.exists():
             raise ToolError(f"no such file: '{self.relpath(resolved)}' (paths are relative to the root)")
         return resolved
+
+    async def write_files(self, changes: dict[Path, bytes | None], *, expect: Iterable[Any] = ()) -> None:
+        """Write every file (None deletes it) or none, under the root's write lock, in a thread.
+
+        ``expect`` are `tether.atomic.Snapshot`s of what the caller read: if one no longer holds,
+        `tether.atomic.ChangedSince` is raised and nothing is written. Paths the call's approval did
+        not cover (a rename's edits, known only now) are put to `tether_approve` first.
+        """
+        from tether.atomic import write_all
+
+        writing = _writing.get()
+        if writing is not None:
+            tool, arguments, approved = writing
+            paths = sorted({self.relpath(p) for p in changes})
+            if not set(paths) <= approved:
+                refusal = await self._approval(tool, arguments, paths)
+                if refusal is not None:
+                    raise ToolError(refusal.plain + " Nothing was written.", refusal.data)
+        await asyncio.to_thread(write_all, changes, root=self.root, expect=expect)
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
         """A path as the model should see it: relative to the root, with forward slashes."""
@@ -204,6 +326,7 @@ class Run:
                 for t in self.tools()
             ],
             "unavailable": [{"family": u.family, "reason": u.reason} for u in self.unavailable],
+            "options": self.option_registry.listing(),
         }
 
     def _unknown_tool(self, name: str) -> ToolResult:
@@ -224,40 +347,64 @@ class Run:
         if tool is None:
             return self._unknown_tool(name)
         try:
+            problems = _unpaired_surrogates(arguments or {})
+            if problems:
+                raise ArgumentsError(problems)
             args = structure_arguments(tool.args, arguments)
+            paths = self._touched(tool, args)
         except ArgumentsError as exc:
             lines = "; ".join(exc.problems)
-            return ToolResult.error(f"invalid arguments for {name}: {lines}", {"error": "invalid_arguments", "problems": exc.problems})
-        try:
-            verdict = await _settle(self.hook.tether_approve(run=self, tool=tool, arguments=arguments or {}))
-        except Exception as exc:  # noqa: BLE001 - a failing approver refuses (fail closed)
-            log.exception("approval hook failed for %s", name)
-            verdict = f"the approval check failed ({type(exc).__name__}: {exc})"
-        if verdict is False or isinstance(verdict, str):
-            reason = verdict if isinstance(verdict, str) else "refused by the harness's approval policy"
-            return ToolResult.error(f"call to {name} was not approved: {reason}. Do not retry it unchanged.", {"error": "refused"})
+            return self._bound(ToolResult.error(
+                f"invalid arguments for {name}: {lines}", {"error": "invalid_arguments", "problems": exc.problems}
+            ))
+        except ToolError as exc:
+            return self._bound(ToolResult.error(exc.message, exc.data))
+        refusal = await self._approval(tool, arguments or {}, paths)
+        if refusal is not None:
+            return refusal
         enclosing = _enclosing.get()
         token = _enclosing.set(enclosing | {name})
         try:
             if tool.parallel_safe:
-                return await self._run(tool, args, progress)
+                return await self._run(tool, args, progress, paths, arguments or {})
             if name in enclosing:  # it would wait for its own lock for ever
                 return ToolResult.error(
                     f"{name} cannot be called from inside a call of {name} (it runs one call at a time); "
                     "make the call directly instead", {"error": "reentrant"})
             lock = self._locks.setdefault(name, asyncio.Lock())
             async with lock:
-                return await self._run(tool, args, progress)
+                return await self._run(tool, args, progress, paths, arguments or {})
         finally:
             _enclosing.reset(token)
 
-    async def _run(self, tool: Tool, args: Any, progress: ProgressSink | None) -> ToolResult:
+    def _touched(self, tool: Tool, args: Any) -> list[str]:
+        """The files a file-writing call will write, relative to the root (its approval sees them)."""
+        if tool.touches is None:
+            return []
+        return [self.relpath(self.resolve_path(p)) for p in tool.touches(args)]
+
+    async def _approval(self, tool: Tool, arguments: dict[str, Any], paths: Sequence[str]) -> ToolResult | None:
+        """None when the call may go on; else the refusal to answer."""
+        try:
+            verdict = await _settle(self.hook.tether_approve(run=self, tool=tool, arguments=arguments, paths=list(paths)))
+        except Exception as exc:  # noqa: BLE001 - a failing approver refuses (fail closed)
+            log.exception("approval hook failed for %s", tool.name)
+            verdict = f"the approval check failed ({type(exc).__name__}: {exc})"
+        if verdict is False or isinstance(verdict, str):
+            reason = verdict if isinstance(verdict, str) else "refused by the harness's approval policy"
+            return self._bound(ToolResult.error(
+                f"call to {tool.name} was not approved: {reason}. Do not retry it unchanged.", {"error": "refused"}
+            ))
+        return None
+
+    async def _run(
+        self, tool: Tool, args: Any, progress: ProgressSink | None, paths: list[str], arguments: dict[str, Any]
+    ) -> ToolResult:
         ctx = CallContext(self, tool, uuid.uuid4().hex[:12], progress)
-        paths: list[str] = []
+        token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
         try:
             if tool.touches is not None:
-                paths = [self.relpath(self.resolve_path(p)) for p in tool.touches(args)]
-                await self._baseline(paths, ctx.call_id)
+                await before_write(self, paths, ctx.call_id)
             result = await _settle(tool.handler(ctx, args))
             if isinstance(result, str):
                 result = ToolResult.text(result)
@@ -266,65 +413,39 @@ class Run:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - contained: the model gets a paragraph, the log the traceback
+            result = self._fault(tool, exc)
+        finally:
+            _writing.reset(token)
+        if tool.touches is not None and not result.is_error:
+            result = await after_write(self, tool, paths, result, ctx.call_id)
+        return self._bound(result)
+
+    def _fault(self, tool: Tool, exc: Exception) -> ToolResult:
+        """What an exception out of a handler becomes: one line for an OSError that is the world's, not
+        the tool's (a full disk, a read-only folder); else a fault of the tool, its traceback logged."""
+        hint = _OS_ERRORS.get(exc.errno or 0) if isinstance(exc, OSError) else None
+        if not isinstance(exc, OSError) or hint is None:
             log.exception("tool %s failed", tool.name)
-            result = ToolResult.error(
+            return ToolResult.error(
                 f"{tool.name} failed inside the tool: {type(exc).__name__}: {exc}. This is a fault of the tool, "
                 "not of your arguments; the details are in the log. Try another approach or report it.",
                 {"error": "internal"},
             )
-        if tool.touches is not None and not result.is_error:
-            result = await self._post_write(tool, paths, result, ctx.call_id)
-        return self._bound(result)
+        where = f" on '{self.relpath(os.fsdecode(exc.filename))}'" if exc.filename else ""
+        return ToolResult.error(
+            f"{tool.name}: {exc.strerror or os.strerror(exc.errno or 0)}{where}: {hint}",
+            {"error": "os_error", "errno": errno.errorcode.get(exc.errno or 0, str(exc.errno))},
+        )
 
     def _bound(self, result: ToolResult) -> ToolResult:
-        limit = int(self.options.get("max_output_chars", DEFAULT_MAX_CHARS))
-        if all(len(b.text) <= limit for b in result.content if isinstance(b, Text)):
+        """Text and structured data capped at the run's output limit, the cut said."""
+        limit = self._core.max_output_chars
+        data = _bound_data(result.data, limit)
+        if data is result.data and all(len(b.text) <= limit for b in result.content if isinstance(b, Text)):
             return result
         how = "Narrow the request (a smaller path, range, or a more specific query) to see the rest."
         content = tuple(Text(cap_text(b.text, limit, how)) if isinstance(b, Text) else b for b in result.content)
-        return ToolResult(content, result.is_error, result.data)
-
-    # -- diagnostics on write -------------------------------------------------------------------
-
-    def _diagnostics_wait(self) -> float:
-        return float(self.options.get("diagnostics_timeout", 5.0)) + DIAGNOSTICS_SLACK
-
-    async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
-        files: dict[str, list[Diagnostic]] = {}
-        notes: list[str] = []
-        for answer in answers:
-            try:
-                value = await asyncio.wait_for(_settle(answer), self._diagnostics_wait())
-            except asyncio.TimeoutError:
-                notes.append("diagnostics still pending: a checker did not answer in time")
-                continue
-            except Exception:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
-                log.exception("diagnostics plugin failed")
-                continue
-            if isinstance(value, WriteDiagnostics):
-                files.update(value.files)
-                notes.extend(value.notes)
-            elif value:
-                files.update(value)
-        return files, notes
-
-    async def _baseline(self, paths: Sequence[str], call_id: str) -> None:
-        answers = self.hook.tether_diagnostics_before_write(run=self, paths=list(paths), call_id=call_id)
-        files, _ = await self._gather_diagnostics(answers)
-        self.diagnostics.baseline(files)
-
-    async def _post_write(self, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
-        answers = self.hook.tether_diagnostics_after_write(run=self, paths=list(paths), call_id=call_id)
-        files, notes = await self._gather_diagnostics(answers)
-        introduced = self.diagnostics.update(files)
-        try:
-            out = self.hook.tether_post_write(
-                run=self, tool=tool, paths=list(paths), result=result, introduced=introduced, notes=notes
-            )
-        except Exception:  # noqa: BLE001 - the write happened; report it even if post-processing broke
-            log.exception("post-write hook failed")
-            return result
-        return out if out is not None else result
+        return ToolResult(content, result.is_error, data)
 
     # -- closing --------------------------------------------------------------------------------
 
@@ -336,10 +457,8 @@ class Run:
             await self._bounded_close(lambda out=out: out, "run_closing hook")
         for closer in reversed(self._closers):
             await self._bounded_close(closer, getattr(closer, "__qualname__", repr(closer)))
-        if self._procs:
-            from tether.procs import kill_tree
-
-            await asyncio.to_thread(lambda: [kill_tree(p, KILL_GRACE) for p in self._procs])
+        if self._keeper is not None:
+            await asyncio.to_thread(self._keeper.close)
 
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
         try:
@@ -348,10 +467,107 @@ class Run:
             log.warning("closing %s failed; its processes are killed anyway", what, exc_info=True)
 
 
+# errno values that are the user's or the machine's, not a fault of the tool: what to do about each
+_OS_ERRORS = {
+    errno.ENOSPC: "the disk is full; free some space and try again",
+    errno.EDQUOT: "the disk quota is used up; free some space and try again",
+    errno.EACCES: "permission denied; this process may not use that file or folder (pick another or fix its permissions)",
+    errno.EPERM: "operation not permitted on that file or folder (pick another or fix its permissions)",
+    errno.EROFS: "the file system is read-only; nothing can be written there",
+    errno.ENAMETOOLONG: "a file name is too long (at most 255 bytes per name); use a shorter name",
+    errno.ELOOP: "a symlink loop (a link that leads back to itself); give the real path",
+    errno.ENOENT: "no such file or folder (it may have been removed meanwhile); check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.EISDIR: "that is a folder, not a file; give a file path",
+    errno.ENOTEMPTY: "the folder is not empty",
+    errno.EEXIST: "it already exists",
+    errno.EFBIG: "the file would be too large for this file system",
+    errno.EMLINK: "too many links",
+    errno.ETXTBSY: "the file is a program that is running; it cannot be written now",
+    errno.EBUSY: "the file or folder is busy; try again later",
+}
+
+DATA_CUT = "[cut: {n} characters; the text of the result says more, or narrow the request]"
+
+
+def _bound_data(data: Any, limit: int) -> Any:
+    """``data`` with every string longer than ``limit`` cut, and, if it is still larger than ``limit``
+    characters as JSON, only its short top-level facts; the same object when nothing needed cutting."""
+    if data is None or len(json.dumps(data, default=str)) <= limit:
+        return data
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > limit:
+            return value[:limit] + DATA_CUT.format(n=len(value))
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [cut(v) for v in value]
+        return value
+
+    smaller = cut(data)
+    size = len(json.dumps(smaller, default=str))
+    if size <= 4 * limit:  # data may be as long as a few texts: lists of matches, files
+        return smaller
+    kept = {k: v for k, v in smaller.items() if len(json.dumps(v, default=str)) <= 200} if isinstance(smaller, dict) else {}
+    return {**kept, "data_cut": f"the structured data was {size} characters, past the limit; narrow the request"}
+
+
+def _check_path_text(path: str) -> None:
+    """Refuse a path no file can have: a NUL, an unpaired surrogate, a name past the system's limits."""
+    if "\0" in path:
+        raise ToolError("path contains a NUL character, which no file name can hold; give the path as plain text",
+                        {"error": "bad_path"})
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"path contains an unpaired surrogate (U+{ord(path[exc.start]):04X}) at character {exc.start}; "
+            "give the path as valid UTF-8 text", {"error": "bad_path"}) from None
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > 255 or len(encoded) > 4095:
+        raise ToolError(
+            f"path is too long ({len(encoded)} bytes, longest name {longest}); a name holds at most 255 bytes "
+            "and a path 4095: use a shorter path", {"error": "bad_path"})
+
+
+def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
+    """One problem per string argument holding a lone surrogate (valid JSON, not valid text)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return [f"{where or 'an argument'}: unpaired surrogate U+{ord(value[exc.start]):04X} at character "
+                    f"{exc.start}; send valid UTF-8 text"]
+        return []
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _unpaired_surrogates(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _unpaired_surrogates(v, f"{where}[{i}]")]
+    return []
+
+
 @asynccontextmanager
-async def open_run(root: str | os.PathLike[str] = ".", **kwargs: Any) -> AsyncIterator[Run]:
-    """Open a run (plugins discovered now, tools registered) and close it on exit."""
-    run = Run(root, **kwargs)
+async def open_run(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> AsyncIterator[Run]:
+    """Open a run (plugins discovered now, options structured, tools registered) and close it on exit.
+
+    ``surface`` names who the tools are for (`full`, `plan`, `readonly` or one a plugin defines);
+    ``options`` are the run options (`tether.options`; raises OptionsError on an unknown key or a bad
+    value); ``plugins`` are plugin objects or modules registered besides the entry points, ``block``
+    entry-point names never imported, ``load_entry_points=False`` loads none.
+    """
+    run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+              plugins=plugins, block=block, load_entry_points=load_entry_points)
     try:
         await run._open()
         yield run
@@ -386,7 +602,20 @@ class SyncRun:
 
 
 @contextmanager
-def open_run_sync(root: str | os.PathLike[str] = ".", **kwargs: Any) -> Iterator[SyncRun]:
+def open_run_sync(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> Iterator[SyncRun]:
+    """`open_run` for synchronous code: the run's event loop lives in a thread of its own."""
+    kwargs = dict(surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+                  plugins=plugins, block=block, load_entry_points=load_entry_points)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="tether-run", daemon=True)
     thread.start()

@@ -1,42 +1,82 @@
-"""`tether serve`: one process = one run, over the Model Context Protocol's stdio transport.
+"""`tether serve`: one process = one run, over the Model Context Protocol: stdio, or Streamable HTTP.
 
-Built on the official MCP SDK's low-level server (imported only here: the SDK is heavy). The run opens
-on the first request after `initialize`, when the client's capabilities are known: a client that
-declared `elicitation` gets `run.options["elicit"]`, which the askuser family turns into a question
-port. End of stdin ends the run, and closing the run reaps every child process.
+Built on the official MCP SDK's low-level server (imported only here: the SDK is heavy), which speaks
+both protocol revisions on the same server; the client's first request decides which:
+
+- 2025-11-25: the `initialize` handshake; a card (`ask_user`, an approval card) goes to the client as
+  an `elicitation/create` request while the call waits for the answer.
+- 2026-07-28: `server/discover`, and every request carries its client's version and capabilities in
+  `_meta`. The server sends no requests of its own, so a call whose tool asks the human answers with
+  an `InputRequiredResult` holding the form, and the client retries the call with the answer
+  (multi round-trip requests). Between the rounds the call stays suspended in this process, at the
+  question; the `requestState` (sealed by the SDK, bound to the call's tool and arguments) names the
+  call and the cards sent, so the retry resumes the same question and a card is never sent twice: a
+  retry that does not answer it fails the card closed, and a client that never retries meets the
+  card's timeout, as with `elicitation/create`.
+
+The run opens on the first request that reaches a tool: a client that declared `elicitation` (in
+`initialize`, or in that request's `_meta`) gets `run.options["elicit"]`, which the askuser family
+turns into a question port. End of stdin, or SIGTERM, SIGHUP or SIGINT, closes the run, and closing the
+run reaps every child process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import hmac
+import json
 import logging
+import os
+import re
 import signal
+import socket
+import sys
+import uuid
+from importlib.metadata import version
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel.server import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from tether.run import Run
 from tether.tools import Image, Tier, ToolResult
 
 log = logging.getLogger("tether.serve")
 
-_current: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_mcp_request")
+SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+# How long a finished call whose client never came back for its result is kept for a late retry.
+KEEP_UNCLAIMED = 600.0
+# The sealed requestState outlives any card's wait: the call it names is bounded by the card's own
+# timeout, so a late token finds a finished or forgotten call, never an open question.
+STATE_TTL = 24 * 3600.0
+
+
+def _annotations(tool) -> types.ToolAnnotations:
+    """What clients that auto-approve by annotation are told. A read-tier tool is read-only unless it
+    says otherwise; anything else may destroy. Exec-tier tools run code, and a read-tier tool that is
+    not read-only starts work of its own (an agent): both reach an open world."""
+    read_only = tool.tier is Tier.READ if tool.read_only is None else tool.read_only
+    return types.ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=not read_only,
+        open_world_hint=tool.tier is Tier.EXEC or tool.read_only is False,
+    )
 
 
 def _mcp_tool(tool) -> types.Tool:
-    return types.Tool(
-        name=tool.name,
-        description=tool.description,
-        input_schema=tool.input_schema,
-        annotations=types.ToolAnnotations(
-            read_only_hint=tool.tier is Tier.READ,
-            destructive_hint=tool.tier is Tier.WRITE,
-        ),
-    )
+    return types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema,
+                      annotations=_annotations(tool))
 
 
 def _mcp_result(result: ToolResult) -> types.CallToolResult:
@@ -49,77 +89,350 @@ def _mcp_result(result: ToolResult) -> types.CallToolResult:
     return types.CallToolResult(content=blocks, structured_content=result.data or None, is_error=result.is_error)
 
 
+class _Card:
+    def __init__(self, key: str, message: str, schema: dict[str, Any]) -> None:
+        self.key, self.message, self.schema = key, message, schema
+        self.answer: asyncio.Future[tuple[str, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
+
+    def request(self) -> types.ElicitRequest:
+        return types.ElicitRequest(params=types.ElicitRequestFormParams(message=self.message, requested_schema=self.schema))
+
+
+class _Call:
+    """One `tools/call`, from its first request to its result, across the rounds of a 2026-07-28 client."""
+
+    def __init__(self, ctx) -> None:
+        self.id = uuid.uuid4().hex
+        self.ctx = ctx  # the latest request of this call
+        self.serving = False  # whether a request of this call is waiting for an answer now
+        self.fresh: list[_Card] = []  # asked, not yet sent
+        self.sent: dict[str, _Card] = {}  # sent in an InputRequiredResult, waiting for the retry
+        self.changed = asyncio.Event()
+        self.task: asyncio.Task[ToolResult] | None = None
+        self._cards = 0
+
+    async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        if self.serving:  # between the rounds there is no request to report on
+            await self.ctx.session.report_progress(done, total, message)
+
+    async def ask(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        self._cards += 1
+        card = _Card(f"card{self._cards}", message, schema)
+        self.fresh.append(card)
+        self.changed.set()
+        try:
+            return await card.answer
+        finally:  # answered, or withdrawn by the card's timeout
+            if card in self.fresh:
+                self.fresh.remove(card)
+            self.sent.pop(card.key, None)
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        for key, card in self.sent.items():
+            reply = responses.get(key)
+            if card.answer.done():
+                continue
+            if isinstance(reply, types.ElicitResult):
+                card.answer.set_result((reply.action, reply.content))
+            else:
+                card.answer.set_exception(RuntimeError("the client retried the call without answering the card"))
+        self.sent.clear()
+
+
+_current: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("tether_mcp_call", default=None)
+
+
+async def _elicit(message: str, requested_schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """Ask the connected client's human, the way the revision of the request being served allows."""
+    call = _current.get()
+    if call is None:
+        raise RuntimeError("no MCP request is being served, so there is no client to ask")
+    session = call.ctx.session
+    if session.client_capabilities is None or session.client_capabilities.elicitation is None:
+        raise RuntimeError("the client did not declare the elicitation capability on this request")
+    if call.ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return await call.ask(message, requested_schema)
+    answer = await session.elicit_form(message, requested_schema, related_request_id=call.ctx.request_id)
+    return answer.action, answer.content
+
+
 class _Host:
     def __init__(self, run_kwargs: dict[str, Any]) -> None:
         self.run_kwargs = run_kwargs
         self.run: Run | None = None
+        self.closed = False
         self._lock = asyncio.Lock()
+        self._calls: dict[str, _Call] = {}  # calls waiting for a client's retry, by id
 
     async def ensure_run(self, ctx) -> Run:
         async with self._lock:
+            if self.closed:
+                raise MCPError(code=types.INTERNAL_ERROR, message="the server is shutting down")
             if self.run is None:
                 options = dict(self.run_kwargs.pop("options", {}))
                 caps = ctx.session.client_capabilities
-                if caps is not None and getattr(caps, "elicitation", None) is not None:
+                if caps is not None and caps.elicitation is not None:
                     options["elicit"] = _elicit
                 run = Run(options=options, **self.run_kwargs)
                 await run._open()
                 self.run = run
             return self.run
 
+    async def close(self) -> None:
+        async with self._lock:
+            self.closed = True
+        for call in list(self._calls.values()):
+            if call.task is not None:
+                call.task.cancel()
+        if self.run is not None:
+            with anyio.CancelScope(shield=True):
+                await self.run.aclose()
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """For the SDK's check of a 2026-07-28 HTTP call's headers, without a tools/list per call."""
+        tools = self.run.tools() if self.run is not None else ()
+        return next((t.input_schema for t in tools if t.name == name), None)
+
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         run = await self.ensure_run(ctx)
         return types.ListToolsResult(tools=[_mcp_tool(t) for t in run.tools()])
 
-    async def call_tool(self, ctx, params) -> types.CallToolResult:
+    async def call_tool(self, ctx, params) -> types.CallToolResult | types.InputRequiredResult:
         run = await self.ensure_run(ctx)
-        token = _current.set(ctx)
+        if params.request_state is not None:
+            call = self._calls.get(json.loads(params.request_state)["call"])
+            if call is None or call.serving:
+                return types.CallToolResult(is_error=True, content=[types.TextContent(type="text", text=(
+                    "This retry names no call waiting for an answer: its card was answered by an earlier "
+                    "retry, or the call ended and was forgotten (a card is never asked twice). Call the "
+                    "tool again if it is still needed."))])
+            call.ctx, call.serving = ctx, True
+            call.answer(params.input_responses or {})
+        else:
+            call = _Call(ctx)
+            call.serving = True
+            token = _current.set(call)
+            try:
+                call.task = asyncio.create_task(
+                    run.call(params.name, dict(params.arguments or {}), progress=call.progress))
+            finally:
+                _current.reset(token)
+            call.task.add_done_callback(lambda _: self._finished(call))
+        return await self._round(call)
+
+    def _finished(self, call: _Call) -> None:
+        call.changed.set()
+        if not call.serving and call.id in self._calls:
+            asyncio.get_running_loop().call_later(KEEP_UNCLAIMED, self._calls.pop, call.id, None)
+
+    async def _round(self, call: _Call) -> types.CallToolResult | types.InputRequiredResult:
+        """Serve one request of ``call``: its result, or the cards it waits on for a 2026-07-28 client."""
+        assert call.task is not None
         try:
-
-            async def progress(done: float, total: float | None, message: str | None) -> None:
-                await ctx.session.report_progress(done, total, message)
-
-            result = await run.call(params.name, dict(params.arguments or {}), progress=progress)
+            while True:
+                call.changed.clear()
+                if call.task.done():
+                    self._calls.pop(call.id, None)
+                    return _mcp_result(call.task.result())
+                if call.fresh:
+                    cards, call.fresh = call.fresh, []
+                    call.sent.update((c.key, c) for c in cards)
+                    self._calls[call.id] = call
+                    return types.InputRequiredResult(
+                        input_requests={c.key: c.request() for c in cards},
+                        request_state=json.dumps({"call": call.id, "cards": [c.key for c in cards]}),
+                    )
+                await call.changed.wait()
+        except BaseException:  # the client cancelled the request, or the server is closing
+            call.task.cancel()
+            self._calls.pop(call.id, None)
+            raise
         finally:
-            _current.reset(token)
-        return _mcp_result(result)
+            call.serving = False
 
 
-async def _elicit(message: str, requested_schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """Ask the connected client's human, through the request that is being served."""
-    ctx = _current.get(None)
-    if ctx is None:
-        raise RuntimeError("no MCP request is being served, so there is no client to ask")
-    answer = await ctx.session.elicit_form(message, requested_schema, related_request_id=ctx.request_id)
-    return answer.action, answer.content
-
-
-async def _serve(run_kwargs: dict[str, Any]) -> None:
-    host = _Host(run_kwargs)
-    from importlib.metadata import version
-
+def _server(host: _Host) -> Server:
     server = Server(
         "tether",
         version=version("tether-core"),
         instructions="Run-bound tools for coding agents: each tool is bound to a live resource of this run.",
         on_list_tools=host.list_tools,
         on_call_tool=host.call_tool,
+        get_tool_input_schema=host.input_schema,
     )
-    main = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sig, main.cancel)  # type: ignore[union-attr]
-    try:
-        async with stdio_server() as (read_stream, write_stream):
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=STATE_TTL), default_audience="tether"))
+    return server
+
+
+# -- stdio ----------------------------------------------------------------------------------------
+
+
+_STRING = re.compile(r'"(?:[^"\\]+|\\.)*"', re.S)
+_SPACE = re.compile(r"\s*")
+
+
+def _member_end(text: str, i: int) -> int:
+    """Index of the ``,`` or ``}`` that ends the object member whose value starts at ``i``; -1 if none.
+
+    A scan of brackets and strings that never recurses, however deep the value is nested."""
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            m = _STRING.match(text, i)
+            if m is None:
+                return -1
+            i = m.end()
+            continue
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            if depth == 0:
+                return i if c == "}" else -1
+            depth -= 1
+        elif c == "," and depth == 0:
+            return i
+        i += 1
+    return -1
+
+
+def _top_level_id(text: Any) -> types.RequestId | None:
+    """The ``id`` of a JSON-RPC message the SDK could not read, so the error reaches its caller."""
+    if not isinstance(text, str):
+        return None
+    i = _SPACE.match(text).end()
+    if not text.startswith("{", i):
+        return None
+    i += 1
+    while True:
+        key = _STRING.match(text, _SPACE.match(text, i).end())
+        if key is None:
+            return None
+        i = _SPACE.match(text, key.end()).end()
+        if not text.startswith(":", i):
+            return None
+        i = _SPACE.match(text, i + 1).end()
+        if json.loads(key.group()) == "id":
+            with contextlib.suppress(ValueError):
+                value, _ = json.JSONDecoder().raw_decode(text, i)
+                return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+            return None
+        i = _member_end(text, i)
+        if i < 0 or text[i] == "}":
+            return None
+        i += 1
+
+
+def _unreadable(exc: Exception) -> types.JSONRPCError:
+    """The JSON-RPC error for a line the SDK's reader could not turn into a message."""
+    first = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else {}
+    if first.get("type") == "json_invalid":
+        error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {first.get('msg')}")
+    else:
+        error = types.ErrorData(code=types.INVALID_REQUEST,
+                                message="Invalid Request: not a JSON-RPC 2.0 request, notification or response")
+    return types.JSONRPCError(jsonrpc="2.0", id=_top_level_id(first.get("input")), error=error)
+
+
+@contextlib.asynccontextmanager
+async def _stdio():
+    """The SDK's stdio transport, answering the lines it cannot read instead of dropping them.
+
+    The SDK hands a line that is not JSON-RPC (not JSON, nested deeper than its parser goes, the
+    wrong shape) to the server as an exception, which the server drops: the caller would wait for ever.
+    """
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def relay() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            await write_stream.send(SessionMessage(_unreadable(item)))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay)
+            yield receive, write_stream
+            tg.cancel_scope.cancel()
+
+
+async def _serve_stdio(host: _Host, server: Server) -> None:
+    async def serving() -> None:
+        async with _stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
-    except asyncio.CancelledError:
-        pass
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    loop_task = asyncio.create_task(serving())
+    stop_task = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({loop_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        if host.run is not None:
-            with anyio.CancelScope(shield=True):
-                await host.run.aclose()
+        stop_task.cancel()
+        await host.close()
+    if loop_task.done():  # end of input
+        loop_task.result()
+        return
+    # A signal while the client keeps stdin open. The SDK reads stdin in a worker thread that no
+    # cancellation reaches, so unwinding its loop would wait for end of input: the run is closed
+    # (every child reaped), and the process leaves now.
+    log.info("signal received: the run is closed, the server exits")
+    sys.stderr.flush()
+    os._exit(0)
 
 
-def serve(**run_kwargs: Any) -> int:
-    asyncio.run(_serve(run_kwargs))
+# -- Streamable HTTP ------------------------------------------------------------------------------
+
+
+class _Bearer:
+    """The SDK's token verifier for one static bearer token, compared in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="tether", scopes=[])
+        return None
+
+
+async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token: str | None) -> None:
+    import uvicorn
+
+    hostname, port = bind
+    sock = socket.create_server(bind, family=socket.AF_INET6 if ":" in hostname else socket.AF_INET)
+    port = sock.getsockname()[1]
+    url = f"http://{f'[{hostname}]' if ':' in hostname else hostname}:{port}"
+    auth = {}
+    if token is not None:
+        auth = {"auth": AuthSettings(issuer_url=url, resource_server_url=None), "token_verifier": _Bearer(token)}
+    app = server.streamable_http_app(host=hostname, **auth)
+
+    class Uvicorn(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):  # the signals are ours (below): uvicorn's would re-raise SIGTERM after
+            yield
+
+    web = Uvicorn(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on",
+                                 timeout_graceful_shutdown=3))
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, setattr, web, "should_exit", True)
+    print(f"tether serve: MCP over Streamable HTTP at {url}/mcp" + (" (bearer token required)" if token else ""),
+          file=sys.stderr, flush=True)
+    try:
+        await web.serve(sockets=[sock])
+    finally:
+        await host.close()
+
+
+def serve(*, http: tuple[str, int] | None = None, token: str | None = None, **run_kwargs: Any) -> int:
+    host = _Host(run_kwargs)
+    server = _server(host)
+    asyncio.run(_serve_stdio(host, server) if http is None else _serve_http(host, server, http, token))
     return 0

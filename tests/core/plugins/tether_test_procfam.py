@@ -62,6 +62,16 @@ async def source(ctx, args: NoArgs) -> str:
     return ctx.run.resource("tether_procfam_resource").source
 
 
+@attrs.frozen
+class ProcfamOptions:
+    procfam: bool = arg("turn the test family on", default=False)
+
+
+@hookimpl
+def tether_addoptions(register):
+    register(ProcfamOptions)
+
+
 @hookimpl
 def tether_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(Specs)
@@ -69,7 +79,7 @@ def tether_addhooks(pluginmanager):
 
 @hookimpl
 def tether_procfam_resource(run):
-    if not run.options.get("procfam", os.environ.get("PROCFAM_ON")):
+    if not (run.options["procfam"] or os.environ.get("PROCFAM_ON")):
         return None
     return Resource("default")
 
@@ -77,9 +87,9 @@ def tether_procfam_resource(run):
 @hookimpl
 def tether_register_tools(run, register):
     if run.resource("tether_procfam_resource") is None:
-        register.unavailable("procfam", "procfam is off for this run (set the run option procfam)")
+        register.unavailable("procfam is off for this run (set the run option procfam)")
         return
-    register(Tool("proc_spawn", Tier.EXEC, "Start a process tree.", NoArgs, spawn, family="procfam"))
-    register(Tool("proc_slow", Tier.READ, "Work slowly, with progress.", SlowArgs, slow, family="procfam"))
-    register(Tool("proc_source", Tier.READ, "Which resource implementation serves.", NoArgs, source, family="procfam"))
-    register(Tool("proc_write", Tier.WRITE, "A write-tier tool.", NoArgs, lambda c, a: "wrote", family="procfam"))
+    register(Tool("proc_spawn", Tier.EXEC, "Start a process tree.", NoArgs, spawn))
+    register(Tool("proc_slow", Tier.READ, "Work slowly, with progress.", SlowArgs, slow))
+    register(Tool("proc_source", Tier.READ, "Which resource implementation serves.", NoArgs, source))
+    register(Tool("proc_write", Tier.WRITE, "A write-tier tool.", NoArgs, lambda c, a: "wrote"))

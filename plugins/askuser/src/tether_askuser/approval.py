@@ -16,7 +16,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from tether_askuser.card import Choice, Question
+from tether_askuser.options import AskuserOptions
 from tether_askuser.port import ask_human, timeout_of
+from tether_askuser.hookspecs import tether_askuser_port
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -45,7 +47,9 @@ def _from_env() -> Any:
 
 
 def wants_card(run: Run, tool: Tool) -> bool:
-    setting = run.options["approval_by_card"] if "approval_by_card" in run.options else _from_env()
+    setting = run.options.of(AskuserOptions).askuser_approval_by_card
+    if setting is None:
+        setting = _from_env()
     if not setting or tool.name == "ask_user":  # asking the human needs no permission to ask the human
         return False
     if tool.name in _always.get(run, ()):
@@ -79,10 +83,10 @@ def approval_question(tool: Tool, arguments: dict[str, Any]) -> Question:
 
 
 async def approve_by_card(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | str:
-    port = run.resource("tether_askuser_port")
+    port = run.resource(tether_askuser_port)
     if port is None or getattr(port, "target", None) is None:
         return "approval by card is on but no human is connected to this run to approve it"
-    outcome = await ask_human(port, approval_question(tool, arguments), timeout_of(run.options, "approval_timeout"))
+    outcome = await ask_human(port, approval_question(tool, arguments), timeout_of(run.options.of(AskuserOptions), approval=True))
     if outcome.status == "answered":
         answer = outcome.answer
         assert answer is not None

@@ -10,12 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from tether.hookspecs import hookimpl
 
+from tether_askuser.options import DEPRECATED, AskuserOptions
+
 if TYPE_CHECKING:
     from tether.plugins import Registrar
     from tether.run import Run
     from tether.tools import Tool
 
 RESOURCE = "tether_askuser_port"
+
+
+@hookimpl
+def tether_addoptions(register: Any) -> None:
+    register(AskuserOptions, deprecated=DEPRECATED)
 
 
 @hookimpl
@@ -28,7 +35,8 @@ def tether_addhooks(pluginmanager: Any) -> None:
 @hookimpl
 def tether_askuser_port(run: Run) -> Any:
     """The harness's port, else MCP elicitation, else the controlling terminal when stdin is a TTY."""
-    given = run.options.get("ask_user_port")
+    options = run.options.of(AskuserOptions)
+    given = options.askuser_port
     if given is not None:
         if hasattr(given, "ask"):
             return given
@@ -36,16 +44,16 @@ def tether_askuser_port(run: Run) -> Any:
             from tether_askuser.programmatic import CallbackPort
 
             return CallbackPort(given)
-        raise TypeError(f"run option ask_user_port must be a question port or an async callable, not {type(given).__name__}")
+        raise TypeError(f"run option askuser_port must be a question port or an async callable, not {type(given).__name__}")
     elicit = run.options.get("elicit")
     if callable(elicit):
         from tether_askuser.elicitation import ElicitationPort
 
         return ElicitationPort(elicit)
-    terminal = run.options.get("ask_user_terminal", "auto")
+    terminal = options.askuser_terminal
     # stdin that is not a TTY means a program drives us (e.g. MCP over stdio): a human's terminal that
     # happens to be our controlling terminal belongs to that program's UI, not to our cards
-    if terminal is True or (terminal == "auto" and os.isatty(0)):
+    if terminal is True or (terminal is None and os.isatty(0)):
         from tether_askuser.terminal import TerminalPort
 
         return TerminalPort.open()
@@ -57,17 +65,16 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
     try:
         port = run.resource(RESOURCE)
     except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
-        register.unavailable("askuser", f"the question port could not be created: {type(exc).__name__}: {exc}")
+        register.unavailable(f"the question port could not be created: {type(exc).__name__}: {exc}")
         return
     if port is None:
         register.unavailable(
-            "askuser",
             "no human is reachable in this run (no terminal on stdin, no MCP client with the elicitation "
             "capability, no harness port in run option 'ask_user_port'); decide under an assumption you state",
         )
         return
     if getattr(port, "target", None) is None:
-        register.unavailable("askuser", "the question port has no place to show a card right now; decide under an assumption you state")
+        register.unavailable("the question port has no place to show a card right now; decide under an assumption you state")
         return
     from tether_askuser.tool import make_tool
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 from tether_askuser.card import Answer, Question, check_answer
+from tether_askuser.options import AskuserOptions
 
 log = logging.getLogger("tether.askuser")
 
@@ -44,17 +45,21 @@ class Outcome:
 ENV_TIMEOUT = "TETHER_ASK_USER_TIMEOUT"
 
 
-def timeout_of(options: dict[str, Any], key: str = "ask_user_timeout") -> float:
-    """The run's wait bound in seconds; a bad setting falls back to the default rather than waiting forever.
+def timeout_of(options: AskuserOptions, *, approval: bool = False) -> float:
+    """The run's wait bound in seconds: the run option, else the environment, else the default.
 
     The environment variable covers runs whose command line is not yours to change (a `tether serve`
-    an MCP client starts); `tether call` and `tether serve` also take ``--option ask_user_timeout=N``.
+    an MCP client starts); `tether call` and `tether serve` also take ``--option askuser_timeout=N``.
+    A bad environment value falls back to the default rather than waiting forever.
     """
-    value = options.get(key, options.get("ask_user_timeout", os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT)))
+    given = options.askuser_approval_timeout if approval else None
+    if given is None:
+        given = options.askuser_timeout
+    value: Any = given if given is not None else os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT)
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        log.warning("run option %s=%r is not a number; using %s s", key, value, DEFAULT_TIMEOUT)
+        log.warning("%s=%r is not a number; using %s s", ENV_TIMEOUT, value, DEFAULT_TIMEOUT)
         return DEFAULT_TIMEOUT
     return seconds if seconds > 0 else DEFAULT_TIMEOUT
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from tether import Tier, Tool, ToolError, ToolResult, arg
 
+from tether_askuser.options import AskuserOptions
 from tether_askuser.card import MAX_OPTIONS, InvalidQuestion, Question, make_question
 from tether_askuser.port import Outcome, QuestionPort, ask_human, timeout_of
 
@@ -63,10 +64,11 @@ def make_tool(port: QuestionPort) -> Tool:
             )
         except InvalidQuestion as exc:
             raise ToolError(str(exc), {"error": "invalid_question"}) from None
-        timeout = timeout_of(ctx.run.options)
+        options = ctx.run.options.of(AskuserOptions)
+        timeout = timeout_of(options)
         beat = None
         if not getattr(port, "owns_terminal", False):
-            beat = asyncio.create_task(_heartbeat(ctx, timeout, ctx.run.options.get("ask_user_heartbeat", HEARTBEAT)))
+            beat = asyncio.create_task(_heartbeat(ctx, timeout, options.askuser_heartbeat))
         try:
             outcome = await ask_human(port, question, timeout)
         finally:
@@ -85,18 +87,12 @@ def make_tool(port: QuestionPort) -> Tool:
     )
 
 
-HEARTBEAT = 15.0
-
-
 async def _heartbeat(ctx: CallContext, timeout: float, every: float) -> None:
     """Progress while the human thinks: clients see the call alive (some reset their request timeout on it).
 
     Not for the terminal port: `tether call` draws progress on the same terminal, over the prompt.
     """
-    try:
-        every = max(float(every), 0.05)
-    except (TypeError, ValueError):
-        every = HEARTBEAT
+    every = max(every, 0.05)
     start = time.monotonic()
     while True:
         waited = time.monotonic() - start

@@ -22,7 +22,7 @@ MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (genera
 
 _languages: dict[str, Any] = {}
 _local = threading.local()  # a tree-sitter parser must not be used by two threads at once
-_queries: dict[tuple[str, str, bool], Any] = {}
+_queries: dict[tuple[str, str], Any] = {}
 
 
 @attrs.frozen
@@ -57,17 +57,15 @@ def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
 
 
 def _query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
-    if pattern.root_kind is None:
+    source = pattern.query_source()
+    if source is None:
         return None
-    key = (pattern.lang_key, pattern.root_kind, pattern.root_named)
+    key = (pattern.lang_key, source)
     q = _queries.get(key)
     if q is None:
         from tree_sitter import Query
 
-        lang = language(pattern.lang_key, loader)
-        kind = pattern.root_kind
-        source = f"({kind}) @c" if pattern.root_named else '"' + kind.replace("\\", "\\\\").replace('"', '\\"') + '" @c'
-        q = _queries[key] = Query(lang, source)
+        q = _queries[key] = Query(language(pattern.lang_key, loader), source)
     return q
 
 
@@ -85,14 +83,28 @@ def classify(data: bytes) -> str | None:
 
 
 def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
-    """The query that finds candidates, when the pattern has no literal to walk up from."""
-    return _query(pattern, loader) if not pattern.needles or pattern.root[0] == META else None
+    """The query that finds candidates, when the pattern has no literal to walk up from (a rule always)."""
+    if isinstance(pattern, Pattern) and pattern.needles and pattern.root[0] != META:
+        return None
+    return _query(pattern, loader)
+
+
+def _merge(per_reading: list[list], key: Callable[[Any], tuple]) -> list:
+    """The matches of several readings of one pattern: in source order, each range once."""
+    if len(per_reading) == 1:
+        return per_reading[0]
+    seen: dict[tuple, Any] = {}
+    for found in per_reading:
+        for m in found:
+            seen.setdefault(key(m), m)
+    return [seen[k] for k in sorted(seen, key=lambda k: (k[0], -k[1]))]
 
 
 def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> tuple[Any, list[Match]]:
     """The tree of ``data`` and its full matches (texts and captures): for a rewrite."""
     tree = parser(pattern.lang_key, loader).parse(data)
-    return tree, find_matches(tree, data, pattern, _candidate_query(pattern, loader))
+    found = [find_matches(tree, data, p, _candidate_query(p, loader)) for p in pattern.readings]
+    return tree, _merge(found, lambda m: (m.start_byte, m.end_byte))
 
 
 def parse(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> Any:
@@ -109,16 +121,17 @@ def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileR
     why = classify(data)
     if why is not None:
         return FileResult(path, why)
-    for needle in pattern.needles:  # cheaper than parsing: most files cannot match
-        if needle not in data:
-            return FileResult(path, "searched")
+    # cheaper than parsing: most files lack a literal of the pattern
+    readings = [p for p in pattern.readings if all(n in data for n in p.needles)]
+    if not readings:
+        return FileResult(path, "searched")
     try:
         tree = parser(pattern.lang_key, loader).parse(data)
-        spans = find_spans(tree, data, pattern, _candidate_query(pattern, loader))
+        found = [find_spans(tree, data, p, _candidate_query(p, loader)) for p in readings]
     except Exception as exc:  # noqa: BLE001 - one file (a generated one, a grammar fault) never fails a search
         log.warning("searching %s failed", path, exc_info=True)
         return FileResult(path, "failed", detail=f"{type(exc).__name__}: {exc}"[:200])
-    return FileResult(path, "searched", tuple(spans))
+    return FileResult(path, "searched", tuple(_merge(found, lambda span: (span[0], span[1]))))
 
 
 def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:

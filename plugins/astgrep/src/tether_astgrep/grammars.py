@@ -23,13 +23,15 @@ class Rung:
 
     ``indent`` is put before every pattern line after the first (Python bodies need it). ``tail`` is
     text of the template right after PATTERN that the pattern's node may take in (Dart's statement
-    rung adds the `;` a call statement needs: its grammar has no node for a bare call).
+    rung adds the `;` a call statement needs: its grammar has no node for a bare call). ``also``: a
+    reading searched too when an earlier rung accepted the pattern (Go `$A.Buffer` as a type).
     """
 
     name: str
     template: str = PLACEHOLDER
     indent: str = ""
     tail: str = ""
+    also: bool = False
 
     def wrap(self, pattern: str) -> tuple[str, int, int]:
         """The wrapped source and where the (indented) pattern starts and ends in it, in characters."""
@@ -73,6 +75,12 @@ _JS_LADDER = (
     Rung("expression", "(PATTERN)"),
     Rung("class member", "class _ {\nPATTERN\n}"),
 )
+_TS_LADDER = (
+    *_JS_LADDER,
+    # `timeout?: $T` is a class field and an interface or type-literal field: both are searched
+    Rung("property signature", "interface I__ {\nPATTERN\n}", also=True),
+    Rung("type", "let x__: PATTERN;", also=True),
+)
 _TS_NAMES = (("identifier", "type_identifier"),)
 _C_LADDER = (
     Rung("statement", "void _(void) {\nPATTERN\n}"),
@@ -82,21 +90,24 @@ _C_LADDER = (
 
 
 def builtin_grammars() -> list[Grammar]:
-    """The languages with a ladder and tests out of the box."""
+    """Every language ast-grep 0.51 has built in, with its file extensions (and the Dart grammar)."""
     return [
-        Grammar("python", (".py", ".pyi"), _pack("python"), (
+        Grammar("python", (".py", ".py3", ".pyi", ".bzl", ".bazel"), _pack("python"), (
             Rung("statement"),  # a Python module is a statement list
             Rung("class member", "class _:\n    PATTERN\n", indent="    "),
             Rung("clause", "try:\n    pass\nPATTERN\n"),  # `except $E as $N: $$$B`, `finally: ...`
             Rung("clause", "if _:\n    pass\nPATTERN\n"),  # `elif $C: ...`, `else: ...`
+            Rung("decorator", "PATTERN\ndef _():\n    pass\n"),  # `@click.command($$$)`
         ), expando="µ"),
         Grammar("javascript", (".js", ".mjs", ".cjs", ".jsx"), _pack("javascript"), _JS_LADDER),
-        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _JS_LADDER, same_names=_TS_NAMES),
-        Grammar("tsx", (".tsx",), _pack("tsx"), _JS_LADDER, same_names=_TS_NAMES),
+        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _TS_LADDER, same_names=_TS_NAMES),
+        Grammar("tsx", (".tsx",), _pack("tsx"), _TS_LADDER, same_names=_TS_NAMES),
         Grammar("go", (".go",), _pack("go"), (
             Rung("statement", "package _\nfunc _() {\nPATTERN\n}"),
             Rung("expression", "package _\nvar _ = PATTERN"),
             Rung("declaration", "package _\nPATTERN"),
+            # `map[string]string`, `[]string`; `$A.Buffer` is an expression and a type: both are searched
+            Rung("type", "package _\nvar _ PATTERN", also=True),
             Rung("file"),
         ), expando="µ"),
         Grammar("rust", (".rs",), _pack("rust"), (
@@ -106,7 +117,7 @@ def builtin_grammars() -> list[Grammar]:
             Rung("declaration"),
         ), expando="µ"),
         Grammar("c", (".c", ".h"), _pack("c"), _C_LADDER, expando="µ"),
-        Grammar("cpp", (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx"), _pack("cpp"), (
+        Grammar("cpp", (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".cu", ".ino"), _pack("cpp"), (
             *_C_LADDER[:2],
             Rung("class member", "class _ {\nPATTERN\n};"),
             _C_LADDER[2],
@@ -117,6 +128,8 @@ def builtin_grammars() -> list[Grammar]:
             Rung("expression", "class T__ { Object x__ = PATTERN; }"),
             Rung("class member", "class T__ {\nPATTERN\n}"),
             Rung("declaration"),
+            Rung("annotation", "class T__ {\nPATTERN\nvoid m__() {}\n}"),  # `@Override`
+            Rung("type", "class T__ { PATTERN x__; }", also=True),  # `List<$T>`
         )),
         Grammar("dart", (".dart",), _pack("dart"), (
             Rung("statement", "void _() {\nPATTERN\n}"),
@@ -125,11 +138,70 @@ def builtin_grammars() -> list[Grammar]:
             Rung("class member", "class _ {\nPATTERN\n}"),
             Rung("declaration"),
         )),
+            *_ladderless(),
     ]
 
 
+# Languages whose ladder starts with the whole file (ast-grep's own parse, so results agree) and adds
+# the contexts their grammar needs for fragments: (id, extensions, expando, contexts after the file).
+# The expando is ast-grep's: `$` itself where the grammar reads `$A` as a name (Solidity, bash, Lua...),
+# `_` for Nix and CSS (where `$` means something else and `µ` is no name character).
+_FILE = Rung("file")
+_LADDERLESS: tuple[tuple[str, tuple[str, ...], str, tuple[Rung, ...]], ...] = (
+    ("bash", (".bash", ".bats", ".cgi", ".command", ".env", ".fcgi", ".ksh", ".sh", ".tmux", ".tool", ".zsh"),
+     "$", ()),
+    ("csharp", (".cs",), "µ", (
+        Rung("statement", "class T__ { void M__() {\nPATTERN\n} }"),
+        Rung("expression", "class T__ { object x__ = PATTERN; }"),
+        Rung("class member", "class T__ {\nPATTERN\n}"),
+    )),
+    ("css", (".css", ".scss"), "_", (Rung("declaration", "a__ {\nPATTERN\n}"), Rung("selector", "PATTERN {}"))),
+    ("elixir", (".ex", ".exs"), "µ", ()),
+    ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),
+    ("hcl", (".hcl", ".nomad", ".tf", ".tfvars", ".workflow"), "µ", (Rung("expression", "x__ = PATTERN"),)),
+    ("html", (".html", ".htm", ".xhtml"), "µ", ()),
+    ("json", (".json",), "$", ()),
+    ("kotlin", (".kt", ".ktm", ".kts"), "µ", (
+        Rung("statement", "fun f__() {\nPATTERN\n}"),
+        Rung("class member", "class T__ {\nPATTERN\n}"),
+    )),
+    ("lua", (".lua",), "$", (Rung("expression", "local x__ = PATTERN"),)),
+    ("nix", (".nix",), "_", ()),
+    ("php", (".php",), "µ", ()),  # its own ladder below: the pack's php grammar embeds PHP in HTML
+    ("ruby", (".rb", ".rbw", ".gemspec"), "µ", (Rung("class member", "class T__\nPATTERN\nend"),)),
+    ("scala", (".scala", ".sc", ".sbt"), "$", (
+        Rung("statement", "def f__ = {\nPATTERN\n}"),
+        Rung("class member", "class T__ {\nPATTERN\n}"),
+    )),
+    ("solidity", (".sol",), "$", (
+        Rung("statement", "contract T__ { function f__() public {\nPATTERN\n} }"),
+        Rung("class member", "contract T__ {\nPATTERN\n}"),
+    )),
+    ("swift", (".swift",), "µ", (
+        Rung("statement", "func f__() {\nPATTERN\n}"),
+        Rung("class member", "class T__ {\nPATTERN\n}"),
+    )),
+    ("yaml", (".yaml", ".yml"), "$", ()),
+)
+# the pack's `php` grammar parses a file as HTML with PHP islands: a fragment is PHP only after `<?php`
+_PHP_LADDER = (
+    Rung("file", "<?php\nPATTERN"),
+    Rung("expression", "<?php\n$x__ = PATTERN;"),
+    Rung("class member", "<?php\nclass T__ {\nPATTERN\n}"),
+)
+
+
+def _ladderless() -> list[Grammar]:
+    out = []
+    for gid, exts, expando, rungs in _LADDERLESS:
+        ladder = _PHP_LADDER if gid == "php" else (_FILE, *rungs)
+        out.append(Grammar(gid, exts, _pack(gid), ladder, expando=expando))
+    return out
+
+
 def pack_grammar(name: str) -> Grammar | None:
-    """Any other grammar of the language pack, by id: parsed as a whole file, `$` written as `µ`.
+    """Any other grammar of the language pack (not one ast-grep has), by id: parsed as a whole file,
+    `$` written as `µ`.
 
     No extensions are claimed (pass ``language``); `µ` is a letter to most grammars, so `$A` in the
     pattern reads as a name where `$` itself would not.
@@ -145,11 +217,8 @@ def pack_grammar(name: str) -> Grammar | None:
 
 # file extensions of common language-pack grammars, for walking a folder when one is asked for by id
 _PACK_EXTENSIONS: dict[str, tuple[str, ...]] = {
-    "ruby": (".rb",), "kotlin": (".kt", ".kts"), "lua": (".lua",), "bash": (".sh", ".bash"),
-    "csharp": (".cs",), "php": (".php",), "swift": (".swift",), "scala": (".scala",),
-    "elixir": (".ex", ".exs"), "haskell": (".hs",), "ocaml": (".ml",), "zig": (".zig",),
-    "css": (".css",), "html": (".html", ".htm"), "sql": (".sql",), "yaml": (".yml", ".yaml"),
-    "json": (".json",), "toml": (".toml",), "r": (".r", ".R"), "julia": (".jl",), "perl": (".pl", ".pm"),
+    "ocaml": (".ml",), "zig": (".zig",), "sql": (".sql",), "toml": (".toml",), "r": (".r",),
+    "julia": (".jl",), "perl": (".pl", ".pm"),
 }
 
 

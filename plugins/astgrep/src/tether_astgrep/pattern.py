@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from tether_astgrep.grammars import Grammar
+from tether_astgrep.grammars import Grammar, Rung
 
 META, TERM, INNER = 0, 1, 2
 CAPTURE, DROPPED, ELLIPSIS, MULTI = 0, 1, 2, 3
@@ -50,10 +50,24 @@ class Pattern:
     root_kinds: frozenset[int] = frozenset()  # kinds a candidate may have (the root's, and its aliases)
     leaf_aliases: tuple[tuple[int, frozenset[int]], ...] = ()  # only for a pattern that is a lone name
     depth: int = 1  # how deep the pattern tree nests: the matcher needs that much recursion
+    also: tuple[Pattern, ...] = ()  # other readings of the same text, searched too (a type and an expression)
+    strictness: str = "smart"  # see `matcher._Ctx`
 
     @property
     def key(self) -> tuple:
-        return (self.lang_key, self.root)
+        return (self.lang_key, self.root, *(p.root for p in self.also))
+
+    @property
+    def readings(self) -> tuple[Pattern, ...]:
+        return (self, *self.also)
+
+    def query_source(self) -> str | None:
+        """The tree-sitter query for nodes of the root's kind (None for a bare metavariable)."""
+        if self.root_kind is None:
+            return None
+        if self.root_named:
+            return f"({self.root_kind}) @c"
+        return '"' + self.root_kind.replace("\\", "\\\\").replace('"', '\\"') + '" @c'
 
 
 def preprocess(source: str, expando: str) -> str:
@@ -105,9 +119,11 @@ def _is_single(node: Any) -> bool:
     return False
 
 
-def _leaf_or_meta(node: Any, src: bytes, expando: str) -> tuple | None:
+def _leaf_or_meta(node: Any, src: bytes, expando: str, forms: dict[bytes, str]) -> tuple | None:
     """The pattern tuple of a metavariable or a leaf, or None for an inner node."""
     text = src[node.start_byte : node.end_byte]
+    if forms and text in forms:  # a metavariable written as a string or a type name (see _placeholders)
+        return (META, *metavariable(forms[text], expando))
     if text.startswith(expando.encode()):
         mv = metavariable(text.decode("utf-8", "replace"), expando)
         if mv is not None:
@@ -117,9 +133,9 @@ def _leaf_or_meta(node: Any, src: bytes, expando: str) -> tuple | None:
     return None
 
 
-def _convert(top: Any, src: bytes, expando: str) -> tuple:
+def _convert(top: Any, src: bytes, expando: str, forms: dict[bytes, str]) -> tuple:
     """The pattern tree of a node (iterative: a pattern may nest deeper than Python's recursion limit)."""
-    done = _leaf_or_meta(top, src, expando)
+    done = _leaf_or_meta(top, src, expando, forms)
     if done is not None:
         return done
     # each frame: (node, its non-missing children, the tuples converted so far)
@@ -134,11 +150,49 @@ def _convert(top: Any, src: bytes, expando: str) -> tuple:
             stack[-1][2].append(done)
             continue
         child = kids[len(out)]
-        leaf = _leaf_or_meta(child, src, expando)
+        leaf = _leaf_or_meta(child, src, expando, forms)
         if leaf is not None:
             out.append(leaf)
         else:
             stack.append((child, [c for c in child.children if not c.is_missing], []))
+
+
+STRICTNESS = ("cst", "smart", "ast", "relaxed", "signature")
+
+
+def with_strictness(pattern: Pattern, level: str) -> Pattern:
+    """The pattern matched at another strictness; `ast` and looser drop the pattern's own tokens."""
+    if level in ("cst", "smart"):
+        return attrs.evolve(pattern, strictness=level, also=tuple(with_strictness(p, level) for p in pattern.also))
+    root = _drop_tokens(pattern.root)
+    needles: list[bytes] = []
+    if level != "signature":  # a signature compares no text: no literal is required
+        _walk(root, set(), needles, False)
+    return attrs.evolve(
+        pattern, strictness=level, root=root, needles=tuple(dict.fromkeys(needles)),
+        also=tuple(with_strictness(p, level) for p in pattern.also),
+    )
+
+
+def _drop_tokens(top: tuple) -> tuple:
+    """The pattern tree without its unnamed leaves (iterative, as `_convert`)."""
+    if top[0] != INNER:
+        return top
+    stack = [(top, [c for c in top[2] if not (c[0] == TERM and not c[3])], [])]
+    while True:
+        node, kids, out = stack[-1]
+        if len(out) == len(kids):
+            stack.pop()
+            done = (INNER, node[1], tuple(out))
+            if not stack:
+                return done
+            stack[-1][2].append(done)
+            continue
+        child = kids[len(out)]
+        if child[0] == INNER:
+            stack.append((child, [c for c in child[2] if not (c[0] == TERM and not c[3])], []))
+        else:
+            out.append(child)
 
 
 def _nesting(p: tuple) -> int:
@@ -196,6 +250,27 @@ def _walk(root: tuple, names: set[str], needles: list[bytes], words: bool) -> No
             stack.extend(reversed(p[2]))
 
 
+def _placeholders(processed: str, expando: str):
+    """The pattern with one metavariable written in another form its position may need.
+
+    Where a grammar wants a string (`import µA from µB`: the module is a string literal) or a type
+    or constant name (Ruby's `module µM`: a constant starts with a capital), a metavariable written
+    as a name is a syntax error. Each metavariable in turn is tried as a string literal and as a
+    capitalized name (a list metavariable as a terminated statement instead); yields
+    (text, {placeholder: metavariable}).
+    """
+    meta = re.compile(re.escape(expando) + r"(?:" + re.escape(expando * 2) + r")?[A-Z_][A-Z0-9_]*")
+    for m in meta.finditer(processed):
+        var = m.group(0)
+        forms = ['"' + var + '"']
+        if var.startswith(expando * 3):
+            forms.append(var + ";")  # statements where a body wants them terminated (C++ `{ $$$B }`)
+        else:
+            forms.append("Xµ" + var[len(expando):])
+        for form in forms:
+            yield processed[: m.start()] + form + processed[m.end():], {form.encode(): var}
+
+
 def comment_kinds(language: Any) -> frozenset[int]:
     kinds = set()
     for i in range(language.node_kind_count):
@@ -205,64 +280,146 @@ def comment_kinds(language: Any) -> frozenset[int]:
     return frozenset(kinds)
 
 
+class _Reject(Exception):
+    """A rung does not accept the fragment; ``at`` is the first error's byte offset, when known."""
+
+    def __init__(self, at: int | None = None) -> None:
+        self.at = at
+
+
+def _accept(rung: Rung, text: str, strict: bool, grammar: Grammar, parser: Any) -> tuple[Any, bytes]:
+    """The node ``text`` parses to inside ``rung`` and the wrapped source; raises `_Reject`."""
+    wrapped, first, last = rung.wrap(text)
+    src = wrapped.encode()
+    start, end = len(wrapped[:first].encode()), len(wrapped[:last].encode())
+    root = parser.parse(src).root_node
+    bad = _first_problem(root, src, grammar.expando, None if strict else end)
+    if bad is not None:
+        at = bad.start_byte - start if start <= bad.start_byte else None
+        raise _Reject(None if at is None else len(src[start : start + at].decode("utf-8", "replace")))
+    node = root.descendant_for_byte_range(start, end)
+    ends = (end, end + len(rung.tail.encode())) if rung.tail else (end,)
+    if node is None or node.start_byte != start or node.end_byte not in ends:
+        raise _Reject()
+    span_end = node.end_byte
+    while node.parent is not None and node.parent.start_byte == start and node.parent.end_byte == span_end:
+        node = node.parent
+    if node.parent is None and not _is_single(node):
+        # the whole file is the pattern and holds several nodes: ast-grep refuses this too
+        raise PatternError(
+            f"the pattern holds several {grammar.id} statements or nodes; search for one node at a "
+            "time (inside a body, $$$ stands for the statements around it)"
+        )
+    while _is_single(node):
+        node = node.child(0)
+    return node, src
+
+
+_LONE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _keyword(text: str, grammar: Grammar, parser: Any) -> tuple[Any, bytes] | None:
+    """A lone word the first context refuses (`const`, `static`, `void`): the token the grammar reads.
+
+    Left to the ladder, a keyword reads as a name where one fits (a JavaScript class field named
+    `const`); ast-grep matches the keyword itself, and so does this.
+    """
+    if not _LONE_WORD.fullmatch(text):
+        return None
+    rung = grammar.ladder[0]
+    try:
+        _accept(rung, text, True, grammar, parser)
+        return None
+    except _Reject:
+        pass
+    wrapped, first, last = rung.wrap(text)
+    src = wrapped.encode()
+    start, end = len(wrapped[:first].encode()), len(wrapped[:last].encode())
+    node = parser.parse(src).root_node.descendant_for_byte_range(start, end)
+    if node is None or node.is_error or node.child_count or (node.start_byte, node.end_byte) != (start, end):
+        return None
+    return node, src
+
+
 def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, lang_key: str = "") -> Pattern:
-    """Parse ``source`` with the first rung of the grammar's ladder that accepts it."""
+    """Parse ``source`` with the first rung of the grammar's ladder that accepts it.
+
+    Each rung is tried with the pattern as written, then with one metavariable at a time in another
+    placeholder form (`_placeholders`); all rungs strictly (no ERROR or MISSING node) before any
+    leniently. Later rungs marked ``also`` that accept the pattern too add their reading to the
+    search (Go `$A.Buffer` is an expression and a type).
+    """
     stripped = textwrap.dedent(source.strip("\n")).strip()  # a pattern copied from an indented body
     if not stripped:
         raise PatternError("the pattern is empty; give code with metavariables, e.g. 'print($A)'")
+    lone = metavariable(preprocess(stripped, "µ"), "µ")
+    if lone is not None and lone[0] >= ELLIPSIS:
+        raise PatternError(
+            f"the pattern {stripped!r} is only a list metavariable: it would match every sequence of nodes "
+            "anywhere, so it means nothing on its own (ast-grep refuses it too). Put it inside code, e.g. "
+            "'f($$$ARGS)' or 'def $F($$$P): $$$BODY', or use $A to match any single node"
+        )
     processed = preprocess(stripped, grammar.expando)
-    lines = stripped.split("\n")
     nearest: tuple[int, str] | None = None  # (offset in the pattern, rung) of the furthest first error
     chosen = None
+    keyword = _keyword(processed, grammar, parser)
+    if keyword is not None:
+        chosen = (0, Rung("keyword"), *keyword, {})
     for strict in (True, False):
-        for rung in grammar.ladder:
-            wrapped, first, last = rung.wrap(processed)
-            src = wrapped.encode()
-            start, end = len(wrapped[:first].encode()), len(wrapped[:last].encode())
-            tree = parser.parse(src)
-            root = tree.root_node
-            bad = _first_problem(root, src, grammar.expando, None if strict else end)
-            if bad is not None:
-                if strict and start <= bad.start_byte:
-                    pos = len(src[start : bad.start_byte].decode("utf-8", "replace"))
-                    if nearest is None or pos > nearest[0]:
-                        nearest = (pos, rung.name)
-                continue
-            node = root.descendant_for_byte_range(start, end)
-            ends = (end, end + len(rung.tail.encode())) if rung.tail else (end,)
-            if node is None or node.start_byte != start or node.end_byte not in ends:
-                continue
-            span_end = node.end_byte
-            while node.parent is not None and node.parent.start_byte == start and node.parent.end_byte == span_end:
-                node = node.parent
-            if node.parent is None and not _is_single(node):
-                # the whole file is the pattern and holds several nodes: ast-grep refuses this too
-                raise PatternError(
-                    f"the pattern holds several {grammar.id} statements or nodes; search for one node at a "
-                    "time (inside a body, $$$ stands for the statements around it)"
-                )
-            while _is_single(node):
-                node = node.child(0)
-            chosen = (rung, node, src)
-            break
-        if chosen is not None:
-            break
+        for index, rung in enumerate(grammar.ladder):
+            if chosen is not None:
+                break
+            for text, forms in ((processed, {}), *_placeholders(processed, grammar.expando)):
+                try:
+                    node, src = _accept(rung, text, strict, grammar, parser)
+                except _Reject as rejected:
+                    if strict and not forms and rejected.at is not None and (nearest is None or rejected.at > nearest[0]):
+                        nearest = (rejected.at, rung.name)
+                    continue
+                chosen = (index, rung, node, src, forms)
+                break
     if chosen is None:
-        where = ""
-        if nearest is not None:
-            before = stripped[: nearest[0]] if nearest[0] <= len(stripped) else stripped
-            line = before.count("\n") + 1
-            col = len(before.rsplit("\n", 1)[-1]) + 1
-            where = f" (nearest error at line {line}, column {col} of the pattern, as a {nearest[1]})"
-        shown = lines[0] if len(lines) == 1 else lines[0] + " ..."
-        raise PatternError(
-            f"the pattern {shown!r} does not parse as {grammar.id} code in any context tried "
-            f"({', '.join(r.name for r in grammar.ladder)}){where}. Write it as valid {grammar.id} code, "
-            "with $NAME where any single node may stand and $$$NAME for a list"
-            + ("; metavariables are uppercase ($name is literal text)" if re.search(r"\$[a-z]", stripped) else "")
-        )
-    rung, node, src = chosen
-    root = _convert(node, src, grammar.expando)
+        raise PatternError(_refusal(stripped, grammar, nearest))
+    index, rung, node, src, forms = chosen
+    main = _build(stripped, grammar, language, lang_key, rung, node, src, forms)
+    if main.root[0] == META or rung.name == "keyword":
+        return main
+    others = []
+    for later in grammar.ladder[index + 1 :]:
+        if not later.also:
+            continue
+        try:
+            node, src = _accept(later, processed, True, grammar, parser)
+        except _Reject:
+            continue
+        other = _build(stripped, grammar, language, lang_key, later, node, src, {})
+        if other.root != main.root and all(other.root != o.root for o in others):
+            others.append(other)
+    return attrs.evolve(main, also=tuple(others)) if others else main
+
+
+def _refusal(stripped: str, grammar: Grammar, nearest: tuple[int, str] | None) -> str:
+    where = ""
+    if nearest is not None:
+        before = stripped[: nearest[0]] if nearest[0] <= len(stripped) else stripped
+        line = before.count("\n") + 1
+        col = len(before.rsplit("\n", 1)[-1]) + 1
+        where = f" (nearest error at line {line}, column {col} of the pattern, as a {nearest[1]})"
+    lines = stripped.split("\n")
+    shown = lines[0] if len(lines) == 1 else lines[0] + " ..."
+    return (
+        f"the pattern {shown!r} does not parse as {grammar.id} code in any context tried "
+        f"({', '.join(dict.fromkeys(r.name for r in grammar.ladder))}){where}. Write it as valid {grammar.id} "
+        "code, with $NAME where any single node may stand and $$$NAME for a list"
+        + ("; metavariables are uppercase ($name is literal text)" if re.search(r"\$[a-z]", stripped) else "")
+    )
+
+
+def _build(
+    stripped: str, grammar: Grammar, language: Any, lang_key: str, rung: Rung, node: Any, src: bytes,
+    forms: dict[bytes, str],
+) -> Pattern:
+    root = _convert(node, src, grammar.expando, forms)
     names: set[str] = set()
     needles: list[bytes] = []
     _walk(root, names, needles, grammar.id in _KEYWORD_PREFILTER)

@@ -6,6 +6,15 @@ from typing import Any
 
 from tether.hookspecs import hookimpl
 
+from tether_astgrep import hookspecs
+
+
+@hookimpl
+def tether_addoptions(register: Any) -> None:
+    from tether_astgrep.options import AstgrepOptions
+
+    register(AstgrepOptions)
+
 
 @hookimpl
 def tether_addhooks(pluginmanager: Any) -> None:
@@ -18,7 +27,9 @@ def tether_addhooks(pluginmanager: Any) -> None:
 def tether_astgrep_parsers(run: Any) -> Any:
     # the run option turns the family off from options alone; a harness plugin can instead answer
     # this hook first with tether.NO_RESOURCE (an answer of None would fall through to this one)
-    if not (run.options or {}).get("astgrep_enabled", True):
+    from tether_astgrep.options import AstgrepOptions
+
+    if not run.options.of(AstgrepOptions).astgrep_enabled:
         return None
     from tether_astgrep.parsers import ParserPool
 
@@ -34,9 +45,9 @@ def tether_astgrep_grammars(run: Any) -> Any:
 
 @hookimpl
 def tether_register_tools(run: Any, register: Any) -> None:
-    handle = run.resource("tether_astgrep_parsers")
+    handle = run.resource(hookspecs.tether_astgrep_parsers)
     if handle is None:
-        register.unavailable("astgrep", "structural search is turned off for this run (run option astgrep_enabled)")
+        register.unavailable("structural search is turned off for this run (run option astgrep_enabled)")
         return
     from tether_astgrep.tools import tools_for
 

@@ -36,18 +36,32 @@ def _cut(text: str) -> str:
     return text if len(text) <= DATA_TEXT_CHARS else text[:DATA_TEXT_CHARS] + f"... [{len(text) - DATA_TEXT_CHARS} more characters]"
 
 
+_RULE_HELP = (
+    "Instead of pattern: an ast-grep rule object (as JSON), for what a pattern cannot say: pattern, kind, "
+    "regex; inside, has, follows, precedes (with stopBy \"neighbor\"|\"end\"|rule, and field); all, any, not, "
+    "matches. Or {\"rule\": ..., \"constraints\": {\"A\": rule}, \"utils\": {\"name\": rule}}"
+)
+
+
 @attrs.frozen
 class GrepArgs:
-    pattern: str = tether.arg(
+    pattern: str | None = tether.arg(
         "Code with metavariables, parsed with the file's grammar: $NAME matches one node, $$$NAME a "
         "list of nodes (arguments, statements), $_ matches without capturing; a repeated $NAME must "
-        "match the same code",
+        "match the same code. Give pattern or rule",
+        default=None,
         examples=["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"],
+    )
+    rule: dict[str, Any] | None = tether.arg(
+        _RULE_HELP,
+        default=None,
+        examples=[{"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}],
     )
     path: str = tether.arg("File or folder to search, relative to the root", default=".")
     language: str | None = tether.arg(
-        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, dart, ...); "
-        "inferred from the extension when path is a file or when the folder holds one language",
+        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, csharp, kotlin, swift, php, "
+        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar); inferred from the extension when "
+        "path is a file or when the folder holds one language (beside json, yaml, html, css and bash files)",
         default=None,
     )
     max_results: int = tether.arg("Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS)
@@ -55,7 +69,10 @@ class GrepArgs:
 
 @attrs.frozen
 class EditArgs:
-    pattern: str = tether.arg("Code with metavariables, as for ast_grep", examples=["$X.append($Y)"])
+    pattern: str | None = tether.arg(
+        "Code with metavariables, as for ast_grep (give pattern or rule)", default=None, examples=["$X.append($Y)"]
+    )
+    rule: dict[str, Any] | None = tether.arg(_RULE_HELP + "; as for ast_grep", default=None)
     rewrite: str = tether.arg(
         "Replacement template: $NAME and $$$NAME are replaced by what the pattern captured",
         examples=["$X.extend([$Y])"],
@@ -84,6 +101,12 @@ class Target:
     files: list[FileEntry]
     ignored: int
     base: str  # the path as shown
+    left_out: dict[str, int] = attrs.Factory(dict)  # data and markup files of other languages beside the code
+
+
+# languages that sit beside the code of a project (configuration, markup, scripts): a folder holding
+# Python and a few of these is a Python folder; they are searched when asked for by language
+_AUXILIARY = frozenset({"json", "yaml", "html", "css", "bash"})
 
 
 async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
@@ -100,8 +123,8 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ToolError(
-                f"unknown language '{language}'{hint}; grammar ids with a pattern ladder: {known}; any other grammar "
-                "of tree-sitter-language-pack works too (e.g. ruby, kotlin, lua, bash), with patterns parsed as a file",
+                f"unknown language '{language}'{hint}; grammar ids: {known}; any other grammar of "
+                "tree-sitter-language-pack works too (e.g. toml, zig, ocaml), with patterns parsed as a file",
                 {"error": "unknown_language"},
             )
     shown = run.relpath(target)
@@ -143,22 +166,35 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             f"language (one of: {known})",
             {"error": "no_files"},
         )
-    if len(counts) > 1:
-        listing = ", ".join(f"{g}: {n}" for g, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    code = {g: n for g, n in counts.items() if g not in _AUXILIARY} or counts
+    if len(code) > 1:
+        listing = ", ".join(f"{g}: {n}" for g, n in sorted(code.items(), key=lambda kv: -kv[1]))
         raise ToolError(
             f"'{shown}' holds files of several languages ({listing}); pass language to say which to search",
             {"error": "language_required", "languages": counts},
         )
-    return Target(registry.by_id[next(iter(counts))], found.files, found.ignored, shown)
+    gid = next(iter(code))
+    files = [f for f in found.files if registry.for_path(Path(f.path).name) == gid]
+    left = {g: n for g, n in counts.items() if g != gid}
+    return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
-def _compile(pool: ParserPool, source: str, grammar: Grammar) -> Pattern:
+def _compile(pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | None = None) -> Pattern:
+    """The pattern, or the rule (searched alike); exactly one of them is given."""
     from tether_astgrep.pattern import PatternError
 
+    if (source is None) == (rule is None):
+        raise ToolError(
+            "give either pattern (code with metavariables, e.g. 'print($A)') or rule (an ast-grep rule object, "
+            "e.g. {\"pattern\": \"open($F)\", \"inside\": {\"kind\": \"function_definition\", \"stopBy\": \"end\"}}), "
+            + ("not both" if source is not None else "one of them is required"),
+            {"error": "bad_arguments"},
+        )
     try:
-        return pool.pattern(source, grammar)
+        return pool.pattern(source, grammar) if rule is None else pool.rule(rule, grammar)
     except PatternError as exc:
-        raise ToolError(str(exc), {"error": "bad_pattern", "language": grammar.id}) from None
+        error = "bad_rule" if rule is not None else "bad_pattern"
+        raise ToolError(str(exc), {"error": error, "language": grammar.id}) from None
 
 
 def _skipped(results: list[FileResult]) -> dict[str, int]:
@@ -199,7 +235,7 @@ def _show_capture(text: str) -> str:
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     run = pool.run
     target = await _target(pool, args.path, args.language)
-    pattern = _compile(pool, args.pattern, target.grammar)
+    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
@@ -212,10 +248,19 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
-    read_as = "" if pattern.rung == target.grammar.ladder[0].name else f"; pattern read as a {pattern.rung}"
+    contexts = [p.rung for p in pattern.readings]
+    read_as = (
+        "" if contexts == [target.grammar.ladder[0].name]
+        else "; pattern read as " + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
+        + (" (both searched)" if len(contexts) > 1 else "")
+    )
+    left = (
+        "; not searched: " + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items())) + " (pass language)"
+        if target.left_out else ""
+    )
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
-        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as})"
+        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as}{left})"
     )
     lines = [head]
     failed = [r for r in results if r.status == "failed"]
@@ -225,7 +270,7 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
             "searched): " + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
             + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
         )
-    if not total and _LOWER_VAR.search(args.pattern):
+    if not total and args.pattern and _LOWER_VAR.search(args.pattern):
         lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
         if m is None:
@@ -257,7 +302,9 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "skipped": skipped,
         "ignored": target.ignored,
         "language": target.grammar.id,
+        "not_searched": target.left_out,
         "context": pattern.rung,
+        "contexts": contexts,
     }
     return ToolResult.text("\n".join(lines), data)
 
@@ -373,7 +420,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
     run = pool.run
     target = await _target(pool, args.path, args.language)
-    pattern = _compile(pool, args.pattern, target.grammar)
+    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
     if unbound:
         defined = ", ".join(f"${n}" for n in sorted(pattern.names)) or "none"
@@ -465,7 +512,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
 
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     run = pool.run
     edit = pool.edits.get(args.edit_id.strip())
@@ -482,17 +529,16 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     if args.action == "discard":
         edit.state = "discarded"
         return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
-    moved = await asyncio.to_thread(changed_since, edit.snapshots)
-    if moved:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in moved]
+    try:  # the snapshots are checked under the root's write lock, so no write slips in between
+        await run.write_files(dict(edit.changes), expect=edit.snapshots)
+    except ChangedSince as exc:
+        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
         raise ToolError(
             f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
             "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
             "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in moved]},
-        )
-    try:
-        await asyncio.to_thread(write_all, dict(edit.changes))
+            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
+        ) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
@@ -519,15 +565,18 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             "ast_grep", "read",
             "Find code by its syntax shape, not its text: the pattern is code with metavariables ($A, $$$ARGS), "
             "so `dispose($X)` matches every call to dispose however it is spaced, and never a string or comment. "
-            "Answers file:line:col, the matched code and the captures.",
+            "For conditions a pattern cannot state (not inside a `with`, inside a loop, a capture matching a "
+            "regex) give an ast-grep rule object as rule instead. Answers file:line:col, the matched code and "
+            "the captures.",
             GrepArgs, bind(ast_grep), family="astgrep",
         ),
         Tool(
             "ast_edit", "write",
             "Stage a structural rewrite: every match of pattern is replaced by rewrite, with captured "
             "metavariables substituted and re-indented. Only the code the pattern covers is replaced (code a "
-            "matched node has past the end of the pattern stays). Writes nothing: answers a diff preview and "
-            "an edit_id for resolve.",
+            "matched node has past the end of the pattern stays; a rewrite that breaks the parse of a file is "
+            "refused with file:line). Takes a rule instead of a pattern, as ast_grep. Writes nothing: answers a "
+            "diff preview and an edit_id for resolve.",
             EditArgs, bind(ast_edit), family="astgrep",
         ),
         Tool(

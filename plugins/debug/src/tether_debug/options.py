@@ -1,14 +1,11 @@
-"""Run options of the debug family: every wait on an adapter has a bound, configurable per run.
-
-`debug_stop_timeout` (30 s): how long launch/continue/step/pause wait for the next stop;
-`debug_launch_timeout` (60 s): starting the adapter and configuring the launch (delve builds first);
-`debug_request_timeout` (10 s): one request to the adapter; `debug_ttl` (30 min): a session's lifetime;
-`debug_attach_wait` (2 s): how long attach waits for a breakpoint before saying the program runs.
-"""
+"""Run options of the debug family: every wait on an adapter has a bound, configurable per run."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import attrs
+from tether import arg
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -16,28 +13,32 @@ if TYPE_CHECKING:
 DEFAULT_TTL = 30 * 60.0
 
 
-def opt(run: Run, name: str, default: float) -> float:
-    try:
-        return float(run.options.get(name, default))
-    except (TypeError, ValueError):
-        return default
+@attrs.frozen
+class DebugOptions:
+    debug_stop_timeout: float = arg("seconds launch, continue, step and pause wait for the next stop", default=30.0, minimum=0)
+    debug_launch_timeout: float = arg(
+        "seconds for starting the adapter and configuring the launch (delve builds first)", default=60.0, minimum=0)
+    debug_request_timeout: float = arg("seconds one request to the adapter may take", default=10.0, minimum=0)
+    debug_ttl: float = arg("seconds a debug session may live", default=DEFAULT_TTL, minimum=0)
+    debug_attach_wait: float = arg(
+        "seconds attach waits for a breakpoint before saying the program runs", default=2.0, minimum=0)
 
 
 def stop_timeout(run: Run) -> float:
-    return opt(run, "debug_stop_timeout", 30.0)
+    return run.options.of(DebugOptions).debug_stop_timeout
 
 
 def launch_timeout(run: Run) -> float:
-    return opt(run, "debug_launch_timeout", 60.0)
+    return run.options.of(DebugOptions).debug_launch_timeout
 
 
 def request_timeout(run: Run) -> float:
-    return opt(run, "debug_request_timeout", 10.0)
+    return run.options.of(DebugOptions).debug_request_timeout
 
 
 def ttl(run: Run) -> float:
-    return opt(run, "debug_ttl", DEFAULT_TTL)
+    return run.options.of(DebugOptions).debug_ttl
 
 
 def attach_wait(run: Run) -> float:
-    return opt(run, "debug_attach_wait", 2.0)
+    return run.options.of(DebugOptions).debug_attach_wait

@@ -75,7 +75,7 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     new.root = run.root
     timeout = launch_timeout(run)
     try:
-        await new.start(availability.located, run.root, run.track_process, timeout)
+        await new.start(availability.located, run.root, run, timeout)
         await new.initialize()
         config = adapter.launch_config(program, list(args.args or ()), run.root, availability.located)
         await new.configure("launch", config, dict(supervisor.pending_for(conversation)), timeout)

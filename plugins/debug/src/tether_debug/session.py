@@ -119,13 +119,13 @@ class Session:
         self.lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._children: list[int] = []  # processes started for runInTerminal
-        self._track = None
+        self._run: Any = None  # the run: tags, tracks and stops the processes started here
 
     # -- starting ---------------------------------------------------------------------------------
 
-    async def start(self, located: Located, root: Path, track, start_timeout: float) -> None:
+    async def start(self, located: Located, root: Path, run: Any, start_timeout: float) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
-        self._track = track
+        self._run = run
         tcp = self.adapter.transport == "tcp"
         try:
             self.proc = await asyncio.create_subprocess_exec(
@@ -134,12 +134,13 @@ class Session:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=str(root),
+                env=run.child_env(),  # the debuggee inherits the tag: stopped with the adapter wherever it went
                 start_new_session=True,
                 limit=2**24,
             )
         except OSError as exc:
             raise SessionError(f"could not start the {self.adapter.id} adapter ({' '.join(located.argv)}): {exc}") from None
-        track(self.proc)
+        run.track_process(self.proc)
         self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stderr()))
         if tcp:
             host, port = await self._read_port(start_timeout)
@@ -235,14 +236,13 @@ class Session:
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
-                env={**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}},
+                env=self._run.child_env({**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}}),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
-            if self._track is not None:
-                self._track(proc)
+            self._run.track_process(proc)
             self._children.append(proc.pid)
             if proc.stdout is not None:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
@@ -401,9 +401,6 @@ class Session:
     async def close(self, grace: float = 2.0) -> None:
         """Disconnect (terminating a launched debuggee), close stdin, and kill what is left after ``grace``."""
         client = self.client
-        # The adapter may exit before its debuggee does (lldb-dap crashes on shutdown): remember the
-        # whole tree now, while the debuggee is still the adapter's descendant.
-        tree = await asyncio.to_thread(_descendants, self.proc.pid) if self.proc is not None else []
         if client is not None and not client.closed:
             try:
                 fut = client.send("disconnect", {"terminateDebuggee": not self.attached, "restart": False})
@@ -424,9 +421,11 @@ class Session:
             await asyncio.wait(self._tasks, timeout=0.5 if proc is None or proc.returncode is not None else 0.05)
         for task in self._tasks:
             task.cancel()
-        pids = [p for p in (*self._children, proc.pid if proc else None, *tree) if p]
-        if pids:
-            await asyncio.to_thread(_kill_all, pids, proc.pid if proc else None, grace)
+        # the adapter may exit before its debuggee (lldb-dap crashes on shutdown), and a debuggee's
+        # daemon may leave the session: they carry the adapter's tag, and stop_process follows it
+        for pid in (*self._children, proc.pid if proc else None):
+            if pid is not None:
+                await self._run.stop_process(pid, grace)
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), 1.0)
@@ -436,28 +435,3 @@ class Session:
 
 async def _nothing(value: Any) -> Any:
     return value
-
-
-def _descendants(pid: int) -> list[int]:
-    import psutil
-
-    try:
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
-def _kill_all(pids: list[int], group: int | None, grace: float) -> None:
-    import signal
-
-    from tether.procs import alive, kill_tree
-
-    for pid in pids:
-        if alive(pid):
-            kill_tree(pid, grace)
-    if group is not None:
-        # start_new_session made the adapter a group leader: members that outlived it are still in it
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass

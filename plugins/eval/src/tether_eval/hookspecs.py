@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pluggy
+from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -17,12 +17,10 @@ if TYPE_CHECKING:
     from tether_eval.envelope import Envelope
     from tether_eval.kernels import KernelFactory
 
-hookspec = pluggy.HookspecMarker("tether")
-
 
 @hookspec(firstresult=True)
 def tether_eval_kernels(run: Run) -> KernelFactory | None:
-    """The run's kernel factory (cheap: no kernel starts until the first cell); `NO_RESOURCE` for no `eval` tool."""
+    """The run's kernel factory (cheap: no kernel starts until the first cell); `NO_RESOURCE` for no `eval` tool. Stops at the first non-None result."""
 
 
 @hookspec(firstresult=True)
@@ -30,4 +28,6 @@ def tether_eval_envelope(run: Run) -> Envelope | None:
     """The conversation's envelope (a sandbox): how to start a process inside it and whether it is up.
 
     Kernels start inside it when it is up at the time a kernel starts; eval never boots it.
+
+    Stops at the first non-None result.
     """

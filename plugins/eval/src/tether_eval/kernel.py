@@ -29,7 +29,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -229,8 +228,9 @@ class KernelDied(Exception):
 
 
 class Kernel:
-    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path) -> None:
+    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]) -> None:
         self.spec = spec
+        self._stop = stop  # the run's stop_process: the kernel's tree, group and what carries its tag
         self.workdir = workdir  # private: kernelspec, connection file, ipc sockets, kernel log
         self.cwd = cwd
         self.km: Any = None
@@ -629,14 +629,9 @@ class Kernel:
                 await asyncio.wait_for(self.km.shutdown_kernel(now=now or self.dead), 5.0)
             except Exception:
                 log.debug("eval: kernel shutdown failed", exc_info=True)
-                if self.pid is not None:
-                    from tether.procs import kill_tree
-
-                    await asyncio.to_thread(kill_tree, self.pid, 1.0)
         if self.pid is not None:
-            # the kernel ran in a session of its own: what its cells started and left behind goes too
-            with contextlib.suppress(OSError):
-                os.killpg(self.pid, signal.SIGKILL)
+            # what its cells started goes too, also what left the kernel's session or lost its parent
+            await self._stop(self.pid, 0.5)
         if self.kc is not None:
             with contextlib.suppress(Exception):
                 self.kc.stop_channels()

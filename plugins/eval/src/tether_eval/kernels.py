@@ -17,28 +17,19 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import ToolError
+from tether_eval.hookspecs import tether_eval_envelope
 
 if TYPE_CHECKING:
     from tether.run import Run
 
-    from tether_eval.envelope import Envelope
     from tether_eval.kernel import Kernel, KernelSpec
 
 HELPERS = Path(__file__).parent / "kernel_side"
-DEFAULTS = {
-    "eval_timeout": 300.0,  # inactivity budget of a cell, seconds (output that changes something resets it)
-    "eval_total_timeout": 3600.0,  # total budget of a cell, seconds (open tool() calls not counted)
-    "eval_start_timeout": 60.0,  # a kernel's start to ready
-    "eval_interrupt_grace": 5.0,  # after an interrupt, how long the cell may take to stop
-    "eval_drain": 0.0,  # Deno: quiet time after a cell before it is complete (output of timers it set)
-    "eval_max_output_chars": 20_000,  # stdout/stderr kept per cell
-}
 
 
 @attrs.frozen
@@ -48,8 +39,9 @@ class PythonChoice:
     project_paths: tuple[str, ...] = ()  # put first on the kernel's sys.path (outside the project's env)
 
 
-def option(run: Run, name: str) -> float:
-    return float(run.options.get(name, DEFAULTS[name]))
+def option(run: Run, name: str) -> Any:
+    """One of the run's options (declared in `tether_eval.options`, structured when the run opened)."""
+    return run.options[name]
 
 
 def _has_ipykernel(python: Path) -> bool:
@@ -132,10 +124,10 @@ class KernelFactory:
     async def _spec(self, language: str) -> KernelSpec:
         from tether_eval.kernel import KernelSpec
 
-        envelope: Envelope | None = self.run.resource("tether_eval_envelope")
+        envelope = self.run.resource(tether_eval_envelope)
         inside = envelope is not None and await envelope.up()
         where = f"envelope '{envelope.name}'" if inside else "host"
-        env = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
         if uv:
             env["TETHER_EVAL_UV"] = uv  # %pip falls back to uv where the environment has no pip
@@ -179,7 +171,8 @@ class KernelFactory:
 
     def _private(self) -> Path:
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="tether-eval-"))
+            self._dir = self.run.private_dir() / "eval"  # removed with the run's, even if tether is killed
+            self._dir.mkdir()
         return self._dir
 
     async def _start(self, language: str) -> Kernel:
@@ -188,7 +181,7 @@ class KernelFactory:
         spec = await self._spec(language)
         workdir = self._private() / f"k{next(self._serial)}"
         workdir.mkdir()
-        kernel = Kernel(spec, workdir, self.run.root)
+        kernel = Kernel(spec, workdir, self.run.root, self.run.stop_process)
         timeout = option(self.run, "eval_start_timeout")
         try:
             await kernel.start(timeout, self.run.track_process)

@@ -11,10 +11,16 @@ from typing import TYPE_CHECKING, Any
 from tether import hookimpl
 
 from tether_eval import hookspecs
+from tether_eval.options import DEPRECATED, EvalOptions
 
 if TYPE_CHECKING:
     from tether.plugins import Registrar
     from tether.run import Run
+
+
+@hookimpl
+def tether_addoptions(register: Any) -> None:
+    register(EvalOptions, deprecated=DEPRECATED)
 
 
 @hookimpl
@@ -24,7 +30,7 @@ def tether_addhooks(pluginmanager: Any) -> None:
 
 @hookimpl
 def tether_eval_kernels(run: Run) -> Any:
-    if run.options.get("eval") is False:
+    if not run.options.of(EvalOptions).eval_enabled:
         return None  # the harness turned kernels off for this run
     from tether_eval.kernels import KernelFactory
 
@@ -38,11 +44,10 @@ def tether_eval_envelope(run: Run) -> None:
 
 @hookimpl
 def tether_register_tools(run: Run, register: Registrar) -> None:
-    factory = run.resource("tether_eval_kernels")
+    factory = run.resource(hookspecs.tether_eval_kernels)
     if factory is None:
         register.unavailable(
-            "eval",
-            "kernels are turned off for this run (run option eval=false or no kernel factory from the harness)",
+            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)",
         )
         return
     from tether_eval.tool import eval_tool

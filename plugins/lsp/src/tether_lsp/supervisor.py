@@ -12,28 +12,19 @@ from typing import Any, TypeVar
 from tether.tools import ToolError
 
 from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import (
     Availability,
     ServerDef,
     answers_version,
     find_binary,
     find_root,
-    merge_definitions,
 )
 
 log = logging.getLogger("tether.lsp")
 
 T = TypeVar("T")
 
-# Run options (run.options) and their defaults.
-DEFAULTS = {
-    "lsp_request_timeout": 30.0,  # one request
-    "lsp_start_timeout": 60.0,  # process start + initialize
-    "lsp_shutdown_grace": 2.0,  # shutdown/exit before the tree is killed
-    "diagnostics_timeout": 5.0,  # the capped wait for a write's diagnostics (shared with the core)
-    "lsp_dependents_quiet": 0.1,  # after a write, the quiet period that ends collecting other files' diagnostics
-    "lsp_checker_timeout": 300.0,  # `diagnostics "*"`: the project checker
-}
 
 
 class Supervisor:
@@ -52,17 +43,18 @@ class Supervisor:
     # -- options and definitions ---------------------------------------------------------------
 
     def option(self, name: str) -> float:
-        return float(self.run.options.get(name, DEFAULTS[name]))
+        """A timeout option (declared in `tether_lsp.options`, structured when the run opened)."""
+        return self.run.options[name]
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
-            batches = self.run.hook.tether_lsp_servers(run=self.run)
-            # pluggy answers last-registered first; the built-ins are trylast, so reverse to put them first
-            self._definitions = merge_definitions(reversed(batches))
+            from tether_lsp.hookspecs import tether_lsp_servers
+
+            self._definitions = list(self.run.definitions(tether_lsp_servers, ServerDef).values())
         return self._definitions
 
     def enabled(self, server: ServerDef) -> bool:
-        chosen = self.run.options.get("lsp_servers")
+        chosen = self.run.options.of(LspOptions).lsp_servers
         if chosen is not None:
             return server.id in chosen
         return server.default
@@ -72,18 +64,25 @@ class Supervisor:
     async def availability(self, server: ServerDef, start: Path) -> Availability:
         root = find_root(server, start, self.run.root)
         dirs = [d for d in (root, self.run.root) if d is not None]
-        binary = find_binary(server.command[0], dirs)
+        trusted = self.run.trusted
+        binary = find_binary(server.command[0], dirs, trusted=trusted)
+        own = None if trusted else find_binary(server.command[0], dirs)  # what a trusted run would use
+        note = None
+        if own is not None and own != binary:
+            note = (f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
+                    "(run option trust; tether --trust)")
         problems = []
         if root is None:
             problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
         if binary is None:
-            problems.append(f"binary missing: {server.command[0]}")
+            problems.append(note or f"binary missing: {server.command[0]}")
+            note = None
         elif server.version_args is not None:
             if binary not in self._versions:
                 self._versions[binary] = await asyncio.to_thread(answers_version, binary, server.version_args)
             if self._versions[binary]:
                 problems.append(f"binary does not work: {self._versions[binary]}")
-        return Availability(server, root, binary, "; ".join(problems) or None)
+        return Availability(server, root, binary, "; ".join(problems) or None, note)
 
     async def choose(self, path: Path) -> Availability:
         """The server for a file, or a ToolError saying which half (marker, binary) is missing."""

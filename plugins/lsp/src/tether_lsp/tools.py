@@ -15,6 +15,7 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp import render
 from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
 from tether_lsp.positions import Spot, find_symbol, to_units
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 Action = Literal[
     "diagnostics", "definition", "type_definition", "implementation", "references", "hover",
@@ -61,7 +62,7 @@ class RenameArgs:
 
 
 def supervisor(run: Any) -> Any:
-    sup = run.resource("tether_lsp_supervisor")
+    sup = run.resource(tether_lsp_supervisor)
     if sup is None:
         raise ToolError("no language-server supervisor in this run", {"error": "unavailable"})
     return sup
@@ -229,6 +230,10 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     for server in sup.definitions():
         if not sup.enabled(server) or not server.checker:
             continue
+        if server.checker_runs_project_code and not run.trusted:
+            reasons.append(f"{server.id}: `{server.checker[0]}` runs the project's own code (build scripts), and this "
+                           "run does not trust its root (run option trust; tether --trust)")
+            continue
         avail = await sup.availability(server, run.root)
         if avail.root is not None and (avail.ok or avail.binary is None):
             usable.append(avail)
@@ -360,7 +365,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
         avail = await sup.availability(server, run.root)
         servers.append({
             "id": server.id, "languages": list(server.languages), "enabled": sup.enabled(server),
-            "available": avail.ok, "reason": avail.reason, "binary": avail.binary,
+            "available": avail.ok, "reason": avail.reason, "binary": avail.binary, "note": avail.note,
             "root": run.relpath(avail.root) if avail.root else None,
         })
     lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
@@ -376,6 +381,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
             state = f"available ({s['binary']})"
         else:
             state = f"unavailable: {s['reason']}"
+        if s["note"]:
+            state += f"; {s['note']}"
         lines.append(f"  {s['id']} ({langs}): {state}")
     return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
 
@@ -384,7 +391,7 @@ IDENT_BREAK = re.compile(r"\s")
 
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
-    from tether.atomic import changed_since, write_all
+    from tether.atomic import ChangedSince
 
     from tether_lsp.edits import plan_workspace_edit
 
@@ -410,14 +417,13 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the symbol's "
                 "name where it is defined or used", {"error": "nothing_to_rename"},
             )
-        moved = changed_since(plan.originals.values())
-        if moved:
+        try:  # the originals are checked under the root's write lock, so no write slips in between
+            await run.write_files(writes, expect=plan.originals.values())
+        except ChangedSince as exc:
             raise ToolError(
-                f"{', '.join(run.relpath(p) for p in moved)} changed while the rename was computed; nothing was written, retry",
+                f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the rename was computed; nothing was written, retry",
                 {"error": "changed_meanwhile"},
-            )
-        try:
-            write_all(writes)
+            ) from None
         except OSError as exc:
             raise ToolError(
                 f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "

@@ -20,12 +20,11 @@ import time
 from typing import TYPE_CHECKING
 
 import attrs
+from tether.output import Tail
 from tether.tools import ToolError
 
 from tether_vibe.config import VibeConfig
-from tether_vibe.procgroup import Descendants, stop_leftovers, stop_worker
 from tether_vibe.roster import Status, WorkerInfo, roster_full, tier_unavailable, unknown_worker
-from tether_vibe.tail import Tail
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -34,7 +33,6 @@ log = logging.getLogger("tether.vibe")
 
 DRAIN_TIMEOUT = 1.0  # after the worker exits, how long its pipes may stay open (an escaped child holds them)
 CHUNK = 65_536
-WATCH_EVERY = 1.0  # how often what a running worker started is recorded, to stop it after the worker exits
 
 
 def briefing_text(brief: str, messages: list[str]) -> str:
@@ -182,12 +180,12 @@ class CommandRoster:
             raise roster_full(self.config.max_workers, running)
 
     async def _start(self, worker: _Worker) -> asyncio.subprocess.Process:
-        env = {
+        env = self.run.child_env({  # tagged: what the worker starts is stopped with it, also after it exited
             **os.environ,
             "TETHER_VIBE_WORKER_ID": worker.id,
             "TETHER_VIBE_TIER": worker.tier,
             "TETHER_VIBE_LABEL": worker.label,
-        }
+        })
         try:
             proc = await asyncio.create_subprocess_exec(
                 *worker.argv,
@@ -237,7 +235,7 @@ class CommandRoster:
                     worker.status = Status.FAILED
                     break
                 if worker.killing:  # killed while the rerun was starting
-                    await asyncio.to_thread(stop_worker, proc.pid, self.config.kill_grace)
+                    await self.run.stop_process(proc, self.config.kill_grace)
         except Exception as exc:
             log.exception("vibe worker %s broke", worker.id)
             worker.log.add_text(f"\n[tether: the roster lost this worker: {type(exc).__name__}: {exc}]\n")
@@ -251,18 +249,16 @@ class CommandRoster:
     async def _collect(self, worker: _Worker, proc: asyncio.subprocess.Process) -> int:
         """Feed the briefing, read stdout and stderr (bounded) until the worker exits; its exit code."""
         out = Tail(self.config.result_chars)
-        started = Descendants()
         tasks = [
             asyncio.create_task(_pump(proc.stdout, out)),
             asyncio.create_task(_pump(proc.stderr, worker.log)),
             asyncio.create_task(_feed(proc.stdin, briefing_text(worker.brief, worker.messages).encode())),
-            asyncio.create_task(_watch(proc.pid, started)),
         ]
         try:
             code = await _exited(proc)
             worker.finished_at = time.time()
             # a worker's processes end with it; they may hold its pipes open, so before draining them
-            await asyncio.to_thread(stop_leftovers, proc.pid, started, self.config.kill_grace)
+            await self.run.stop_process(proc, self.config.kill_grace)
             # what the worker wrote is in the pipes; a child that escaped unseen may still hold them open
             await asyncio.wait(tasks[:2], timeout=DRAIN_TIMEOUT)
         finally:
@@ -280,7 +276,7 @@ class CommandRoster:
         worker.queued = 0
         proc = worker.proc
         if proc is not None:
-            await asyncio.to_thread(stop_worker, proc.pid, self.config.kill_grace)
+            await self.run.stop_process(proc, self.config.kill_grace)
         if worker.driver is not None:
             try:  # the driver settles as soon as the pipes close; bounded in case a pipe is held
                 await asyncio.wait_for(asyncio.shield(worker.driver), DRAIN_TIMEOUT + 2)
@@ -304,12 +300,6 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     finally:
         waiter.cancel()
     return proc.returncode if proc.returncode is not None else waiter.result()
-
-
-async def _watch(pid: int, started: Descendants) -> None:
-    while True:
-        await asyncio.to_thread(started.record, pid)
-        await asyncio.sleep(WATCH_EVERY)
 
 
 async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:

@@ -15,8 +15,14 @@ if TYPE_CHECKING:
     from tether.plugins import Registrar
     from tether.run import Run
 
-FAMILY = "vibe"
 MODE = "vibe"
+
+
+@hookimpl
+def tether_addoptions(register: Any) -> None:
+    from tether_vibe.config import VibeOptions
+
+    register(VibeOptions)
 
 
 @hookimpl
@@ -27,9 +33,9 @@ def tether_addhooks(pluginmanager: Any) -> None:
 @hookimpl
 def tether_vibe_roster(run: Run) -> Any:
     """The built-in command roster when a worker command is configured; no process starts before a spawn."""
-    from tether_vibe.config import load_config
+    from tether_vibe.config import VibeOptions, load_config
 
-    config = load_config(run.root, run.options.get("vibe"))
+    config = load_config(run.options.of(VibeOptions))
     if not config.commands:
         return None
     from tether_vibe.command_roster import CommandRoster
@@ -41,19 +47,18 @@ def tether_vibe_roster(run: Run) -> Any:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     if MODE not in run.modes:
         register.unavailable(
-            FAMILY, "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
+            "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
         )
         return
     try:
-        roster = run.resource("tether_vibe_roster")
+        roster = run.resource(hookspecs.tether_vibe_roster)
     except Exception as exc:  # noqa: BLE001 - a bad configuration disables the family, not the run
-        register.unavailable(FAMILY, f"the worker roster could not be set up: {exc}")
+        register.unavailable(f"the worker roster could not be set up: {exc}")
         return
     if roster is None:
         register.unavailable(
-            FAMILY,
             "no worker roster: set fast and/or good (a worker command line) under [tool.tether.vibe] in the "
-            "root's pyproject.toml, or in the run's 'vibe' option",
+            "root's pyproject.toml, or as the run options vibe_fast / vibe_good",
         )
         return
     from tether_vibe.tools import make_tools

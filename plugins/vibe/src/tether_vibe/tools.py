@@ -15,7 +15,7 @@ import attrs
 from tether import Tool, ToolError, ToolResult, arg
 from tether.output import cap_items, cap_text
 
-from tether_vibe.config import DEFAULT_WAIT
+from tether_vibe.config import DEFAULT_WAIT, VibeOptions
 from tether_vibe.roster import Roster, Status, WorkerInfo, WorkerTier
 
 FAMILY = "vibe"
@@ -56,7 +56,7 @@ class WaitArgs:
     worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
     timeout_seconds: float | None = arg(
         "How long to wait at most; when it passes the worker is still running (not an error). "
-        f"Default: the run's vibe wait_timeout ({DEFAULT_WAIT:.0f} s unless the harness set it).",
+        f"Default: the run option vibe_wait_timeout ({DEFAULT_WAIT:.0f} s unless the harness set it).",
         default=None,
         minimum=0,
         maximum=3600,
@@ -163,15 +163,7 @@ def _not_blank(name: str, value: str, fix: str) -> None:
 
 
 def _default_wait(run: Any) -> float:
-    options = run.options.get("vibe")
-    value = options.get("wait_timeout", DEFAULT_WAIT) if isinstance(options, dict) else DEFAULT_WAIT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ToolError(
-            f"the run option vibe.wait_timeout must be a number of seconds >= 0, got {value!r}; pass "
-            "timeout_seconds to vibe_wait, or fix the option.",
-            {"error": "bad_option"},
-        )
-    return float(value)
+    return run.options.of(VibeOptions).vibe_wait_timeout
 
 
 def make_tools(roster: Roster) -> list[Tool]:
@@ -263,8 +255,9 @@ def make_tools(roster: Roster) -> list[Tool]:
             lines.append(note)
         return ToolResult.text("\n".join(lines), {"workers": [_summary(w) for w in workers]})
 
-    def tool(name: str, description: str, args: type, handler: Any) -> Tool:
-        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True)
+    def tool(name: str, description: str, args: type, handler: Any, read_only: bool | None = None) -> Tool:
+        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True,
+                    read_only=read_only)
 
     return [
         tool(
@@ -275,6 +268,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             + tiers_note,
             SpawnArgs,
             spawn,
+            read_only=False,  # tier read by design (the gate is on the worker's own tools), but it starts an agent
         ),
         tool(
             "vibe_send",

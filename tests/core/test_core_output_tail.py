@@ -1,10 +1,10 @@
-"""The bounded tail kept of a worker's stdout and stderr."""
+"""The bounded tail of a stream (tether.output.Tail): what vibe keeps of a worker's stdout and stderr."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from tether_vibe.tail import Tail
+from tether.output import Tail
 
 
 @given(

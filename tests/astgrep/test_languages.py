@@ -1,0 +1,149 @@
+"""Every language ast-grep has built in, by extension, and the patterns agents type, against the ast-grep CLI."""
+
+from __future__ import annotations
+
+import pytest
+import tether
+from tether_astgrep.grammars import Registry, builtin_grammars
+
+REGISTRY = Registry.build(builtin_grammars())
+
+# file names of the extensions ast-grep 0.51 maps to each language (its language table)
+EXT_OF = {
+    "a.bats": "bash", "a.zsh": "bash", "a.ksh": "bash", "a.scss": "css", "BUILD.bzl": "python", "a.py3": "python",
+    "x.gemspec": "ruby", "a.rbw": "ruby", "build.sbt": "scala", "a.sc": "scala", "k.cu": "cpp", "s.ino": "cpp",
+    "a.c++": "cpp", "main.tf": "hcl", "vars.tfvars": "hcl", "a.hcl": "hcl", "job.nomad": "hcl", "default.nix": "nix",
+    "T.sol": "solidity", "a.php": "php", "a.kts": "kotlin", "a.ktm": "kotlin", "a.exs": "elixir", "a.hs": "haskell",
+    "a.xhtml": "html", "a.yml": "yaml", "a.json": "json", "a.lua": "lua", "a.swift": "swift", "a.cs": "csharp",
+    "a.mts": "typescript", "a.cjs": "javascript", "a.tsx": "tsx",
+}
+
+
+def put(root, name, text):
+    p = root / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+async def grep(root, **args):
+    async with tether.open_run(root) as run:
+        return await run.call("ast_grep", {"max_results": 1000, **args})
+
+
+def ranges(found):
+    return [(m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]) for m in found]
+
+
+# -- extensions and inference --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, language", sorted(EXT_OF.items()))
+async def test_every_extension_ast_grep_knows_infers_the_language(project, name, language):
+    assert REGISTRY.for_path(name) == language
+
+
+@pytest.mark.parametrize(
+    "name, source, pattern, expected",
+    [
+        ("main.tf", 'resource "aws_s3_bucket" "b" {\n  bucket = "x"\n}\n', "bucket = $V", '"x"'),
+        ("default.nix", "{ lib, ... }:\n{\n  x = lib.mkIf true { a = 1; };\n}\n", "lib.mkIf $C $B", "true"),
+        ("Token.sol", "contract T {\n    event Transfer(uint256 value);\n}\n", "event $E($$$P);", "Transfer"),
+        ("app.rb", "def f\n  puts 1\nend\n", "puts $A", "1"),
+        ("Main.kt", "fun main() {\n    println(1)\n}\n", "println($A)", "1"),
+    ],
+)
+async def test_folders_of_these_languages_are_searched_without_language(project, name, source, pattern, expected):
+    put(project, f"src/{name}", source)
+    result = await grep(project, pattern=pattern, path="src")
+    assert not result.is_error, result.plain
+    assert [next(iter(m["captures"].values())) for m in result.data["matches"]] == [expected]
+
+
+async def test_configuration_files_beside_the_code_do_not_make_a_folder_mixed(project):
+    put(project, "a.py", "print(1)\n")
+    put(project, "package.json", '{"name": "x"}\n')
+    put(project, "ci.yml", "on: push\n")
+    result = await grep(project, pattern="print($A)")
+    assert not result.is_error, result.plain
+    assert result.data["language"] == "python" and result.data["total"] == 1
+    assert result.data["not_searched"] == {"json": 1, "yaml": 1}
+    assert "not searched: 1 json, 1 yaml (pass language)" in result.plain
+    data = await grep(project, pattern='{"name": $N}', language="json")
+    assert [m["captures"]["N"] for m in data.data["matches"]] == ['"x"']
+
+
+# -- patterns agents type: the same matches as ast-grep ----------------------------------------------
+
+AGREE = [
+    ("python", "@click.command($$$)", "import click\n\n@click.command()\ndef a(): pass\n\n@click.command(name='b')\ndef b(): pass\n\n@click.group()\ndef c(): pass\n"),
+    ("python", "@pytest.mark.parametrize($$$)", "import pytest\n\n@pytest.mark.parametrize('a', [1])\ndef test_a(a): pass\n"),
+    ("python", "@$D", "@staticmethod\ndef f(): pass\n\n@a.b\ndef g(): pass\n"),
+    ("go", "interface{}", "package main\nvar x interface{}\nfunc f(a interface{}) map[string]interface{} { return nil }\n"),
+    ("go", "map[string]string", "package main\nvar x map[string]string\nfunc f() { y := map[string]string{} }\n"),
+    ("go", "[]string", "package main\nvar x []string\nfunc f(a []string) { b := []string{\"a\"} }\n"),
+    ("go", "import $P", "package main\n\nimport \"fmt\"\nimport (\n\t\"os\"\n)\n"),
+    ("typescript", "import $A from $B", "import x from 'y';\nimport {a} from 'b';\nimport * as c from 'd';\n"),
+    ("typescript", "import { $$$N } from $M", "import { a, b } from 'm';\nimport x from 'y';\n"),
+    ("java", "@Override", "class A {\n  @Override\n  public String toString() { return \"\"; }\n}\n"),
+    ("java", "List<$T>", "class A {\n  List<String> x;\n  Map<String, Integer> y;\n}\n"),
+    ("ruby", "module $M\n  $$$B\nend", "module Foo\n  X = 1\nend\n"),
+    ("lua", "$A == nil", "if x == nil then end\nlocal y = a == nil\n"),
+    ("csharp", "typeof($T)", "class P {\n  void M() { var t = typeof(int); }\n}\n"),
+    ("json", '{"name": $N}', '{"name": "x"}\n'),
+    ("rust", "|$A, $B| $C", "fn main() {\n    let f = |a, b| a + b;\n    v.sort_by(|x, y| x.cmp(y));\n}\n"),
+    ("javascript", "const", "const a = 1;\nlet b = 2;\n"),
+    ("java", "static", "class A {\n  static int x;\n  int y;\n}\n"),
+    ("c", "void", "void f(void) {}\nint g() { return 0; }\n"),
+    ("cpp", "{ $$$B }", "void f() {\n  { int a = 1; }\n  int b[] = { 1, 2 };\n}\n"),
+    ("bash", 'echo "hi $A"', 'echo "hi $name"\necho "hi"\n'),
+]
+
+
+@pytest.mark.parametrize("lang, pattern, source", AGREE, ids=[f"{c[0]}:{c[1][:30]}" for c in AGREE])
+async def test_patterns_agents_type_match_like_ast_grep(project, sg, lang, pattern, source):
+    path = put(project, "case" + REGISTRY.by_id[lang].extensions[0], source)
+    theirs = ranges(sg(pattern, path, lang))
+    assert theirs, "ast-grep found nothing: the case is vacuous"
+    result = await grep(project, pattern=pattern, path=path.name, language=lang)
+    assert not result.is_error, result.plain
+    assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
+
+
+async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, sg):
+    source = "package main\nvar b bytes.Buffer\nfunc f() { x := bytes.Buffer{}; y := s.Buffer }\n"
+    path = put(project, "b.go", source)
+    theirs = ranges(sg("$A.Buffer", path, "go"))  # the type only
+    result = await grep(project, pattern="$A.Buffer")
+    ours = [tuple(m["byte_range"]) for m in result.data["matches"]]
+    assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == ["s.Buffer"]
+    assert result.data["contexts"] == ["statement", "type"]
+    assert "read as a statement and as a type (both searched)" in result.plain
+
+
+async def test_ts_field_pattern_finds_interface_type_literal_and_class_fields(project):
+    put(project, "o.ts", "interface O {\n  timeout?: number;\n}\ntype P = { timeout?: string };\nclass C {\n  timeout?: Date;\n}\n")
+    result = await grep(project, pattern="timeout?: $T")
+    assert not result.is_error, result.plain
+    assert [m["captures"]["T"] for m in result.data["matches"]] == ["number", "string", "Date"]
+
+
+async def test_csharp_null_coalescing_captures_both_sides(project, sg):
+    """ast-grep parses `$A ?? $B` with an ERROR node and captures only $A; tether reads an expression."""
+    path = put(project, "p.cs", "class P {\n  void M() { var t = a ?? b; }\n}\n")
+    assert [set((m.get("metaVariables") or {}).get("single", {})) for m in sg("$A ?? $B", path, "csharp")] == [{"A"}]
+    result = await grep(project, pattern="$A ?? $B")
+    assert [m["captures"] for m in result.data["matches"]] == [{"A": "a", "B": "b"}]
+
+
+async def test_a_lone_list_metavariable_is_refused_with_the_reason(project, sg):
+    put(project, "a.py", "f(1)\n")
+    result = await grep(project, pattern="$$$A")
+    assert result.is_error and "means nothing on its own" in result.plain and "f($$$ARGS)" in result.plain
+
+
+async def test_the_refusal_names_each_context_once(project):
+    put(project, "a.py", "f(1)\n")
+    result = await grep(project, pattern="f(((")
+    assert result.is_error
+    assert "(statement, class member, clause, decorator)" in result.plain, result.plain

@@ -1,0 +1,193 @@
+"""Nothing is left behind: not when the server is SIGKILLed, not what leaves the session, not stale directories.
+
+Real families (eval's Python and Deno kernels, a vibe worker, debugpy) start the processes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import tether
+from tether.procs import alive, private_dir
+
+# a process that double-forks into a daemon of its own session and prints the daemon's pid
+DAEMON = textwrap.dedent(
+    """
+    import os, sys, time
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    print(os.getpid(), flush=True)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    time.sleep(300)
+    """
+)
+
+CELL = (
+    "import subprocess, sys\n"
+    "own = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True)\n"
+    f"daemon = subprocess.run([sys.executable, '-c', {DAEMON!r}], capture_output=True, text=True).stdout.strip()\n"
+    "print(own.pid, daemon)\n"
+)
+
+
+def wait_gone(pids, timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def _cwd(p) -> Path:
+    try:
+        return Path(p.cwd())
+    except psutil.Error:
+        return Path("/")
+
+
+def cell_pids(result) -> list[int]:
+    assert not result.is_error, result.plain
+    line = next(x for x in result.plain.splitlines() if x.strip() and x.split()[0].isdigit())
+    return [int(x) for x in line.split()]
+
+
+class Mcp:
+    """Raw JSON-RPC over the stdio of `tether serve`: enough to call tools and then kill the server."""
+
+    def __init__(self, root: Path, *options: str) -> None:
+        args = [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--vibe"]
+        for o in options:
+            args += ["--option", o]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.ids = 0
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params) -> dict:
+        self.ids += 1
+        self.send({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "the server closed its stdout"
+            message = json.loads(line)
+            if message.get("id") == self.ids:
+                return message["result"]
+
+    def call(self, tool: str, arguments: dict) -> str:
+        result = self.request("tools/call", {"name": tool, "arguments": arguments})
+        text = "\n".join(b.get("text", "") for b in result["content"])
+        assert not result.get("isError"), text
+        return text
+
+
+def test_sigkill_of_serve_leaves_no_kernel_worker_cell_process_or_private_dir(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    (root / "worker.py").write_text("import sys, time\nsys.stdin.read()\ntime.sleep(300)\n")
+    vibe = json.dumps({"fast": [sys.executable, str(root / "worker.py")]})
+    before = {p.pid for p in psutil.process_iter()}
+    server = Mcp(root, f"vibe={vibe}")
+    try:
+        server.call("eval", {"code": "1 + 1", "language": "javascript", "description": "add one and one in JavaScript"})
+        text = server.call("eval", {"code": CELL, "description": "start children that leave the session"})
+        own, daemon = [int(x) for x in text.strip().splitlines()[-1].split()]
+        server.call("vibe_spawn", {"brief": "work", "label": "w"})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the worker, both kernels and the cell's children are up
+            tree = [p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)]
+            if len(tree) >= 5:
+                break
+            time.sleep(0.05)
+        mine = {*tree, own, daemon}
+        dirs = [p for p in Path(tempfile.gettempdir()).glob("tether-run-*") if (p / "eval").exists()]
+        ours = [d for d in dirs if (d / ".owner").read_text().split()[0] == str(server.proc.pid)]
+        assert ours, "the run's private directory exists while it runs"
+    finally:
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait()
+    assert wait_gone(mine) == []
+    assert not [p for p in psutil.process_iter() if p.pid not in before and _cwd(p).is_relative_to(root)]
+    assert not any(d.exists() for d in ours)
+
+
+def test_a_stale_private_dir_is_removed_by_the_next_run(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    created = psutil.Process(dead.pid).create_time()
+    dead.wait()
+    stale = Path(tempfile.mkdtemp(prefix="tether-run-"))
+    (stale / ".owner").write_text(f"{dead.pid} {created}\n")
+    (stale / "eval").mkdir()
+    busy = Path(private_dir("tether-run-"))  # ours, alive: must stay
+    try:
+        with tether.open_run_sync(tmp_path, load_entry_points=False) as run:
+            fresh = run.private_dir()
+            assert not stale.exists() and busy.exists() and fresh.exists()
+        assert not fresh.exists()
+    finally:
+        import shutil
+
+        shutil.rmtree(busy, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+async def test_what_a_cell_starts_outside_its_session_dies_at_reset_and_at_close(tmp_path):
+    async with tether.open_run(tmp_path, load_entry_points=False, plugins=[_eval_plugin()]) as run:
+        first = cell_pids(await run.call("eval", {"code": CELL, "description": "start children that leave the session"}))
+        assert all(alive(p) for p in first)
+        reset = await run.call("eval", {"code": "", "reset": True, "description": "restart the interpreter from scratch now"})
+        assert not reset.is_error
+        assert wait_gone(first, 10) == []  # at reset, not only at close
+        second = cell_pids(await run.call("eval", {"code": CELL, "description": "start children that leave the session"}))
+    assert wait_gone(second, 10) == []
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+async def test_a_debuggees_setsid_daemon_dies_at_terminate(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    pidfile = tmp_path / "daemon.pid"
+    (tmp_path / "app.py").write_text(
+        "import subprocess, sys\n"
+        f"pid = subprocess.run([sys.executable, '-c', {DAEMON!r}], capture_output=True, text=True).stdout.strip()\n"
+        f"open({str(pidfile)!r}, 'w').write(pid)\n"
+        "print('daemon', pid)\n"
+    )
+    from tether_debug import plugin
+
+    async with tether.open_run(tmp_path, load_entry_points=False, plugins=[plugin], conversation_id="c") as run:
+        await run.call("debug", {"action": "breakpoints", "file": "app.py", "lines": [4]})
+        launched = await run.call("debug", {"action": "launch", "program": "app.py"})
+        assert not launched.is_error and launched.data["stopped"]["line"] == 4, launched.plain
+        daemon = int(pidfile.read_text())
+        assert alive(daemon)
+        ended = await run.call("debug", {"action": "terminate"})
+        assert not ended.is_error
+        assert wait_gone([daemon], 10) == []  # at terminate, before the run closes
+
+
+def _eval_plugin():
+    from tether_eval import plugin
+
+    return plugin
