@@ -255,7 +255,7 @@ async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing()
             return "probe"
 
     spec = KernelSpec("python", ("python",), "ipc", "python", "test", "host")
-    kernel = Kernel(spec, Path("unused"), Path("unused"))  # only its message loop runs, on a queue fed here
+    kernel = Kernel(spec, Path("unused"), Path("unused"), stop=None)  # only its message loop runs, on a queue fed here
     kernel.kc = Client()
     out = {"msg_type": "stream", "parent_header": {"msg_id": "cell"}, "content": {"name": "stdout", "text": "last words\n"}}
     queue.put_nowait(("iopub", out))
