@@ -200,11 +200,13 @@ async def test_clear_output_flood_is_inactivity_and_is_not_kept(tmp_path, fake_t
 async def test_redrawn_output_keeps_the_last_frame(tmp_path, fake_tools, no_leftover_processes):
     async with open_run(tmp_path, fake_tools) as run:
         await cell(run, "started = True")  # the first cell's banner aside
+        # 400 frames are 800 messages: fewer than the kernel's PUB socket queues (1000), so none is dropped
+        # however busy the machine (a bigger flood may lose some and says so: see the test below)
         r = await cell(
             run,
-            "from IPython.display import clear_output\nfor i in range(3000):\n    clear_output(wait=True)\n    print('frame', i)",
+            "from IPython.display import clear_output\nfor i in range(400):\n    clear_output(wait=True)\n    print('frame', i)",
         )
-        assert not r.is_error and r.plain.strip() == "frame 2999", r.plain
+        assert not r.is_error and r.plain.strip() == "frame 399", r.plain
         # more redrawn displays than a cell keeps: the last one is still shown
         r = await cell(
             run,
