@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from tether.options import OptionsError
+from tether.tools import Text
 
 
 class _Usage(Exception):
@@ -242,7 +243,7 @@ async def _call(ns: argparse.Namespace) -> int:
         print(json.dumps(result.to_json()))
     else:
         for block in result.content:
-            if hasattr(block, "text"):
+            if isinstance(block, Text):
                 print(block.text)
             else:
                 print(f"[image: {block.mime_type}, {len(block.data)} bytes; use --json to get it]")
