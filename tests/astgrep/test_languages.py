@@ -175,3 +175,11 @@ async def test_the_refusal_names_each_context_once(project):
     result = await grep(project, pattern="f(((")
     assert result.is_error
     assert "(statement, class member, clause, decorator)" in result.plain, result.plain
+
+
+@pytest.mark.parametrize("lang, source", [("php", "<?php\n$x = 1;\necho $x;\n"), ("python", "x = f(1)\n")])
+async def test_a_bare_unnamed_metavariable_matches_tokens_too(project, sg, lang, source):
+    path = put(project, "case" + REGISTRY.by_id[lang].extensions[0], source)
+    theirs = ranges(sg("$$A", path, lang))
+    result = await grep(project, pattern="$$A", path=path.name)
+    assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
