@@ -158,6 +158,22 @@ def test_cli_process_on_a_hung_up_terminal_ends(pty_spawn, tmp_path):
     assert code == -signal.SIGHUP or (code == 1 and json.loads(out)["data"]["status"] == "disconnected"), (code, out)
 
 
+NOHUP = "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def test_cli_process_that_ignores_sighup_prints_its_result_when_the_terminal_hangs_up(pty_spawn, tmp_path):
+    # as under nohup: the hang-up only ends the card, and the terminal that is gone (EIO on stderr)
+    # must not cost the result on stdout
+    p = pty_spawn([sys.executable, "-c", NOHUP, TETHER, "call", "ask_user", json.dumps(QUESTION),
+                   "--root", str(tmp_path), "--json"])
+    p.expect(r"\n> ")
+    p.hang_up()
+    code, out = p.finish(timeout=60)
+    assert code == 1, (code, out)
+    result = json.loads(out)
+    assert result["is_error"] is True and result["data"]["status"] == "disconnected"
+
+
 def test_not_registered_when_stdin_is_not_a_tty(pty_spawn, tmp_path):
     # a controlling terminal exists (stderr), but stdin is a pipe, as under an MCP client
     p = pty_spawn([TETHER, "tools", "--json", "--root", str(tmp_path)], stdin_tty=False)

@@ -219,10 +219,18 @@ def _terminal_progress():
 
     def show(done: float, total: float | None, message: str | None) -> None:
         pct = f"{100 * done / total:.0f}%" if total else f"{done:g}"
-        sys.stderr.write(f"\r\x1b[2K[{pct}] {message or ''}")
-        sys.stderr.flush()
+        _to_terminal(f"\r\x1b[2K[{pct}] {message or ''}")
 
     return show
+
+
+def _to_terminal(text: str) -> None:
+    """Best effort: a terminal that hung up (EIO) must not cost the result, which goes to stdout."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except OSError:
+        pass
 
 
 async def _call(ns: argparse.Namespace) -> int:
@@ -238,7 +246,7 @@ async def _call(ns: argparse.Namespace) -> int:
     async with open_run(**_run_kwargs(ns)) as run:
         result = await run.call(ns.tool, arguments, progress=progress)
     if progress:
-        sys.stderr.write("\r\x1b[2K")
+        _to_terminal("\r\x1b[2K")
     if ns.json:
         print(json.dumps(result.to_json()))
     else:
