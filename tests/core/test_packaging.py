@@ -9,6 +9,7 @@ needs.
 from __future__ import annotations
 
 import email
+import os
 import subprocess
 import sys
 import tarfile
@@ -28,7 +29,7 @@ DISTS = ["tether", "tether_core", *(f"tether_{f}" for f in FAMILIES)]
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    uv = require_binary("uv")
+    uv = os.environ.get("UV") or require_binary("uv")  # `uv run` names itself in $UV
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([uv, "build", "--all-packages", "--quiet", "-o", str(out)], cwd=REPO, check=True, timeout=600)
     return out
