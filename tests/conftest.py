@@ -13,3 +13,13 @@ def no_leftover_processes():
     before = children()
     yield
     assert_no_new_children(before)
+
+
+@pytest.fixture
+def confined(tmp_path, monkeypatch):
+    """A fake HOME with a fake ~/.ssh/id_ed25519, a loopback listener on the host, a secret variable, a git root."""
+    from support import Confined
+
+    world = Confined(tmp_path, monkeypatch)
+    yield world
+    world.close()

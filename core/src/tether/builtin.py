@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from tether.diagnostics import Diagnostic, sort_diagnostics
 from tether.hookspecs import hookimpl
 from tether.options import CoreOptions
+from tether.sandbox import Envelope, SandboxOptions, builtin_envelope
 from tether.tools import Text, ToolResult
 
 if TYPE_CHECKING:
@@ -21,6 +22,12 @@ FILES = 5
 @hookimpl
 def tether_addoptions(register) -> None:
     register(CoreOptions)
+    register(SandboxOptions)
+
+
+@hookimpl(trylast=True)
+def tether_envelope(run: Run, purpose: str) -> Envelope | None:
+    return builtin_envelope(run, purpose)
 
 
 @hookimpl(trylast=True)
