@@ -46,6 +46,23 @@ def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = 
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
+@pytest.fixture(scope="session")
+def sg_scan():
+    """Call ``sg_scan(config, path, update=False)`` to run ``ast-grep scan --inline-rules`` (config: a dict)."""
+    binary = _sg_path()
+
+    def scan(config: dict, path: Path, update: bool = False) -> list[dict]:
+        cmd = [binary, "scan", "--inline-rules", json.dumps({"id": "t", **config})]
+        cmd += ["-U", str(path)] if update else ["--json=stream", str(path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False)
+        assert proc.returncode in (0, 1) and "error" not in proc.stderr.lower(), (
+            f"ast-grep scan failed (exit {proc.returncode}): {proc.stderr.strip()}"
+        )
+        return [] if update else [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+    return scan
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"

@@ -342,3 +342,32 @@ async def test_error_data_echoing_a_huge_argument_is_bounded(tmp_path):
     assert len(json.dumps(result.data)) < 4 * 30_000 + 1000
     assert result.data["error"] == "unknown_worker" and "data_cut" in result.data
     assert small.data == {"error": "unknown_worker", "worker_id": "w1", "known": ["w1"] * 3}
+
+
+@pytest.mark.parametrize("tool", ["vibe_wait", "vibe_kill", "vibe_send"])
+async def test_vibe_tools_echoing_a_10_mb_worker_id_answer_bounded_data(tmp_path, tool):
+    import sys
+
+    from tether_vibe import plugin
+
+    extra = {"message": "hi"} if tool == "vibe_send" else {}
+    async with tether.open_run(tmp_path, modes={"vibe"}, options={"vibe": {"fast": [sys.executable, "-c", "pass"]}},
+                               plugins=[plugin], load_entry_points=False) as r:
+        result = await r.call(tool, {"worker_id": "w" * 10_000_000, **extra})
+    assert result.is_error and result.data["error"] == "unknown_worker"
+    assert len(result.plain) < 31_000 and len(json.dumps(result.data)) < 31_000
+
+
+async def test_approval_sees_the_files_resolve_would_write(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
+    policy = ProtectPyproject()
+    async with tether.open_run(root, plugins=[policy], block=["lsp", "eval", "vibe", "debug", "askuser"]) as r:
+        staged = await r.call("ast_edit", {"pattern": 'version = "1"', "rewrite": 'version = "2"',
+                                           "path": "pyproject.toml", "language": "toml"})
+        assert not staged.is_error, staged.plain
+        refused = await r.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+    assert refused.is_error and "was not approved: pyproject.toml is protected" in refused.plain
+    assert ("resolve", ["pyproject.toml"]) in policy.asked
+    assert (root / "pyproject.toml").read_text() == '[project]\nname = "x"\nversion = "1"\n'

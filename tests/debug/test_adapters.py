@@ -10,7 +10,9 @@ from pathlib import Path
 
 import tether
 from tether import hookimpl
-from tether_debug.adapters import AdapterDef, merge
+from tether_debug.adapters import BUILTIN, AdapterDef
+
+BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
 
 def _fake_binary(directory: Path, name: str) -> Path:
@@ -31,7 +33,7 @@ async def test_adapters_action_names_marker_and_binary(debug):
 
 
 def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
-    dart = merge([])["dart"]
+    dart = BUILTIN_BY_ID["dart"]
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     no_marker_no_binary = dart.availability(tmp_path)
     assert not no_marker_no_binary.usable
@@ -49,7 +51,7 @@ def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
 
 
 def test_dart_definition_launch_config_and_program_kind(tmp_path):
-    dart = merge([])["dart"]
+    dart = BUILTIN_BY_ID["dart"]
     program = tmp_path / "bin" / "main.dart"
     assert dart.handles(program) and not dart.handles(tmp_path / "main.py")
     config = dart.launch_config(program, ["--x"], tmp_path, None)
@@ -58,7 +60,7 @@ def test_dart_definition_launch_config_and_program_kind(tmp_path):
 
 
 def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
-    lldb = merge([])["lldb"]
+    lldb = BUILTIN_BY_ID["lldb"]
     assert lldb.binaries[:3] == ("lldb-dap", "lldb-dap-19", "/usr/lib/llvm-19/bin/lldb-dap")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     (tmp_path / "Cargo.toml").write_text("[package]\nname='x'\n")
@@ -68,7 +70,7 @@ def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
 
 
 def test_delve_is_tcp_and_handles_go_packages(tmp_path):
-    delve = merge([])["delve"]
+    delve = BUILTIN_BY_ID["delve"]
     assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
@@ -76,7 +78,7 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
 
 
 def test_debugpy_prefers_the_project_venv(tmp_path):
-    debugpy = merge([])["debugpy"]
+    debugpy = BUILTIN_BY_ID["debugpy"]
     (tmp_path / "requirements.txt").write_text("")
     from_path = debugpy.availability(tmp_path)
     assert from_path.usable and from_path.located.python != str(tmp_path / ".venv" / "bin" / "python")

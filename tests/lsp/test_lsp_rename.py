@@ -128,3 +128,21 @@ def test_changes_form_and_edits_outside_the_root_are_refused_whole(bare_run, tmp
     plan = plan_workspace_edit(lsp.WorkspaceEdit(changes={a: [_edit(a, 0, 0, 0, 5, "tea")]}), run, "utf-8")
     # utf-8 offsets: 'café' is 5 bytes (in UTF-16 units, 5 would also take the space)
     assert plan.contents[root / "a.py"].startswith("tea = 1")
+
+
+async def test_an_approval_policy_sees_every_file_a_rename_would_write(py_root):
+    """The rename's files are known only once the server answers: approval is asked again, before any write."""
+    asked = []
+
+    class Protect:
+        @tether.hookimpl
+        def tether_approve(self, run, tool, arguments, paths):
+            asked.append(list(paths))
+            return "pkg/other.py is protected" if "pkg/other.py" in paths else None
+
+    before = snapshot(py_root)
+    async with tether.open_run(py_root, plugins=[Protect()]) as run:
+        r = await run.call("lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"})
+    assert r.is_error and "pkg/other.py is protected" in r.plain and "Nothing was written" in r.plain, r.plain
+    assert asked == [["pkg/util.py"], ["pkg/main.py", "pkg/other.py", "pkg/util.py"]]
+    assert snapshot(py_root) == before

@@ -6,7 +6,7 @@ heavy machinery only when one of its tools needs it.
 
 from tether.args import arg
 from tether.diagnostics import Diagnostic
-from tether.hookspecs import NO_RESOURCE, hookimpl
+from tether.hookspecs import NO_RESOURCE, hookimpl, hookspec
 from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "ToolResult",
     "arg",
     "hookimpl",
+    "hookspec",
     "open_run",
     "open_run_sync",
     "Run",

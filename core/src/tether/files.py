@@ -207,7 +207,9 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
 @attrs.frozen
 class Hunk:
     old_start: int
-    lines: tuple[tuple[str, str, bool], ...]  # (' ', '-' or '+', the text without its ending, ends the file unended)
+    # (' ', '-' or '+'; the line as the patch has it, without its "\n"; True when "\ No newline at end
+    # of file" follows it)
+    lines: tuple[tuple[str, str, bool], ...]
 
 
 @attrs.frozen
@@ -265,7 +267,7 @@ def parse_patch(patch: str) -> list[FilePatch]:
                         body[-1] = (body[-1][0], body[-1][1], True)
                     continue
                 if line.line_type in " -+":
-                    body.append((line.line_type, _bare(line.value), False))
+                    body.append((line.line_type, line.value.removesuffix("\n"), False))
             hunks.append(Hunk(h.source_start, tuple(body)))
         if not hunks and not (pf.is_rename or pf.is_added_file or pf.is_removed_file):
             raise ToolError(f"patch: no hunks for '{new or old}'")
@@ -296,20 +298,15 @@ def _refuse_stray_lines(patch: str, parsed) -> None:
 
 
 def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
-    text = data.decode("utf-8")
-    src = _lines(text)
+    """The file's new content. A line the patch adds keeps the ending the patch gives it when the
+    patch quotes the file's endings exactly (as git's diffs do); in a patch that leaves out the CRs
+    of a CRLF file (as a model writes it), an added line takes the file's ending."""
+    src = _lines(data.decode("utf-8"))
     bare = [_bare(line) for line in src]
-    eol = next(("\r\n" if line.endswith("\r\n") else "\n" for line in src if line.endswith("\n")), "\n")
-    out: list[str] = []
-
-    def put(line: str) -> None:
-        if out and not out[-1].endswith("\n"):  # a line that ended the file unended gets an ending
-            out[-1] += eol
-        out.append(line)
-
+    places: list[int] = []
     pos = 0
     for n, hunk in enumerate(fp.hunks, 1):
-        old = [t for tag, t, _ in hunk.lines if tag in " -"]
+        old = [_bare(t) for tag, t, _ in hunk.lines if tag in " -"]
         want = max(hunk.old_start - 1, 0) if old else hunk.old_start
         # exact place first, then the nearest offset (as `patch` does, without fuzz)
         candidates = sorted(range(pos, len(src) - len(old) + 1), key=lambda s: abs(s - want))
@@ -319,6 +316,23 @@ def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
                 f"patch: hunk {n} of '{fp.target}' does not apply: its context and removed lines were not found "
                 f"(expected near line {hunk.old_start}); read the file and make the patch from its current content"
             )
+        places.append(at)
+        pos = at + len(old)
+    quoted = [t for h in fp.hunks for tag, t, _ in h.lines if tag in " -"]
+    matched = [src[at + k].removesuffix("\n") for h, at in zip(fp.hunks, places)
+               for k in range(sum(tag in " -" for tag, _, _ in h.lines))]
+    eol = "\n"
+    if quoted != matched:  # the patch drops the file's CRs: added lines get the file's ending
+        eol = next(("\r\n" if line.endswith("\r\n") else "\n" for line in src if line.endswith("\n")), "\n")
+    out: list[str] = []
+
+    def put(line: str) -> None:
+        if out and not out[-1].endswith("\n"):  # a line that ended the file unended gets an ending
+            out[-1] += eol
+        out.append(line)
+
+    pos = 0
+    for hunk, at in zip(fp.hunks, places):
         for line in src[pos:at]:
             put(line)
         i = at
@@ -328,7 +342,7 @@ def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
             if tag in " -":
                 i += 1
             if tag == "+":
-                put(t if unended else t + eol)
+                put(t if unended else t + "\n" if t.endswith("\r") else t + eol)
         pos = i
     for line in src[pos:]:
         put(line)

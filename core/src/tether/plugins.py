@@ -38,20 +38,36 @@ class Unavailable:
 
 
 class Registrar:
-    """The ``register`` callback handed to ``tether_register_tools``."""
+    """The ``register`` callback handed to ``tether_register_tools``, one plugin at a time.
+
+    ``family`` is the plugin being asked (its entry-point name): a tool registered without a family
+    gets it, and ``register.unavailable(reason)`` says why that family offers nothing in this run.
+    """
 
     def __init__(self) -> None:
         self.tools: dict[str, Tool] = {}
         self.missing: list[Unavailable] = []
+        self.family = ""
 
     def __call__(self, tool: Tool) -> None:
+        if not tool.family and self.family:
+            tool = attrs.evolve(tool, family=self.family)
         if tool.name in self.tools:
             other = self.tools[tool.name].family or "another plugin"
             self.missing.append(Unavailable(tool.family, f"tool '{tool.name}' is already registered by {other}"))
             return
         self.tools[tool.name] = tool
 
-    def unavailable(self, family: str, reason: str) -> None:
+    def unavailable(self, *family_and_reason: str) -> None:
+        """``unavailable(reason)``: this family offers nothing in this run, and why.
+
+        The older ``unavailable(family, reason)`` still works.
+        """
+        if len(family_and_reason) == 1:
+            (reason,) = family_and_reason
+            family = self.family
+        else:
+            family, reason = family_and_reason
         self.missing.append(Unavailable(family, reason))
 
 
@@ -123,8 +139,11 @@ def plugin_manager(
         except Exception as exc:  # noqa: BLE001
             errors.append(Unavailable(ep.name, f"plugin failed to register: {type(exc).__name__}: {exc}"))
             not_loaded.add(ep.name)
+    by_module = {ep.module: ep.name for ep in discovered_entry_points()}
     for plugin in extra_plugins:
-        name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{id(plugin)}"
+        module = getattr(plugin, "__name__", None)
+        # a family's entry-point module passed by hand keeps its family name
+        name = by_module.get(module or "") or module or f"{type(plugin).__name__}-{id(plugin)}"
         if pm.is_blocked(name):
             continue
         register(plugin, name)

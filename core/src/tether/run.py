@@ -20,7 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import attrs
 
@@ -35,6 +35,8 @@ from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
 log = logging.getLogger("tether")
+
+T = TypeVar("T")
 
 ProgressSink = Callable[[float, "float | None", "str | None"], Any]
 
@@ -136,12 +138,12 @@ class Run:
         # each plugin on its own: one family failing to register must not take the others down
         kwargs = {"run": self, "register": registrar}
         for impl in reversed(self.hook.tether_register_tools.get_hookimpls()):
+            registrar.family = self.pm.get_name(impl.plugin) or impl.plugin_name
             try:
                 impl.function(*(kwargs[a] for a in impl.argnames))
             except Exception as exc:  # noqa: BLE001
-                name = self.pm.get_name(impl.plugin) or impl.plugin_name
-                log.warning("plugin %s failed to register its tools", name, exc_info=True)
-                registrar.unavailable(name, f"failed to register its tools: {type(exc).__name__}: {exc}")
+                log.warning("plugin %s failed to register its tools", registrar.family, exc_info=True)
+                registrar.unavailable(f"failed to register its tools: {type(exc).__name__}: {exc}")
         for tool in registrar.tools.values():
             tier = self.hook.tether_tool_tier(run=self, tool=tool)
             self.all_tools[tool.name] = attrs.evolve(tool, tier=tier) if tier is not None else tool
@@ -162,8 +164,18 @@ class Run:
 
     # -- resources, processes, paths ----------------------------------------------------------
 
-    def resource(self, hook_name: str) -> Any:
-        """The run's handle from a family's resource hook, created on first use and cached (None too)."""
+    @overload
+    def resource(self, hook: Callable[..., T | None]) -> T | None: ...
+    @overload
+    def resource(self, hook: str) -> Any: ...
+
+    def resource(self, hook: Callable[..., Any] | str) -> Any:
+        """The run's handle from a family's resource hook, created on first use and cached (None too).
+
+        Pass the hook specification itself (``run.resource(hookspecs.tether_lsp_supervisor)``): the
+        handle is then typed by the spec's return annotation. Its name as a string works too.
+        """
+        hook_name = hook if isinstance(hook, str) else hook.__name__
         if hook_name not in self._resources:
             hook = getattr(self.hook, hook_name, None)
             if hook is None:
@@ -177,6 +189,25 @@ class Run:
                 if closer is not None:
                     self._closers.append(closer)
         return self._resources[hook_name]
+
+    def definitions(self, hook: Callable[..., Any] | str, kind: type[T]) -> dict[str, T]:
+        """Definitions that plugins add or replace by id (language servers, grammars, debug adapters).
+
+        The one rule: a family's built-ins come from its own ``trylast`` implementation of ``hook``,
+        and for each id the definition of the implementation pluggy calls first wins, so a third
+        party's replaces a built-in and a ``tryfirst`` one replaces both. Order: the built-ins in their
+        own order, then new ids in the order their plugins were registered (a replaced id keeps the
+        built-in's place). Anything that is not a ``kind`` is left out, logged.
+        """
+        caller = getattr(self.hook, hook if isinstance(hook, str) else hook.__name__)
+        table: dict[str, T] = {}
+        for answer in reversed(caller(run=self)):  # the built-ins (trylast) first, then up to tryfirst
+            for definition in answer or ():
+                if not isinstance(definition, kind):
+                    log.warning("%s answered %r, not a %s; left out", caller.name, definition, kind.__name__)
+                    continue
+                table[definition.id] = definition  # type: ignore[attr-defined]  # a replaced id keeps its place
+        return table
 
     def on_close(self, fn: Callable[[], Any]) -> None:
         """Call ``fn`` (sync or async) when the run closes, before leftover processes are killed."""

@@ -87,9 +87,9 @@ def tether_procfam_resource(run):
 @hookimpl
 def tether_register_tools(run, register):
     if run.resource("tether_procfam_resource") is None:
-        register.unavailable("procfam", "procfam is off for this run (set the run option procfam)")
+        register.unavailable("procfam is off for this run (set the run option procfam)")
         return
-    register(Tool("proc_spawn", Tier.EXEC, "Start a process tree.", NoArgs, spawn, family="procfam"))
-    register(Tool("proc_slow", Tier.READ, "Work slowly, with progress.", SlowArgs, slow, family="procfam"))
-    register(Tool("proc_source", Tier.READ, "Which resource implementation serves.", NoArgs, source, family="procfam"))
-    register(Tool("proc_write", Tier.WRITE, "A write-tier tool.", NoArgs, lambda c, a: "wrote", family="procfam"))
+    register(Tool("proc_spawn", Tier.EXEC, "Start a process tree.", NoArgs, spawn))
+    register(Tool("proc_slow", Tier.READ, "Work slowly, with progress.", SlowArgs, slow))
+    register(Tool("proc_source", Tier.READ, "Which resource implementation serves.", NoArgs, source))
+    register(Tool("proc_write", Tier.WRITE, "A write-tier tool.", NoArgs, lambda c, a: "wrote"))

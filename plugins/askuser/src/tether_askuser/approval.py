@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tether_askuser.card import Choice, Question
 from tether_askuser.options import AskuserOptions
 from tether_askuser.port import ask_human, timeout_of
+from tether_askuser.hookspecs import tether_askuser_port
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -82,7 +83,7 @@ def approval_question(tool: Tool, arguments: dict[str, Any]) -> Question:
 
 
 async def approve_by_card(run: Run, tool: Tool, arguments: dict[str, Any]) -> bool | str:
-    port = run.resource("tether_askuser_port")
+    port = run.resource(tether_askuser_port)
     if port is None or getattr(port, "target", None) is None:
         return "approval by card is on but no human is connected to this run to approve it"
     outcome = await ask_human(port, approval_question(tool, arguments), timeout_of(run.options.of(AskuserOptions), approval=True))

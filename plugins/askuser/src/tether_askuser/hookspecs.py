@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
 
+    from tether_askuser.port import QuestionPort
+
 
 @hookspec(firstresult=True)
-def tether_askuser_port(run: Run) -> Any:
+def tether_askuser_port(run: Run) -> QuestionPort | None:
     """The run's question port (see `tether_askuser.port.QuestionPort`), or None when no human is reachable.
 
     The family's own implementation picks, in order: the harness's port from the run option

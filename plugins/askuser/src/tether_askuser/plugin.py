@@ -65,17 +65,16 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
     try:
         port = run.resource(RESOURCE)
     except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
-        register.unavailable("askuser", f"the question port could not be created: {type(exc).__name__}: {exc}")
+        register.unavailable(f"the question port could not be created: {type(exc).__name__}: {exc}")
         return
     if port is None:
         register.unavailable(
-            "askuser",
             "no human is reachable in this run (no terminal on stdin, no MCP client with the elicitation "
             "capability, no harness port in run option 'ask_user_port'); decide under an assumption you state",
         )
         return
     if getattr(port, "target", None) is None:
-        register.unavailable("askuser", "the question port has no place to show a card right now; decide under an assumption you state")
+        register.unavailable("the question port has no place to show a card right now; decide under an assumption you state")
         return
     from tether_askuser.tool import make_tool
 

@@ -22,7 +22,7 @@ MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are skipped and counted (genera
 
 _languages: dict[str, Any] = {}
 _local = threading.local()  # a tree-sitter parser must not be used by two threads at once
-_queries: dict[tuple[str, str, bool], Any] = {}
+_queries: dict[tuple[str, str], Any] = {}
 
 
 @attrs.frozen
@@ -57,17 +57,15 @@ def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
 
 
 def _query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
-    if pattern.root_kind is None:
+    source = pattern.query_source()
+    if source is None:
         return None
-    key = (pattern.lang_key, pattern.root_kind, pattern.root_named)
+    key = (pattern.lang_key, source)
     q = _queries.get(key)
     if q is None:
         from tree_sitter import Query
 
-        lang = language(pattern.lang_key, loader)
-        kind = pattern.root_kind
-        source = f"({kind}) @c" if pattern.root_named else '"' + kind.replace("\\", "\\\\").replace('"', '\\"') + '" @c'
-        q = _queries[key] = Query(lang, source)
+        q = _queries[key] = Query(language(pattern.lang_key, loader), source)
     return q
 
 
@@ -85,8 +83,10 @@ def classify(data: bytes) -> str | None:
 
 
 def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
-    """The query that finds candidates, when the pattern has no literal to walk up from."""
-    return _query(pattern, loader) if not pattern.needles or pattern.root[0] == META else None
+    """The query that finds candidates, when the pattern has no literal to walk up from (a rule always)."""
+    if isinstance(pattern, Pattern) and pattern.needles and pattern.root[0] != META:
+        return None
+    return _query(pattern, loader)
 
 
 def _merge(per_reading: list[list], key: Callable[[Any], tuple]) -> list:

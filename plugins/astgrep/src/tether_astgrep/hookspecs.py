@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether.hookspecs import hookspec
 
@@ -11,10 +11,11 @@ if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_astgrep.grammars import Grammar
+    from tether_astgrep.parsers import ParserPool
 
 
 @hookspec(firstresult=True)
-def tether_astgrep_parsers(run: Run) -> Any:
+def tether_astgrep_parsers(run: Run) -> ParserPool | None:
     """The run's parser pool handle (`tether_astgrep.parsers.ParserPool`), or None for no astgrep tools.
 
     The family's own implementation returns a cheap handle: no grammar is loaded and no worker process

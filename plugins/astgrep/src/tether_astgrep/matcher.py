@@ -48,12 +48,24 @@ class Match:
 
 
 class _Ctx:
-    __slots__ = ("aliases", "comments", "src")
+    """What one pattern's matching needs, with its strictness (ast-grep's levels):
 
-    def __init__(self, src: bytes, comments: frozenset[int], aliases: dict[int, frozenset[int]]) -> None:
+    ``smart`` (default: tokens and comments of the code may be skipped), ``cst`` (no code token is
+    skipped), ``ast`` (the pattern's tokens are dropped when compiled), ``relaxed`` (ast, and comments
+    are skipped anywhere), ``signature`` (relaxed, and names are compared by kind, not text).
+    """
+
+    __slots__ = ("aliases", "ast", "comments", "relaxed", "src", "texts", "tokens")
+
+    def __init__(self, src: bytes, pattern: Pattern) -> None:
         self.src = src
-        self.comments = comments
-        self.aliases = aliases
+        self.comments = pattern.comment_kinds
+        self.aliases = dict(pattern.leaf_aliases)
+        level = pattern.strictness
+        self.tokens = level != "cst"
+        self.ast = level in ("ast", "relaxed", "signature")  # a metavariable skips the code's tokens too
+        self.relaxed = level in ("relaxed", "signature")
+        self.texts = level != "signature"
 
 
 def _same(a: Any, b: Any, src: bytes) -> bool:
@@ -96,17 +108,19 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
     if tag == TERM:
         kind = cand.kind_id
         if (kind == goal[1] or (ctx.aliases and kind in ctx.aliases.get(goal[1], ()))) and (
-            not goal[3] or ctx.src[cand.start_byte : cand.end_byte] == goal[2]
+            not goal[3] or not ctx.texts or ctx.src[cand.start_byte : cand.end_byte] == goal[2]
         ):
             env[_END] = cand.end_byte
             return MATCHED
-        if not cand.is_named or kind in ctx.comments or cand.is_extra:
+        if (not cand.is_named and ctx.tokens) or kind in ctx.comments or cand.is_extra:
             return SKIP
         return NOMATCH
     if tag == META:
         if cand.is_extra and (cand.is_named or cand.kind_id in ctx.comments):
             return SKIP
         kind, name, named = goal[1], goal[2], goal[3]
+        if named and not cand.is_named and ctx.ast and kind <= DROPPED:
+            return SKIP
         if kind == CAPTURE:
             if named and not cand.is_named:
                 return NOMATCH
@@ -125,7 +139,8 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
         env[_END] = cand.end_byte
         return MATCHED
     if cand.kind_id != goal[1]:
-        return NOMATCH  # ast-grep skips no comment before an inner node: `f(a, /* c */ g())` is no `f(a, g())`
+        # ast-grep skips no comment before an inner node: `f(a, /* c */ g())` is no `f(a, g())`
+        return SKIP if ctx.relaxed and cand.kind_id in ctx.comments else NOMATCH
     return MATCHED if _match_children(goal[2], cand.children, env, ctx) else NOMATCH
 
 
@@ -273,7 +288,10 @@ def _room_for(pattern: Pattern) -> None:
 
 def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
     _room_for(pattern)
-    ctx = _Ctx(src, pattern.comment_kinds, dict(pattern.leaf_aliases))
+    if not isinstance(pattern, Pattern):  # a rule (`tether_astgrep.rules.Rule`) walks its own way
+        yield from pattern.iter_matches(tree, src, query)
+        return
+    ctx = _Ctx(src, pattern)
     goal = pattern.root
     others = pattern.needles[1:] if len(pattern.needles) > 1 else ()
     for node in candidates(tree, pattern, query, src):

@@ -20,7 +20,7 @@ import attrs
 from tether_astgrep import engine
 from tether_astgrep.files import FileEntry
 from tether_astgrep.options import AstgrepOptions
-from tether_astgrep.grammars import Grammar, Registry, builtin_grammars
+from tether_astgrep.grammars import Grammar, Registry
 from tether_astgrep.pattern import Pattern, compile_pattern
 
 log = logging.getLogger("tether.astgrep")
@@ -110,12 +110,10 @@ class ParserPool:
 
     def registry(self) -> Registry:
         if self._registry is None:
-            contributed: list[Grammar] = []
-            hook = getattr(self.run.hook, "tether_astgrep_grammars", None)
-            answers = hook(run=self.run) if hook is not None else [builtin_grammars()]
-            for answer in answers:  # pluggy order: tryfirst plugins first, our built-ins (trylast) last
-                contributed.extend(answer or ())
-            self._registry = Registry.build(contributed)
+            from tether_astgrep.hookspecs import tether_astgrep_grammars
+
+            # the core's one rule (`Run.definitions`): a third party's grammar with a built-in id replaces it
+            self._registry = Registry.build(self.run.definitions(tether_astgrep_grammars, Grammar).values())
         return self._registry
 
     def extra_grammar(self, name: str) -> Grammar | None:
@@ -136,6 +134,25 @@ class ParserPool:
             if len(self._patterns) > 256:
                 self._patterns.clear()
             self._patterns[(key, source)] = cached
+        return cached
+
+    def rule(self, value: Any, grammar: Grammar) -> Any:
+        """Compile an ast-grep rule object (`tether_astgrep.rules`); raises `PatternError`."""
+        import json
+
+        from tether_astgrep.rules import compile_rule
+
+        key = loader_key(grammar)
+        lang = engine.language(key, grammar.language)
+        try:
+            text = "rule:" + json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            text = None
+        cached = self._patterns.get((key, text)) if text else None
+        if cached is None:
+            cached = compile_rule(value, grammar.id, key, lang, lambda source: self.pattern(source, grammar))
+            if text:
+                self._patterns[(key, text)] = cached
         return cached
 
     # -- searching -------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ class Pattern:
     leaf_aliases: tuple[tuple[int, frozenset[int]], ...] = ()  # only for a pattern that is a lone name
     depth: int = 1  # how deep the pattern tree nests: the matcher needs that much recursion
     also: tuple[Pattern, ...] = ()  # other readings of the same text, searched too (a type and an expression)
+    strictness: str = "smart"  # see `matcher._Ctx`
 
     @property
     def key(self) -> tuple:
@@ -59,6 +60,14 @@ class Pattern:
     @property
     def readings(self) -> tuple[Pattern, ...]:
         return (self, *self.also)
+
+    def query_source(self) -> str | None:
+        """The tree-sitter query for nodes of the root's kind (None for a bare metavariable)."""
+        if self.root_kind is None:
+            return None
+        if self.root_named:
+            return f"({self.root_kind}) @c"
+        return '"' + self.root_kind.replace("\\", "\\\\").replace('"', '\\"') + '" @c'
 
 
 def preprocess(source: str, expando: str) -> str:
@@ -146,6 +155,44 @@ def _convert(top: Any, src: bytes, expando: str, forms: dict[bytes, str]) -> tup
             out.append(leaf)
         else:
             stack.append((child, [c for c in child.children if not c.is_missing], []))
+
+
+STRICTNESS = ("cst", "smart", "ast", "relaxed", "signature")
+
+
+def with_strictness(pattern: Pattern, level: str) -> Pattern:
+    """The pattern matched at another strictness; `ast` and looser drop the pattern's own tokens."""
+    if level in ("cst", "smart"):
+        return attrs.evolve(pattern, strictness=level, also=tuple(with_strictness(p, level) for p in pattern.also))
+    root = _drop_tokens(pattern.root)
+    needles: list[bytes] = []
+    if level != "signature":  # a signature compares no text: no literal is required
+        _walk(root, set(), needles, False)
+    return attrs.evolve(
+        pattern, strictness=level, root=root, needles=tuple(dict.fromkeys(needles)),
+        also=tuple(with_strictness(p, level) for p in pattern.also),
+    )
+
+
+def _drop_tokens(top: tuple) -> tuple:
+    """The pattern tree without its unnamed leaves (iterative, as `_convert`)."""
+    if top[0] != INNER:
+        return top
+    stack = [(top, [c for c in top[2] if not (c[0] == TERM and not c[3])], [])]
+    while True:
+        node, kids, out = stack[-1]
+        if len(out) == len(kids):
+            stack.pop()
+            done = (INNER, node[1], tuple(out))
+            if not stack:
+                return done
+            stack[-1][2].append(done)
+            continue
+        child = kids[len(out)]
+        if child[0] == INNER:
+            stack.append((child, [c for c in child[2] if not (c[0] == TERM and not c[3])], []))
+        else:
+            out.append(child)
 
 
 def _nesting(p: tuple) -> int:

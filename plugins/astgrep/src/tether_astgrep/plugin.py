@@ -6,6 +6,8 @@ from typing import Any
 
 from tether.hookspecs import hookimpl
 
+from tether_astgrep import hookspecs
+
 
 @hookimpl
 def tether_addoptions(register: Any) -> None:
@@ -43,9 +45,9 @@ def tether_astgrep_grammars(run: Any) -> Any:
 
 @hookimpl
 def tether_register_tools(run: Any, register: Any) -> None:
-    handle = run.resource("tether_astgrep_parsers")
+    handle = run.resource(hookspecs.tether_astgrep_parsers)
     if handle is None:
-        register.unavailable("astgrep", "structural search is turned off for this run (run option astgrep_enabled)")
+        register.unavailable("structural search is turned off for this run (run option astgrep_enabled)")
         return
     from tether_astgrep.tools import tools_for
 

@@ -36,13 +36,26 @@ def _cut(text: str) -> str:
     return text if len(text) <= DATA_TEXT_CHARS else text[:DATA_TEXT_CHARS] + f"... [{len(text) - DATA_TEXT_CHARS} more characters]"
 
 
+_RULE_HELP = (
+    "Instead of pattern: an ast-grep rule object (as JSON), for what a pattern cannot say: pattern, kind, "
+    "regex; inside, has, follows, precedes (with stopBy \"neighbor\"|\"end\"|rule, and field); all, any, not, "
+    "matches. Or {\"rule\": ..., \"constraints\": {\"A\": rule}, \"utils\": {\"name\": rule}}"
+)
+
+
 @attrs.frozen
 class GrepArgs:
-    pattern: str = tether.arg(
+    pattern: str | None = tether.arg(
         "Code with metavariables, parsed with the file's grammar: $NAME matches one node, $$$NAME a "
         "list of nodes (arguments, statements), $_ matches without capturing; a repeated $NAME must "
-        "match the same code",
+        "match the same code. Give pattern or rule",
+        default=None,
         examples=["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"],
+    )
+    rule: dict[str, Any] | None = tether.arg(
+        _RULE_HELP,
+        default=None,
+        examples=[{"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}],
     )
     path: str = tether.arg("File or folder to search, relative to the root", default=".")
     language: str | None = tether.arg(
@@ -56,7 +69,10 @@ class GrepArgs:
 
 @attrs.frozen
 class EditArgs:
-    pattern: str = tether.arg("Code with metavariables, as for ast_grep", examples=["$X.append($Y)"])
+    pattern: str | None = tether.arg(
+        "Code with metavariables, as for ast_grep (give pattern or rule)", default=None, examples=["$X.append($Y)"]
+    )
+    rule: dict[str, Any] | None = tether.arg(_RULE_HELP + "; as for ast_grep", default=None)
     rewrite: str = tether.arg(
         "Replacement template: $NAME and $$$NAME are replaced by what the pattern captured",
         examples=["$X.extend([$Y])"],
@@ -163,13 +179,22 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
-def _compile(pool: ParserPool, source: str, grammar: Grammar) -> Pattern:
+def _compile(pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | None = None) -> Pattern:
+    """The pattern, or the rule (searched alike); exactly one of them is given."""
     from tether_astgrep.pattern import PatternError
 
+    if (source is None) == (rule is None):
+        raise ToolError(
+            "give either pattern (code with metavariables, e.g. 'print($A)') or rule (an ast-grep rule object, "
+            "e.g. {\"pattern\": \"open($F)\", \"inside\": {\"kind\": \"function_definition\", \"stopBy\": \"end\"}}), "
+            + ("not both" if source is not None else "one of them is required"),
+            {"error": "bad_arguments"},
+        )
     try:
-        return pool.pattern(source, grammar)
+        return pool.pattern(source, grammar) if rule is None else pool.rule(rule, grammar)
     except PatternError as exc:
-        raise ToolError(str(exc), {"error": "bad_pattern", "language": grammar.id}) from None
+        error = "bad_rule" if rule is not None else "bad_pattern"
+        raise ToolError(str(exc), {"error": error, "language": grammar.id}) from None
 
 
 def _skipped(results: list[FileResult]) -> dict[str, int]:
@@ -210,7 +235,7 @@ def _show_capture(text: str) -> str:
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     run = pool.run
     target = await _target(pool, args.path, args.language)
-    pattern = _compile(pool, args.pattern, target.grammar)
+    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
@@ -245,7 +270,7 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
             "searched): " + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
             + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
         )
-    if not total and _LOWER_VAR.search(args.pattern):
+    if not total and args.pattern and _LOWER_VAR.search(args.pattern):
         lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
         if m is None:
@@ -395,7 +420,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 
     run = pool.run
     target = await _target(pool, args.path, args.language)
-    pattern = _compile(pool, args.pattern, target.grammar)
+    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
     if unbound:
         defined = ", ".join(f"${n}" for n in sorted(pattern.names)) or "none"

@@ -218,19 +218,14 @@ BUILTIN: tuple[AdapterDef, ...] = (
 )
 
 
-def merge(extra: Sequence[Sequence[AdapterDef] | None]) -> dict[str, AdapterDef]:
-    """Built-ins, then third-party definitions (same id: the third party's wins)."""
-    table = {a.id: a for a in BUILTIN}
-    for group in extra:
-        for adapter in group or ():
-            if isinstance(adapter, AdapterDef):
-                table[adapter.id] = adapter
-    return table
-
-
 def adapter_table(run: Run) -> dict[str, AdapterDef]:
-    """The run's adapter definitions: built-ins and those of `tether_debug_adapters` implementations."""
-    return merge(run.hook.tether_debug_adapters(run=run))
+    """The run's adapter definitions: built-ins and those of `tether_debug_adapters` implementations.
+
+    The core's one rule (`Run.definitions`): a third party's definition with a built-in id replaces it.
+    """
+    from tether_debug.hookspecs import tether_debug_adapters
+
+    return run.definitions(tether_debug_adapters, AdapterDef)
 
 
 def handles_safely(adapter: AdapterDef, path: Path) -> bool:

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import pluggy
+from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_debug.adapters import AdapterDef
+    from tether_debug.supervisor import DebugSupervisor
 
-hookspec = pluggy.HookspecMarker("tether")
 
 
 @hookspec(firstresult=True)
-def tether_debug_supervisor(run: Run) -> Any:
+def tether_debug_supervisor(run: Run) -> DebugSupervisor | None:
     """The run's debug-session supervisor (`tether_debug.supervisor.DebugSupervisor`), or None for no debug tool.
 
     The family's default returns a fresh supervisor (nothing started until `launch`). A harness that

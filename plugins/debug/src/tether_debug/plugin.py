@@ -10,6 +10,14 @@ from tether import Tool, hookimpl
 from tether_debug import hookspecs
 
 
+@hookimpl(trylast=True)
+def tether_debug_adapters(run):
+    """The built-in adapter definitions; a third party's with the same id replaces one (`Run.definitions`)."""
+    from tether_debug.adapters import BUILTIN
+
+    return list(BUILTIN)
+
+
 @hookimpl
 def tether_addoptions(register) -> None:
     from tether_debug.options import DebugOptions
@@ -32,13 +40,13 @@ def tether_debug_supervisor(run):
 @hookimpl
 def tether_register_tools(run, register) -> None:
     if run.conversation_id is None:
-        register.unavailable("debug", "the run has no conversation id (a debug session belongs to one conversation)")
+        register.unavailable("the run has no conversation id (a debug session belongs to one conversation)")
         return
     if not run.root.is_dir():
-        register.unavailable("debug", "the run has no working directory")
+        register.unavailable("the run has no working directory")
         return
-    if run.resource("tether_debug_supervisor") is None:
-        register.unavailable("debug", "no debug-session supervisor for this run")
+    if run.resource(hookspecs.tether_debug_supervisor) is None:
+        register.unavailable("no debug-session supervisor for this run")
         return
     from tether_debug.tool import DESCRIPTION, DebugArgs, handle
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 from tether import Text, ToolError, ToolResult, arg
+from tether_debug.hookspecs import tether_debug_supervisor
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
@@ -56,7 +57,7 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     from tether_debug.dap import DapError
 
     run = ctx.run
-    supervisor: DebugSupervisor = run.resource("tether_debug_supervisor")
+    supervisor = run.resource(tether_debug_supervisor)
     conversation = run.conversation_id or ""
     action = args.action
     session = supervisor.session(conversation)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pluggy
+from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_eval.envelope import Envelope
     from tether_eval.kernels import KernelFactory
-
-hookspec = pluggy.HookspecMarker("tether")
 
 
 @hookspec(firstresult=True)

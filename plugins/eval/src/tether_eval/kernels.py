@@ -24,10 +24,11 @@ import attrs
 from tether import ToolError
 from tether.sandbox import RELAY
 
+from tether_eval.hookspecs import tether_eval_envelope
+
 if TYPE_CHECKING:
     from tether.run import Run
 
-    from tether_eval.envelope import Envelope
     from tether_eval.kernel import Kernel, KernelSpec
 
 HELPERS = Path(__file__).parent / "kernel_side"
@@ -125,7 +126,7 @@ class KernelFactory:
     async def _spec(self, language: str) -> KernelSpec:
         from tether_eval.kernel import KernelSpec
 
-        envelope: Envelope | None = self.run.resource("tether_eval_envelope")
+        envelope = self.run.resource(tether_eval_envelope)
         inside = envelope is not None and await envelope.check()  # a ToolError when the run may not run on the host
         where = f"envelope '{envelope.name}'" if inside else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})

@@ -46,11 +46,10 @@ def tether_eval_envelope(run: Run) -> Any:
 
 @hookimpl
 def tether_register_tools(run: Run, register: Registrar) -> None:
-    factory = run.resource("tether_eval_kernels")
+    factory = run.resource(hookspecs.tether_eval_kernels)
     if factory is None:
         register.unavailable(
-            "eval",
-            "kernels are turned off for this run (run option eval=false or no kernel factory from the harness)",
+            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)",
         )
         return
     from tether_eval.tool import eval_tool

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether import Text, Tier, Tool, ToolError, ToolResult, arg
+from tether_eval.hookspecs import tether_eval_kernels
 
 if TYPE_CHECKING:
     from tether.run import CallContext
@@ -75,7 +76,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     code = args.code if args.code.strip() else ""
     if language == "javascript" and code:
         code = rewrite(code)  # Python cells go to IPython as they are: its transformers know !cmd and %magic
-    factory = run.resource("tether_eval_kernels")
+    factory = run.resource(tether_eval_kernels)
     notes: list[str] = []
     async with factory.lock(language):
         if args.reset:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether.hookspecs import hookspec
 
@@ -10,10 +10,11 @@ if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_lsp.servers import ServerDef
+    from tether_lsp.supervisor import Supervisor
 
 
 @hookspec(firstresult=True)
-def tether_lsp_supervisor(run: Run) -> Any:
+def tether_lsp_supervisor(run: Run) -> Supervisor | None:
     """The run's language-server supervisor, or None for no lsp tools.
 
     The family's own implementation returns a cheap handle (no process starts before the first

@@ -9,6 +9,8 @@ from typing import Any
 
 from tether.hookspecs import hookimpl
 
+from tether_lsp import hookspecs
+
 DESCRIPTION = (
     "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
     "Actions: diagnostics (file, or \"*\" for the project checker), definition, type_definition, implementation, "
@@ -57,8 +59,8 @@ def tether_register_tools(run: Any, register: Any) -> None:
 
     from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler, rename_touches
 
-    if run.resource("tether_lsp_supervisor") is None:
-        register.unavailable("lsp", "no language-server supervisor for this run (the harness disabled it)")
+    if run.resource(hookspecs.tether_lsp_supervisor) is None:
+        register.unavailable("no language-server supervisor for this run (the harness disabled it)")
         return
     register(Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True))
     # not parallel-safe: two renames computed against the same files would race
@@ -68,7 +70,7 @@ def tether_register_tools(run: Any, register: Any) -> None:
 
 def _supervisor(run: Any) -> Any:
     try:
-        return run.resource("tether_lsp_supervisor")
+        return run.resource(hookspecs.tether_lsp_supervisor)
     except LookupError:
         return None
 

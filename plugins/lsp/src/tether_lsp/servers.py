@@ -164,15 +164,6 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
 )
 
 
-def merge_definitions(batches: Iterable[Iterable[ServerDef] | None]) -> list[ServerDef]:
-    """Later definitions replace earlier ones with the same id; order of first appearance is kept."""
-    by_id: dict[str, ServerDef] = {}
-    for batch in batches:
-        for d in batch or ():
-            by_id[d.id] = d
-    return list(by_id.values())
-
-
 @attrs.frozen
 class Availability:
     """Whether a server can serve a root: both a root marker and a (working) binary, or why not."""

@@ -19,7 +19,6 @@ from tether_lsp.servers import (
     answers_version,
     find_binary,
     find_root,
-    merge_definitions,
 )
 
 log = logging.getLogger("tether.lsp")
@@ -49,9 +48,9 @@ class Supervisor:
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
-            batches = self.run.hook.tether_lsp_servers(run=self.run)
-            # pluggy answers last-registered first; the built-ins are trylast, so reverse to put them first
-            self._definitions = merge_definitions(reversed(batches))
+            from tether_lsp.hookspecs import tether_lsp_servers
+
+            self._definitions = list(self.run.definitions(tether_lsp_servers, ServerDef).values())
         return self._definitions
 
     def enabled(self, server: ServerDef) -> bool:

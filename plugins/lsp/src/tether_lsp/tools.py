@@ -15,6 +15,7 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp import render
 from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
 from tether_lsp.positions import Spot, find_symbol, to_units
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 Action = Literal[
     "diagnostics", "definition", "type_definition", "implementation", "references", "hover",
@@ -61,7 +62,7 @@ class RenameArgs:
 
 
 def supervisor(run: Any) -> Any:
-    sup = run.resource("tether_lsp_supervisor")
+    sup = run.resource(tether_lsp_supervisor)
     if sup is None:
         raise ToolError("no language-server supervisor in this run", {"error": "unavailable"})
     return sup

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from tether.plugins import Registrar
     from tether.run import Run
 
-FAMILY = "vibe"
 MODE = "vibe"
 
 
@@ -48,17 +47,16 @@ def tether_vibe_roster(run: Run) -> Any:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     if MODE not in run.modes:
         register.unavailable(
-            FAMILY, "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
+            "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
         )
         return
     try:
-        roster = run.resource("tether_vibe_roster")
+        roster = run.resource(hookspecs.tether_vibe_roster)
     except Exception as exc:  # noqa: BLE001 - a bad configuration disables the family, not the run
-        register.unavailable(FAMILY, f"the worker roster could not be set up: {exc}")
+        register.unavailable(f"the worker roster could not be set up: {exc}")
         return
     if roster is None:
         register.unavailable(
-            FAMILY,
             "no worker roster: set fast and/or good (a worker command line) under [tool.tether.vibe] in the "
             "root's pyproject.toml, or as the run options vibe_fast / vibe_good",
         )

@@ -1,0 +1,177 @@
+"""ast-grep's rule objects (`rule` instead of `pattern`), against `ast-grep scan --inline-rules` on the same files."""
+
+from __future__ import annotations
+
+import pytest
+import tether
+
+PY = '''import os
+
+
+def read(p):
+    f = open(p)
+    with open(p) as g:
+        return g.read() + f.read()
+
+
+async def loop(items):
+    for x in items:
+        await x.fetch()
+    await done()
+    while True:
+        await tick()
+
+
+def outer():
+    x = 1
+    print(x)
+    y = 2
+    print(y)  # note
+    print("done")
+'''
+
+JS = '''function f() {
+  const a = 1;
+  console.log(a);
+  const b = 2;
+  console.log(b); // note
+  console.log("done");
+}
+async function g(items) {
+  for (const x of items) {
+    await x.fetch();
+  }
+  await done();
+}
+class C {
+  m() { return this.x; }
+}
+'''
+
+GO = '''package main
+
+import "fmt"
+
+func a() {
+\tfmt.Println("a")
+\tdefer f.Close()
+}
+
+func b(xs []int) {
+\tfor _, x := range xs {
+\t\tgo work(x)
+\t}
+\tgo work(0)
+}
+
+var v = fmt.Sprint(1)
+'''
+
+SOURCES = {"python": ("a.py", PY), "javascript": ("a.js", JS), "go": ("a.go", GO)}
+
+# (language, rule): every key of the schema at least once
+RULES = [
+    ("python", {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}),
+    ("python", {"pattern": "open($F)", "inside": {"kind": "with_statement", "stopBy": "end"}}),
+    ("python", {"pattern": "await $X", "inside": {"any": [{"kind": "for_statement"}, {"kind": "while_statement"}], "stopBy": "end"}}),
+    ("python", {"pattern": "print($A)", "inside": {"kind": "function_definition", "stopBy": "end"}}),
+    ("python", {"kind": "function_definition", "has": {"pattern": "print($A)", "stopBy": "end"}}),
+    ("python", {"kind": "function_definition", "has": {"kind": "identifier", "field": "name", "regex": "^lo"}}),
+    ("python", {"kind": "call", "regex": "^open"}),
+    ("python", {"all": [{"kind": "call"}, {"regex": "read"}]}),
+    ("python", {"any": [{"pattern": "print($A)"}, {"pattern": "open($A)"}]}),
+    ("python", {"rule": {"pattern": "print($A)"}, "constraints": {"A": {"kind": "identifier"}}}),
+    ("python", {"rule": {"pattern": "print($A)"}, "constraints": {"A": {"regex": "^y"}}}),
+    ("python", {"rule": {"matches": "printing"}, "utils": {"printing": {"pattern": "print($$$)"}}}),
+    ("python", {"pattern": "await $X", "inside": {"kind": "for_statement", "stopBy": {"kind": "function_definition"}}}),
+    ("python", {"pattern": {"context": "def f(): $A = $B", "selector": "assignment"}}),
+    ("python", {"pattern": {"context": "print($A)", "strictness": "signature"}}),
+    ("python", {"kind": "identifier", "inside": {"kind": "call", "field": "function"}}),
+    ("javascript", {"kind": "expression_statement", "follows": {"kind": "lexical_declaration", "stopBy": "end"}}),
+    ("javascript", {"kind": "lexical_declaration", "precedes": {"kind": "expression_statement"}}),
+    ("javascript", {"pattern": "await $X", "not": {"inside": {"kind": "for_in_statement", "stopBy": "end"}}}),
+    ("javascript", {"kind": "member_expression", "inside": {"kind": "method_definition", "stopBy": "end"}}),
+    ("javascript", {"kind": "statement_block", "has": {"kind": "expression_statement"}}),
+    ("javascript", {"pattern": {"context": "console.log($A)", "strictness": "ast"}}),
+    ("javascript", {"pattern": {"context": "console.log($A)", "strictness": "relaxed"}}),
+    ("javascript", {"pattern": {"context": "console.log($A)", "strictness": "cst"}}),
+    ("javascript", {"pattern": {"context": "class A { $M() { $$$B } }", "selector": "method_definition"}}),
+    ("javascript", {"kind": "call_expression", "has": {"kind": "string", "stopBy": "end"}}),
+    ("go", {"pattern": "go $F($$$A)", "inside": {"kind": "for_statement", "stopBy": "end"}}),
+    ("go", {"kind": "call_expression", "not": {"inside": {"kind": "function_declaration", "stopBy": "end"}}}),
+    ("go", {"kind": "defer_statement", "follows": {"kind": "expression_statement"}}),
+    ("go", {"kind": "call_expression", "regex": "^fmt[.]", "inside": {"kind": "function_declaration", "stopBy": "end"}}),
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rules")
+    for name, text in SOURCES.values():
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("lang, rule", RULES, ids=[f"{i}:{lang}" for i, (lang, _) in enumerate(RULES)])
+async def test_rule_matches_like_ast_grep_scan(files, sg_scan, lang, rule):
+    name = SOURCES[lang][0]
+    config = {"language": lang, **(rule if "rule" in rule else {"rule": rule})}
+    theirs = sorted((m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]) for m in sg_scan(config, files / name))
+    assert theirs, "ast-grep found nothing: the case is vacuous"
+    async with tether.open_run(files) as run:
+        result = await run.call("ast_grep", {"rule": rule, "path": name, "max_results": 1000})
+    assert not result.is_error, result.plain
+    assert sorted(tuple(m["byte_range"]) for m in result.data["matches"]) == theirs
+    assert result.data["context"] == "rule"
+
+
+async def test_rule_captures_and_a_folder_search(project):
+    (project / "a.py").write_text(PY)
+    (project / "b.py").write_text("def h():\n    print(h)\n")
+    rule = {"pattern": "print($A)", "inside": {"kind": "function_definition", "stopBy": "end"}}
+    async with tether.open_run(project) as run:
+        result = await run.call("ast_grep", {"rule": rule})
+    assert [(m["file"], m["captures"]["A"]) for m in result.data["matches"]] == [
+        ("a.py", "x"), ("a.py", "y"), ("a.py", '"done"'), ("b.py", "h"),
+    ]
+
+
+async def test_rule_rewrite_agrees_with_ast_grep_fix(project, sg_scan):
+    rule = {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}
+    (project / "ours.py").write_text(PY)
+    (project / "theirs.py").write_text(PY)
+    sg_scan({"language": "python", "rule": rule, "fix": "open($F, encoding='utf-8')"}, project / "theirs.py", update=True)
+    async with tether.open_run(project) as run:
+        staged = await run.call("ast_edit", {"rule": rule, "rewrite": "open($F, encoding='utf-8')", "path": "ours.py"})
+        assert not staged.is_error, staged.plain
+        assert staged.data["replacements"] == 1
+        await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
+    assert (project / "ours.py").read_text() == (project / "theirs.py").read_text() != PY
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"rule": {"pattern": "open($F)", "insde": {"kind": "with_statement"}}}, "unknown key 'insde' (did you mean 'inside'?)"),
+        ({"rule": {"kind": "with_stmt"}}, "'with_stmt' is no node kind of the python grammar (did you mean"),
+        ({"rule": {"pattern": "open($F)", "inside": {"kind": "call", "stopBy": "forever"}}}, 'rule.inside.stopBy: give "neighbor", "end" or a rule'),
+        ({"rule": {"kind": "call", "regex": "(("}}, "rule.regex: not a regular expression"),
+        ({"rule": {"regex": "^open"}}, "does not say which kind of node it matches"),
+        ({"rule": {"matches": "nope"}}, "rule.matches: no utility rule 'nope' in utils"),
+        ({"rule": {"pattern": "open(("}}, "rule.pattern: the pattern 'open((' does not parse"),
+        ({"rule": {"pattern": {"context": "print($A)", "strictness": "loose"}}}, "rule.pattern.strictness: 'loose' is none of"),
+        ({"rule": {"kind": "call", "stopBy": "end"}}, "stopBy and field belong inside a relational rule"),
+        ({"rule": {"kind": "call", "has": {"kind": "identifier", "field": "nofield"}}}, "rule.has.field: 'nofield' is no field"),
+        ({"rule": {}}, "rule: give a JSON object"),
+        ({"pattern": "print($A)", "rule": {"kind": "call"}}, "give either pattern"),
+        ({}, "give either pattern"),
+    ],
+)
+async def test_bad_rules_are_one_clear_paragraph(project, args, expected):
+    (project / "a.py").write_text(PY)
+    async with tether.open_run(project) as run:
+        result = await run.call("ast_grep", args)
+        assert result.is_error and expected in result.plain, result.plain
+        assert "Traceback" not in result.plain and "\n" not in result.plain.strip()
+        edit = await run.call("ast_edit", {**args, "rewrite": "x"})
+        assert edit.is_error and expected in edit.plain, edit.plain

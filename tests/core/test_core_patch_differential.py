@@ -1,0 +1,125 @@
+"""apply_patch against `git apply`, on diffs git itself makes from generated edits.
+
+Each example: files of a few lines (CRLF and LF endings mixed, form feeds, U+2028, a last line
+without its newline, blank and repeated lines), edited at random (lines replaced, inserted, removed,
+files created, deleted, renamed); `git diff` with 0-3 lines of context makes the patch; `git apply`
+applies it in one copy, apply_patch in another; the trees must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tether
+import tether.files
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+WORDS = ["a", "b", "x = 1", "", "  indented", "tab\there", "ff\x0cfeed", "ls\u2028sep", "caf\u00e9", "a"]
+line = st.tuples(st.sampled_from(WORDS), st.sampled_from(["\n", "\n", "\r\n"]))
+content = st.lists(line, min_size=0, max_size=12).flatmap(
+    lambda lines: st.booleans().map(lambda unended: _join(lines, unended))
+)
+
+
+def _join(lines: list[tuple[str, str]], unended: bool) -> bytes:
+    text = "".join(t + e for t, e in lines)
+    if unended and lines:
+        text = text[: -len(lines[-1][1])]
+    return text.encode()
+
+
+@st.composite
+def edit_of(draw, before: bytes) -> bytes | None:
+    """The file after an edit (None: deleted)."""
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    lines = before.decode().split("\n")
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(lines)))
+        action = draw(st.sampled_from(["insert", "replace", "remove"]))
+        new = draw(st.sampled_from(WORDS)) + draw(st.sampled_from(["", "\r"]))
+        if action == "insert":
+            lines.insert(at, new)
+        elif lines and at < len(lines):
+            if action == "replace":
+                lines[at] = new
+            else:
+                del lines[at]
+    return "\n".join(lines).encode()
+
+
+@st.composite
+def trees(draw):
+    names = ["f0.txt", "f1.txt", "d/f2.txt"]
+    before = {n: draw(content) for n in names[: draw(st.integers(1, 3))]}
+    after: dict[str, bytes] = {}
+    for name, data in before.items():
+        changed = draw(edit_of(data))
+        if changed is not None:
+            if draw(st.integers(0, 7)) == 0:
+                name = "moved/" + name.replace("/", "_")  # a rename, maybe with edits
+            after[name] = changed
+    if draw(st.booleans()):
+        after["new.txt"] = draw(content)
+    return before, after, draw(st.integers(0, 3))
+
+
+def _git(cwd: Path, *args: str, input: bytes | None = None) -> bytes:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    proc = subprocess.run(["git", "-c", "core.autocrlf=false", *args], cwd=cwd, input=input, capture_output=True,
+                          env=env, timeout=60, check=False)
+    assert proc.returncode == 0, (args, proc.stderr.decode(errors="replace"))
+    return proc.stdout
+
+
+def _lay(root: Path, files: dict[str, bytes]) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=trees())
+def test_apply_patch_agrees_with_git_apply(tmp_path_factory, case):
+    before, after, context = case
+    work = tmp_path_factory.mktemp("diff")
+    repo = work / "repo"
+    _lay(repo, before)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "before")
+    for name in before:
+        (repo / name).unlink()
+    for name, data in after.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(data)
+    _git(repo, "add", "-A")
+    patch = _git(repo, "diff", "--cached", "-M", f"-U{context}", "--no-color", "--no-ext-diff")
+    if not patch:
+        return
+    by_git = work / "by_git"
+    _lay(by_git, before)
+    _git(by_git, "apply", "--unidiff-zero", "-", input=patch)
+    by_tether = work / "by_tether"
+    _lay(by_tether, before)
+    with tether.open_run_sync(by_tether, plugins=[tether.files], load_entry_points=False) as run:
+        result = run.call("apply_patch", {"patch": patch.decode()})
+    assert not result.is_error, (result.plain, patch.decode())
+    assert _tree(by_tether) == _tree(by_git) == after, patch.decode()
