@@ -118,19 +118,49 @@ async def test_edit_and_apply_patch_are_wrapped_too(run, tmp_path):
     assert reported(patched) == [("a.txt", 1, "patched")]
 
 
-async def test_a_harness_wrapper_filters_what_the_model_sees(tmp_path):
-    class OnlyErrors:
-        @hookimpl(wrapper=True)
-        def tether_post_write(self, run, tool, paths, result, introduced, notes):
-            out = yield
-            keep = [d for d in (out.data or {}).get("diagnostics", []) if d["severity"] == "error"]
-            return tether.ToolResult(out.content[:1], out.is_error, {**(out.data or {}), "diagnostics": keep})
+def only_errors(out):
+    keep = [d for d in (out.data or {}).get("diagnostics", []) if d["severity"] == "error"]
+    return tether.ToolResult(out.content[:1], out.is_error, {**(out.data or {}), "diagnostics": keep})
 
-    plugins = [tether.files, FakeChecker(tmp_path), OnlyErrors()]
+
+class OnlyErrors:
+    @hookimpl(wrapper=True)
+    def tether_write_result(self, run, tool, paths, result, introduced, notes):
+        return only_errors((yield))
+
+
+class OldOnlyErrors:  # the deprecated name, still served for one release
+    @hookimpl(wrapper=True)
+    def tether_post_write(self, run, tool, paths, result, introduced, notes):
+        return only_errors((yield))
+
+
+@pytest.mark.parametrize("harness", [OnlyErrors, OldOnlyErrors])
+async def test_a_harness_wrapper_filters_what_the_model_sees(tmp_path, harness, recwarn):
+    plugins = [tether.files, FakeChecker(tmp_path), harness()]
     async with tether.open_run(tmp_path, plugins=plugins, load_entry_points=False) as run:
         result = await run.call("write", {"path": "a.txt", "content": "WARN:w ERROR:e\n"})
     assert [d["message"] for d in result.data["diagnostics"]] == ["e"]
     assert "introduced" not in result.plain
+    deprecated = [str(w.message) for w in recwarn if w.category is DeprecationWarning]
+    if harness is OnlyErrors:
+        assert deprecated == []
+    else:
+        (warning,) = deprecated
+        assert warning.endswith("implements tether_post_write, which is deprecated: implement tether_write_result "
+                                "(the old name works for one more release)")
+
+
+async def test_a_checker_that_fails_is_said_never_a_clean_write(tmp_path):
+    class Broken:
+        @hookimpl
+        def tether_diagnostics_after_write(self, run, paths):
+            raise TypeError("'<' not supported between instances of 'NoneType' and 'str'")
+
+    async with tether.open_run(tmp_path, plugins=[tether.files, Broken()], load_entry_points=False) as run:
+        result = await run.call("write", {"path": "a.txt", "content": "x\n"})
+    assert not result.is_error and (tmp_path / "a.txt").read_text() == "x\n"
+    assert "diagnostics unknown: a checker failed (TypeError); the write itself succeeded" in result.plain
 
 
 async def test_a_checker_that_hangs_is_cut_off_and_said(tmp_path):

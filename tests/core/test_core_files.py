@@ -371,3 +371,13 @@ async def test_approval_sees_the_files_resolve_would_write(tmp_path):
     assert refused.is_error and "was not approved: pyproject.toml is protected" in refused.plain
     assert ("resolve", ["pyproject.toml"]) in policy.asked
     assert (root / "pyproject.toml").read_text() == '[project]\nname = "x"\nversion = "1"\n'
+
+
+async def test_a_character_device_is_refused_not_read_until_memory_runs_out(run):
+    try:
+        os.mknod(run.root / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # what /dev/zero is
+    except PermissionError:
+        pytest.skip("this user may not make device nodes")
+    for tool, args in (("read", {}), ("edit", {"old_string": "a", "new_string": "b"})):
+        result = await asyncio.wait_for(run.call(tool, {"path": "zero", **args}), 30)
+        assert result.is_error and "'zero' is a character device, not a regular file" in result.plain

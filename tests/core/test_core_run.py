@@ -136,3 +136,14 @@ async def test_a_tool_that_runs_one_call_at_a_time_calling_itself_is_refused_not
         "inner: nested cannot be called from inside a call of nested (it runs one call at a time); "
         "make the call directly instead | other: ok"
     )
+
+
+def test_tool_error_takes_a_code_and_data_fields():
+    from tether import ToolError
+
+    exc = ToolError("no such worker 'w9'; vibe_list shows the workers", code="unknown_worker", worker="w9")
+    assert (exc.message, exc.code, exc.data) == ("no such worker 'w9'; vibe_list shows the workers", "unknown_worker",
+                                                 {"error": "unknown_worker", "worker": "w9"})
+    old = ToolError("bad", {"error": "bad_thing", "n": 1})  # the older dict form
+    assert (old.code, old.data) == ("bad_thing", {"error": "bad_thing", "n": 1})
+    assert ToolError("plain").data is None and ToolError("plain").code is None

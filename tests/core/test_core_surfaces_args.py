@@ -54,16 +54,33 @@ async def test_full_surface_sees_every_tier():
         assert {t.name for t in run.tools()} == {"nav", "mutate", "execute"}
 
 
+class Harness:
+    @hookimpl
+    def tether_tool_tier(self, run, tool):
+        return Tier.READ if tool.name == "mutate" else None
+
+    @hookimpl
+    def tether_register_surfaces(self, run):
+        return [tether.Surface("review", {"read", "exec"})]
+
+
+class OldHarness:  # the deprecated name of the surfaces hook, still served for one release
+    @hookimpl
+    def tether_tool_tier(self, run, tool):
+        return Tier.READ if tool.name == "mutate" else None
+
+    @hookimpl
+    def tether_add_surfaces(self, run):
+        return [tether.Surface("review", {"read", "exec"})]
+
+
+async def test_the_old_surfaces_hook_works_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="implements tether_add_surfaces, which is deprecated: implement tether_register_surfaces"):
+        async with tether.open_run(".", surface="review", plugins=[Family(), OldHarness()], load_entry_points=False) as run:
+            assert {t.name for t in run.tools()} == {"nav", "mutate", "execute"}
+
+
 async def test_harness_overrides_a_tier_and_defines_a_surface():
-    class Harness:
-        @hookimpl
-        def tether_tool_tier(self, run, tool):
-            return Tier.READ if tool.name == "mutate" else None
-
-        @hookimpl
-        def tether_add_surfaces(self, run):
-            return [tether.Surface("review", {"read", "exec"})]
-
     async with tether.open_run(".", surface="plan", plugins=[Family(), Harness()], load_entry_points=False) as run:
         assert {t.name for t in run.tools()} == {"nav", "mutate"}
     async with tether.open_run(".", surface="review", plugins=[Family(), Harness()], load_entry_points=False) as run:

@@ -271,7 +271,37 @@ def test_recovery_finishes_a_committed_journal_and_ignores_garbage(root):
     (folder / "journal-ffffffffffff.json").write_text("{not json")
     assert tether.atomic.recover(root) == ["finished an interrupted write of 1 file(s)"]
     assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
+    (folder / "journal-0123456789ab.json").write_text(json.dumps({"id": "0123456789ab", "state": "staging",
+                                                                  "entries": [{**entry, "tmp": str(tmp)}]}))
+    tmp.write_text("staged\n")
+    tether.atomic.write_all({root / "b.txt": b"b\n"}, root=root)  # a later write (a long-lived run) recovers too
+    assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
     assert not list(folder.glob("journal-*"))
     shutil.rmtree(folder)
     assert tether.atomic.recover(root) == []  # nothing to do, and no state dir is made for it
     assert not folder.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs as the root, where the system lets this user mount one."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+                                                       capture_output=True, check=False).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (the injected ENOSPC test covers the same path)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+async def test_a_really_full_disk_leaves_nothing_behind(small_disk):
+    (small_disk / "a.txt").write_text("old\n")
+    async with files_run(small_disk) as run:
+        result = await run.call("write", {"path": "a.txt", "content": "x" * 400_000})
+        assert result.is_error and "the disk is full" in result.plain and "\n" not in result.plain, result.plain
+        again = await run.call("write", {"path": "b.txt", "content": "fits\n"})  # the space was given back
+        assert not again.is_error, again.plain
+    assert sorted(p.name for p in small_disk.iterdir()) == ["a.txt", "b.txt"]
+    assert (small_disk / "a.txt").read_text() == "old\n"

@@ -88,7 +88,7 @@ class FakeTools:
         return out
 
     @hookimpl
-    def tether_add_surfaces(self, run):
+    def tether_register_surfaces(self, run):
         return [Surface("exec_no_write", {Tier.READ, Tier.EXEC})]
 
 

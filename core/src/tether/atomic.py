@@ -21,7 +21,8 @@ root's state directory (``$XDG_STATE_HOME/tether/<hash of the root>``, mode 0700
 
 A failure in step 1 removes what was staged; in step 3 it restores the files already changed from
 their backups. A crash (SIGKILL, power loss) leaves the journal: the next run that opens the root
-calls `recover`, which removes a staging transaction's files or finishes a committed one.
+calls `recover`, and every write checks first (under the lock), so a transaction left in staging has
+its files removed and a committed one is finished.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Snapshot:
     @classmethod
     def take(cls, path: Path) -> Snapshot:
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO put there would block the read
+                return cls(path, True, None)
             data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, False, None)
@@ -189,7 +192,7 @@ def _side_name(target: Path, txid: str, suffix: str) -> str:
     return str(target.with_name(f".{name}.{txid}{suffix}"))
 
 
-def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
+def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
     entries = []
     for target, content in changes.items():
         try:
@@ -197,7 +200,8 @@ def _plan(changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"'{target}' is not a regular file; only regular files are written", {"error": "not_a_file"})
+            shown = os.path.relpath(target, root)
+            raise ToolError(f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"})
         if content is None:
             if st is not None:
                 entries.append(_Entry("delete", str(target), None, _side_name(target, txid, OLD_SUFFIX)))
@@ -280,15 +284,16 @@ def write_all(
     and write nothing (checked under the lock, so no other writer can slip in between).
     """
     with root_lock(root) as folder:
+        _recover_locked(folder)  # what another process left when it was killed mid-write
         moved = changed_since(expect)
         if moved:
             raise ChangedSince(moved)
-        _transact(folder, changes)
+        _transact(root, folder, changes)
 
 
-def _transact(folder: Path, changes: Mapping[Path, bytes | None]) -> None:
+def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) -> None:
     txid = uuid.uuid4().hex[:12]
-    entries = _plan(changes, txid)
+    entries = _plan(root, changes, txid)
     if not entries:
         return
     _save_journal(folder, txid, "staging", entries)
@@ -324,23 +329,28 @@ def recover(root: Path) -> list[str]:
     folder = state_dir(root, create=False)
     if not folder.is_dir() or not any(folder.glob("journal-*")):
         return []
-    done = []
     with root_lock(root) as folder:
-        for part in folder.glob("journal-*.part"):
-            part.unlink(missing_ok=True)
-        for path in sorted(folder.glob("journal-*.json")):
-            try:
-                record = json.loads(path.read_text())
-                entries = [_Entry(**e) for e in record["entries"]]
-            except (OSError, ValueError, TypeError, KeyError):
-                path.unlink(missing_ok=True)  # written by nobody we know; its files are beside their targets
-                continue
-            if record["state"] == "commit":
-                for entry in entries:
-                    if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
-                        _commit_one(entry)
-                done.append(f"finished an interrupted write of {len(entries)} file(s)")
-            else:
-                done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
-            _clean(folder, record["id"], entries)
+        return _recover_locked(folder)
+
+
+def _recover_locked(folder: Path) -> list[str]:
+    """`recover`'s work, the lock held: each journal's staging undone or its commit finished."""
+    for part in folder.glob("journal-*.part"):
+        part.unlink(missing_ok=True)
+    done = []
+    for path in sorted(folder.glob("journal-*.json")):
+        try:
+            record = json.loads(path.read_text())
+            entries = [_Entry(**e) for e in record["entries"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            path.unlink(missing_ok=True)  # not a journal we wrote
+            continue
+        if record["state"] == "commit":
+            for entry in entries:
+                if entry.kind == "delete" or (entry.tmp is not None and os.path.exists(entry.tmp)):
+                    _commit_one(entry)
+            done.append(f"finished an interrupted write of {len(entries)} file(s)")
+        else:
+            done.append(f"removed the staged files of an interrupted write of {len(entries)} file(s)")
+        _clean(folder, record["id"], entries)
     return done

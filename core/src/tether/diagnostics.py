@@ -1,17 +1,39 @@
-"""Diagnostics as the core sees them, and the per-run registry that decides what a write introduced.
+"""Diagnostics on write, top to bottom: what a diagnostic is, the per-run registry that decides what a
+write introduced, the wrapping of every file-writing call, and what the model sees.
 
 A diagnostic's identity is (file, severity, code, message) with multiplicity. Position is left out
 on purpose: an error that only moved (a line inserted above it) is not new. A diagnostic that is
 gone from a file's latest set leaves the registry, so bringing it back reports it again.
+
+A tool with ``touches`` is a file-writing tool. Before it runs, `before_write` asks
+``tether_diagnostics_before_write`` for the baseline; after it succeeded, `after_write` asks
+``tether_diagnostics_after_write`` for each affected file's latest set, keeps what the registry has
+not seen, and hands that to ``tether_write_result``, whose core implementation (below) appends it to
+the result, errors first, bounded. A checker that does not answer in time, or fails, is said in the
+result: a write never looks clean because its checker broke.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+from tether.hookspecs import CORE_PLUGIN, hookimpl
+from tether.tools import Text, ToolResult
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import Tool
+
+log = logging.getLogger("tether")
+
+DIAGNOSTICS_SLACK = 2.0  # beyond the run's diagnostics timeout, before the core stops waiting on a plugin
+PER_FILE = 20  # diagnostics shown per file
+FILES = 5  # files shown
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
@@ -75,3 +97,96 @@ class DiagnosticRegistry:
                     introduced.append(d)
             self._seen[file] = Counter(d.key for d in diags)
         return sort_diagnostics(introduced)
+
+
+# -- the wrapping of a file-writing call -----------------------------------------------------------
+
+
+async def before_write(run: Run, paths: Sequence[str], call_id: str) -> None:
+    """Record the baseline of the files a write will touch: what is there before is not its doing."""
+    files, _ = await _gather(run, run.hook.tether_diagnostics_before_write, paths, call_id)
+    run.diagnostics.baseline(files)
+
+
+async def after_write(run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
+    """The result the model sees for a write that succeeded: with the diagnostics it introduced."""
+    files, notes = await _gather(run, run.hook.tether_diagnostics_after_write, paths, call_id)
+    introduced = run.diagnostics.update(files)
+    old = run.hook.tether_post_write
+    legacy = any(impl.plugin_name != CORE_PLUGIN for impl in old.get_hookimpls())
+    hook = old if legacy else run.hook.tether_write_result
+    try:
+        out = hook(run=run, tool=tool, paths=list(paths), result=result, introduced=introduced, notes=notes)
+    except Exception:  # noqa: BLE001 - the write happened; report it even if post-processing broke
+        log.exception("write-result hook failed")
+        return result
+    return out if out is not None else result
+
+
+async def _gather(
+    run: Run, hook: Any, paths: Sequence[str], call_id: str
+) -> tuple[dict[str, list[Diagnostic]], list[str]]:
+    """Every checker's answer, each on its own: one that fails or hangs is a note, the others count."""
+    import asyncio
+    import inspect
+
+    wait = run.options["diagnostics_timeout"] + DIAGNOSTICS_SLACK
+    kwargs = {"run": run, "paths": list(paths), "call_id": call_id}
+    files: dict[str, list[Diagnostic]] = {}
+    notes: list[str] = []
+    for impl in reversed(hook.get_hookimpls()):  # pluggy's call order
+        try:
+            answer = impl.function(*(kwargs[a] for a in impl.argnames))
+            value = await asyncio.wait_for(answer, wait) if inspect.isawaitable(answer) else answer
+        except asyncio.TimeoutError:
+            notes.append("diagnostics still pending: a checker did not answer in time")
+            continue
+        except Exception as exc:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
+            log.exception("diagnostics plugin failed")
+            notes.append(f"diagnostics unknown: a checker failed ({type(exc).__name__}); the write itself succeeded")
+            continue
+        if isinstance(value, WriteDiagnostics):
+            files.update(value.files)
+            notes.extend(value.notes)
+        elif value:
+            files.update(value)
+    return files, notes
+
+
+# -- what the model sees ---------------------------------------------------------------------------
+
+
+@hookimpl(trylast=True)
+def tether_write_result(
+    run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, introduced: Sequence[Diagnostic], notes: Sequence[str]
+) -> ToolResult:
+    """The core's answer: append the diagnostics the write introduced (bounded), errors first, and any notes."""
+    if not introduced and not notes:
+        return result
+    lines: list[str] = []
+    if introduced:
+        by_file: dict[str, list[Diagnostic]] = {}
+        for d in introduced:
+            by_file.setdefault(d.file, []).append(d)
+        errors = sum(d.severity == "error" for d in introduced)
+        warns = sum(d.severity == "warning" for d in introduced)
+        others = len(introduced) - errors - warns
+        counts = [f"{errors} error(s)", f"{warns} warning(s)"] + ([f"{others} other"] if others else [])
+        lines.append(f"This write introduced {', '.join(counts)}:")
+        # keep the files the write touched first, then the files it broke elsewhere; show errors first
+        order = sorted(by_file, key=lambda f: (f not in paths, f))
+        shown = [d for file in order[:FILES] for d in by_file[file][:PER_FILE]]
+        lines.extend(d.render() for d in sort_diagnostics(shown))
+        for file in order[:FILES]:
+            if len(by_file[file]) > PER_FILE:
+                lines.append(f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]")
+        if len(order) > FILES:
+            lines.append(f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]")
+    lines.extend(notes)
+    data = dict(result.data or {})
+    data["diagnostics"] = [d.to_json() for d in introduced]
+    content = (*result.content, Text("\n".join(lines)))
+    return ToolResult(content, result.is_error, data)
+
+
+tether_post_write = tether_write_result  # the deprecated name, served while a plugin still implements it

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tether.surfaces import Surface
     from tether.tools import Tier, Tool, ToolResult
 
-hookspec = pluggy.HookspecMarker("tether")
+hookspec = pluggy.HookspecMarker("tether")  # for a family's own hooks: ``@tether.hookspec(firstresult=True)``
 hookimpl = pluggy.HookimplMarker("tether")
 
 
@@ -41,6 +41,11 @@ class _NoResource:
 
 
 NO_RESOURCE = _NoResource()
+
+CORE_PLUGIN = "tether.builtin"  # the name the core's own implementations register under
+
+# old hook names still served for one release: a plugin implementing one gets a DeprecationWarning
+DEPRECATED_HOOKS = {"tether_post_write": "tether_write_result", "tether_add_surfaces": "tether_register_surfaces"}
 
 
 @hookspec(historic=True)
@@ -66,20 +71,29 @@ def tether_addoptions(register: OptionRegistry) -> None:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     """Offer tools for this run: ``register(tool)`` for each.
 
-    Register only when your resource exists for the run (``run.resource("tether_x_resource")`` is not
-    None); otherwise say why with ``register.unavailable("family", "reason")`` so `tether tools` and an
-    unknown-tool error can tell the model.
+    Register only when your resource exists for the run (``run.resource(hookspecs.tether_x_resource)``
+    is not None); otherwise say why with ``register.unavailable("reason")`` so `tether tools` and an
+    unknown-tool error can tell the model. The registrar knows which plugin it asks: a tool registered
+    without a family gets the plugin's entry-point name, and so does ``unavailable``.
     """
 
 
 @hookspec(firstresult=True)
 def tether_tool_tier(run: Run, tool: Tool) -> Tier | None:
-    """Override a tool's declared tier for this run (first non-None wins)."""
+    """Override a tool's declared tier for this run. Stops at the first non-None result."""
+
+
+@hookspec
+def tether_register_surfaces(run: Run) -> Sequence[Surface] | None:
+    """Define more surfaces than `full`, `plan` and `readonly` (a surface = a name and the tiers it sees).
+
+    ``tether --surface NAME`` and ``open_run(surface=NAME)`` accept them.
+    """
 
 
 @hookspec
 def tether_add_surfaces(run: Run) -> Sequence[Surface] | None:
-    """Define more surfaces than `full`, `plan` and `readonly` (a surface = a name and the tiers it sees)."""
+    """Deprecated name of `tether_register_surfaces`, still called for one release."""
 
 
 # -- calls --------------------------------------------------------------------------------------
@@ -97,7 +111,8 @@ def tether_approve(
     writes nothing.
 
     Return None for no opinion, True to allow, False or a reason (str) to refuse. May be awaitable
-    (approval by a human card). The first non-None answer decides; nobody answering means allowed.
+    (approval by a human card). Stops at the first non-None result, which decides; nobody answering
+    means allowed.
     """
 
 
@@ -131,6 +146,26 @@ def tether_diagnostics_after_write(
 
 
 @hookspec(firstresult=True)
+def tether_write_result(
+    run: Run,
+    tool: Tool,
+    paths: Sequence[str],
+    result: ToolResult,
+    introduced: Sequence[Diagnostic],
+    notes: Sequence[str],
+) -> ToolResult | None:
+    """Turn a file-writing tool's result into the result the model sees. Stops at the first non-None result.
+
+    ``introduced`` holds the diagnostics this write introduced and that were not yet reported in this
+    run, errors first (the run's `tether.diagnostics.DiagnosticRegistry` decided, from the answers to
+    `tether_diagnostics_after_write`). ``notes`` are lines the diagnostics plugins want said (e.g.
+    "diagnostics still pending"). The core's implementation (`tether.diagnostics`, ``trylast``)
+    appends them to the result. A harness filters or replaces that with a ``wrapper=True``
+    implementation (``result = yield``), or with a ``tryfirst`` implementation of its own.
+    """
+
+
+@hookspec(firstresult=True)
 def tether_post_write(
     run: Run,
     tool: Tool,
@@ -139,15 +174,7 @@ def tether_post_write(
     introduced: Sequence[Diagnostic],
     notes: Sequence[str],
 ) -> ToolResult | None:
-    """Turn a file-writing tool's result into the result the model sees.
-
-    ``introduced`` holds the diagnostics this write introduced and that were not yet reported in this
-    run, errors first (the run's `tether.diagnostics.DiagnosticRegistry` decided, from the answers to
-    `tether_diagnostics_after_write`). ``notes`` are lines the diagnostics plugins want said (e.g.
-    "diagnostics still pending"). The core's implementation appends them to the result. A harness
-    filters or replaces that with a ``wrapper=True`` implementation (``result = yield``), or with a
-    ``tryfirst`` implementation of its own.
-    """
+    """Deprecated name of `tether_write_result`: while a plugin implements it, it is called instead (one release)."""
 
 
 # -- run lifecycle --------------------------------------------------------------------------------

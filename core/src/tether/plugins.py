@@ -21,6 +21,7 @@ import attrs
 import pluggy
 
 from tether import hookspecs
+from tether.hookspecs import CORE_PLUGIN
 from tether.options import OptionRegistry
 from tether.tools import Tool
 
@@ -123,7 +124,7 @@ def plugin_manager(
         finally:
             options.family = "core"
 
-    register(builtin, "tether.builtin", "core")
+    register(builtin, CORE_PLUGIN, "core")
     for ep in discovered_entry_points():
         if not load_entry_points or ep.name in blocked or (only is not None and ep.name not in only):
             not_loaded.add(ep.name)
@@ -148,7 +149,18 @@ def plugin_manager(
             continue
         register(plugin, name)
     _drop_pending(pm, errors)
+    _warn_deprecated(pm)
     return Loaded(pm, errors, options, not_loaded)
+
+
+def _warn_deprecated(pm: pluggy.PluginManager) -> None:
+    import warnings
+
+    for old, new in hookspecs.DEPRECATED_HOOKS.items():
+        for impl in getattr(pm.hook, old).get_hookimpls():
+            if impl.plugin_name != CORE_PLUGIN:
+                warnings.warn(f"plugin {impl.plugin_name} implements {old}, which is deprecated: implement {new} "
+                              "(the old name works for one more release)", DeprecationWarning, stacklevel=4)
 
 
 def _drop_pending(pm: pluggy.PluginManager, errors: list[Unavailable]) -> None:

@@ -26,7 +26,7 @@ import attrs
 
 from tether.args import ArgumentsError, structure_arguments
 from tether.hookspecs import NO_RESOURCE
-from tether.diagnostics import Diagnostic, DiagnosticRegistry, WriteDiagnostics
+from tether.diagnostics import DiagnosticRegistry, after_write, before_write
 from tether.options import CoreOptions, Options, OptionsError
 from tether.output import cap_text
 from tether.sandbox import status as sandbox_status
@@ -49,7 +49,6 @@ _writing: contextvars.ContextVar[tuple[Tool, dict[str, Any], frozenset[str]] | N
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
-DIAGNOSTICS_SLACK = 2.0  # beyond the run's diagnostics timeout, before the core stops waiting on a plugin
 
 
 @attrs.define
@@ -102,9 +101,10 @@ class Run:
         self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
         self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
-        for extra in self.hook.tether_add_surfaces(run=self):
-            for s in extra or ():
-                self.surfaces[s.name] = s
+        for hook in (self.hook.tether_register_surfaces, self.hook.tether_add_surfaces):  # the old name, deprecated
+            for extra in hook(run=self):
+                for s in extra or ():
+                    self.surfaces[s.name] = s
         if surface not in self.surfaces:
             raise OptionsError([f"unknown surface {surface!r}; known: {', '.join(self.surfaces)}"])
         self.surface: Surface = self.surfaces[surface]
@@ -406,7 +406,7 @@ class Run:
         token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
         try:
             if tool.touches is not None:
-                await self._baseline(paths, ctx.call_id)
+                await before_write(self, paths, ctx.call_id)
             result = await _settle(tool.handler(ctx, args))
             if isinstance(result, str):
                 result = ToolResult.text(result)
@@ -419,7 +419,7 @@ class Run:
         finally:
             _writing.reset(token)
         if tool.touches is not None and not result.is_error:
-            result = await self._post_write(tool, paths, result, ctx.call_id)
+            result = await after_write(self, tool, paths, result, ctx.call_id)
         return self._bound(result)
 
     def _fault(self, tool: Tool, exc: Exception) -> ToolResult:
@@ -448,48 +448,6 @@ class Run:
         how = "Narrow the request (a smaller path, range, or a more specific query) to see the rest."
         content = tuple(Text(cap_text(b.text, limit, how)) if isinstance(b, Text) else b for b in result.content)
         return ToolResult(content, result.is_error, data)
-
-    # -- diagnostics on write -------------------------------------------------------------------
-
-    def _diagnostics_wait(self) -> float:
-        return self._core.diagnostics_timeout + DIAGNOSTICS_SLACK
-
-    async def _gather_diagnostics(self, answers: list[Any]) -> tuple[dict[str, list[Diagnostic]], list[str]]:
-        files: dict[str, list[Diagnostic]] = {}
-        notes: list[str] = []
-        for answer in answers:
-            try:
-                value = await asyncio.wait_for(_settle(answer), self._diagnostics_wait())
-            except asyncio.TimeoutError:
-                notes.append("diagnostics still pending: a checker did not answer in time")
-                continue
-            except Exception:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
-                log.exception("diagnostics plugin failed")
-                continue
-            if isinstance(value, WriteDiagnostics):
-                files.update(value.files)
-                notes.extend(value.notes)
-            elif value:
-                files.update(value)
-        return files, notes
-
-    async def _baseline(self, paths: Sequence[str], call_id: str) -> None:
-        answers = self.hook.tether_diagnostics_before_write(run=self, paths=list(paths), call_id=call_id)
-        files, _ = await self._gather_diagnostics(answers)
-        self.diagnostics.baseline(files)
-
-    async def _post_write(self, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
-        answers = self.hook.tether_diagnostics_after_write(run=self, paths=list(paths), call_id=call_id)
-        files, notes = await self._gather_diagnostics(answers)
-        introduced = self.diagnostics.update(files)
-        try:
-            out = self.hook.tether_post_write(
-                run=self, tool=tool, paths=list(paths), result=result, introduced=introduced, notes=notes
-            )
-        except Exception:  # noqa: BLE001 - the write happened; report it even if post-processing broke
-            log.exception("post-write hook failed")
-            return result
-        return out if out is not None else result
 
     # -- closing --------------------------------------------------------------------------------
 

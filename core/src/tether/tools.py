@@ -69,13 +69,19 @@ class ToolResult:
 class ToolError(Exception):
     """Raise from a handler for an error the model can act on: its message becomes the result, no traceback.
 
-    `data` travels with it as structured data.
+    ``ToolError("no such worker 'w9'; vibe_list shows the workers", code="unknown_worker", worker="w9")``:
+    ``code`` lands in the result's structured data as ``"error"`` (what a program branches on), and
+    every other keyword beside it. A dict as second argument (the older form) still works.
     """
 
-    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, data: dict[str, Any] | None = None, *, code: str | None = None, **fields: Any) -> None:
         super().__init__(message)
         self.message = message
-        self.data = data
+        merged = {**(data or {}), **fields}
+        if code is not None:
+            merged["error"] = code
+        self.code: str | None = merged.get("error")
+        self.data: dict[str, Any] | None = merged or None
 
 
 Handler = Callable[["CallContext", Any], "ToolResult | str | Awaitable[ToolResult | str]"]

@@ -12,6 +12,7 @@ files and folders, ``node_modules``, ``__pycache__`` and virtual environments (a
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -41,37 +42,45 @@ class Walk:
 def walk(root: Path, start: Path | None = None, wanted: Callable[[str], bool] = lambda name: True) -> Walk:
     """The files under ``start`` (a folder inside ``root``, default the root) whose name ``wanted`` accepts."""
     start = start or root
+    base = str(start)
     listed = None if _has_ignore_files(root, start) else _git_files(start)
     via = "git" if listed is not None else "ignore"
     if listed is None:
         listed = _crate_files(start)
-    vendored = cache(_is_venv)
-    kept: set[str] = set()
-    for path in listed:
-        rel = os.path.relpath(path, start)
-        parts = rel.split(os.sep)
-        if any(p.startswith(".") or p in SKIP_DIRS for p in parts):
-            continue
-        folders = [os.path.join(start, *parts[:i]) for i in range(1, len(parts))]
-        if any(vendored(f) for f in folders):
-            continue
-        kept.add(path)
+    skipped_folder = _folder_filter(base)
+    kept = []
+    for rel in listed:
+        folder, _, name = rel.rpartition("/")
+        if not name.startswith(".") and not (folder and skipped_folder(folder)):
+            kept.append(rel)
     out = Walk(via=via)
-    for path in sorted(kept):
-        if not wanted(os.path.basename(path)):
-            continue
+    regular = []
+    for rel in sorted(kept):
+        path = f"{base}/{rel}"
         try:
-            st = os.stat(path, follow_symlinks=False)
+            st = os.lstat(path)
         except OSError:  # listed by git but deleted, or gone meanwhile
             continue
-        if os.path.isfile(path) and not os.path.islink(path):
+        if not stat.S_ISREG(st.st_mode):  # a symlink, or a folder the crate lists
+            continue
+        regular.append(rel)
+        if wanted(rel.rpartition("/")[2]):
             out.files.append(FileEntry(path, st.st_size, st.st_mtime_ns, st.st_ino))
-    out.ignored = _count_left_out(start, kept)
+    out.ignored = _count_left_out(base, regular)
     return out
 
 
-def _is_venv(folder: str) -> bool:
-    return os.path.exists(os.path.join(folder, "pyvenv.cfg"))
+def _folder_filter(base: str) -> Callable[[str], bool]:
+    """Whether a folder (relative to ``base``) is hidden, vendored, a virtual environment, or inside one."""
+
+    @cache
+    def skipped(folder: str) -> bool:
+        parent, _, name = folder.rpartition("/")
+        if name.startswith(".") or name in SKIP_DIRS or os.path.exists(f"{base}/{folder}/pyvenv.cfg"):
+            return True
+        return bool(parent) and skipped(parent)
+
+    return skipped
 
 
 def _has_ignore_files(root: Path, start: Path) -> bool:
@@ -82,7 +91,8 @@ def _has_ignore_files(root: Path, start: Path) -> bool:
 
 
 def _git_files(start: Path) -> list[str] | None:
-    """``git ls-files`` in ``start``: tracked and not-ignored untracked files; None outside a work tree."""
+    """``git ls-files`` in ``start`` (paths relative to it): tracked and not-ignored untracked files;
+    None outside a work tree, or when a ``.ignore`` file asks for rules git does not apply."""
     try:
         proc = subprocess.run(
             ["git", "-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -93,13 +103,14 @@ def _git_files(start: Path) -> list[str] | None:
         return None
     if proc.returncode != 0:
         return None
-    names = [n for n in proc.stdout.split(b"\0") if n]
-    if any(os.path.basename(n) == b".ignore" for n in names):
-        return None  # rules git does not apply
-    return sorted({os.path.join(start, os.fsdecode(n)) for n in names})
+    names = {os.fsdecode(n) for n in proc.stdout.split(b"\0") if n}  # a file both tracked and changed comes twice
+    if any(n == ".ignore" or n.endswith("/.ignore") for n in names):
+        return None
+    return list(names)
 
 
 def _crate_files(start: Path) -> list[str]:
+    """What the ignore crate walks under ``start`` (files and folders: `walk` keeps the regular files), relative to it."""
     import ignore
 
     walker = (
@@ -114,28 +125,26 @@ def _crate_files(start: Path) -> list[str]:
         .follow_links(False)
         .build()
     )
-    out = []
-    for entry in walker:
-        path = str(entry.path())
-        if entry.depth() > 0 and not os.path.isdir(path):
-            out.append(path)
-    return out
+    cut = len(str(start)) + 1
+    return [str(entry.path())[cut:] for entry in walker if entry.depth() > 0]
 
 
-def _count_left_out(start: Path, kept: Iterable[str]) -> int:
-    """How many files and folders next to the kept ones were left out (a folder once, not its content)."""
-    folders = {str(start)}
-    for path in kept:
-        parent = os.path.dirname(path)
-        while parent not in folders and parent.startswith(str(start)):
-            folders.add(parent)
-            parent = os.path.dirname(parent)
-    named = folders | set(kept)
+def _count_left_out(base: str, kept: Iterable[str]) -> int:
+    """How many files and folders beside the kept ones were left out (a folder once, not its content)."""
+    children: dict[str, set[str]] = {"": set()}
+    for rel in kept:
+        while rel:
+            folder, _, name = rel.rpartition("/")
+            known = folder in children
+            children.setdefault(folder, set()).add(name)
+            if known:
+                break
+            rel = folder
     left = 0
-    for folder in folders:
+    for folder, names in children.items():
         try:
-            with os.scandir(folder) as entries:
-                left += sum(1 for e in entries if e.path not in named and not _empty_dir(e))
+            with os.scandir(f"{base}/{folder}" if folder else base) as entries:
+                left += sum(1 for e in entries if e.name not in names and not _empty_dir(e))
         except OSError:
             continue
     return left

@@ -20,4 +20,6 @@ def tether_askuser_port(run: Run) -> QuestionPort | None:
     ``ask_user_port``, MCP elicitation from the run option ``elicit`` (set by `tether serve` only when
     the client declared the capability), the controlling terminal when stdin is a TTY. A harness
     overrides it with ``@hookimpl(tryfirst=True)``. Creating the port must not block.
+
+    Stops at the first non-None result.
     """

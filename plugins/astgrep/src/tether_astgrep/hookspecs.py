@@ -20,6 +20,8 @@ def tether_astgrep_parsers(run: Run) -> ParserPool | None:
 
     The family's own implementation returns a cheap handle: no grammar is loaded and no worker process
     starts until a search needs it. A harness overrides it with ``@hookimpl(tryfirst=True)``.
+
+    Stops at the first non-None result.
     """
 
 

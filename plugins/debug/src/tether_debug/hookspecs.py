@@ -21,6 +21,8 @@ def tether_debug_supervisor(run: Run) -> DebugSupervisor | None:
 
     The family's default returns a fresh supervisor (nothing started until `launch`). A harness that
     wants its own (or none) implements this with ``tryfirst=True``.
+
+    Stops at the first non-None result.
     """
 
 

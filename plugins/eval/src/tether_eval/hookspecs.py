@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @hookspec(firstresult=True)
 def tether_eval_kernels(run: Run) -> KernelFactory | None:
-    """The run's kernel factory (cheap: no kernel starts until the first cell); `NO_RESOURCE` for no `eval` tool."""
+    """The run's kernel factory (cheap: no kernel starts until the first cell); `NO_RESOURCE` for no `eval` tool. Stops at the first non-None result."""
 
 
 @hookspec(firstresult=True)
@@ -29,4 +29,6 @@ def tether_eval_envelope(run: Run) -> Envelope | None:
     """The conversation's envelope (a sandbox): how to start a process inside it and whether it is up.
 
     Kernels start inside it when it is up at the time a kernel starts; eval never boots it.
+
+    Stops at the first non-None result.
     """

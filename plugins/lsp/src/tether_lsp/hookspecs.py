@@ -19,6 +19,8 @@ def tether_lsp_supervisor(run: Run) -> Supervisor | None:
 
     The family's own implementation returns a cheap handle (no process starts before the first
     query). A harness overrides it with ``@hookimpl(tryfirst=True)``.
+
+    Stops at the first non-None result.
     """
 
 

@@ -20,4 +20,6 @@ def tether_vibe_roster(run: Run) -> Roster | None:
     options configure a worker command, else None; it starts no process until a worker is spawned. A
     harness whose workers are its own agent sessions returns its roster with ``@hookimpl(tryfirst=True)``.
     The run calls the roster's ``aclose()`` (or ``close()``) when it closes.
+
+    Stops at the first non-None result.
     """
