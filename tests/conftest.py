@@ -1,18 +1,9 @@
-"""Fixtures shared by every family's tests (helpers live in tests/support.py)."""
+"""Fixtures shared by every family's tests come from the core's test kit (`tether.testing`, a pytest
+plugin: `tether_run`, `no_leftover_processes`); helpers live in tests/support.py."""
 
 from __future__ import annotations
 
 import pytest
-
-from support import assert_no_new_children, children
-
-
-@pytest.fixture
-def no_leftover_processes():
-    """Use in a test that opens a run: after it, no process the test started may be alive."""
-    before = children()
-    yield
-    assert_no_new_children(before)
 
 
 @pytest.fixture

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tether
+from tether.testing import assert_light_entry_point, assert_model_error
 
 
 async def call(root: Path, tool: str = "ast_grep", **args):
@@ -25,22 +24,20 @@ def put(root: Path, name: str, content: str | bytes) -> Path:
 # -- registration -------------------------------------------------------------------------------------
 
 
+HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "pathspec")
+
+
 def test_plugin_module_imports_nothing_heavy():
-    code = "import sys, tether_astgrep.plugin; print(sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'pathspec'))))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "[]"
+    assert_light_entry_point("tether_astgrep.plugin", forbidden=HEAVY)
 
 
 def test_registering_the_tools_imports_nothing_heavy(project):
     """What `tether tools` does (open a run, list its tools) loads no grammar and no ignore-file parser."""
-    code = (
-        "import sys, tether\n"
+    assert_light_entry_point("tether", forbidden=HEAVY, then=(
+        "import tether\n"
         f"with tether.open_run_sync({str(project)!r}) as run:\n"
-        "    print(sorted(t.name for t in run.tools() if t.family == 'astgrep'))\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('tree_sitter', 'pathspec'))))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.split("\n")[:2] == ["['ast_edit', 'ast_grep', 'resolve']", "[]"]
+        "    assert sorted(t.name for t in run.tools() if t.family == 'astgrep') == ['ast_edit', 'ast_grep', 'resolve']"
+    ))
 
 
 async def test_tools_and_tiers(project):
@@ -137,7 +134,7 @@ async def test_empty_pattern(project, pattern):
 async def test_unknown_language_suggests(project):
     put(project, "a.py", "f(1)\n")
     result = await call(project, pattern="f($A)", language="pyhton")
-    assert result.is_error and "did you mean 'python'" in result.plain and "Traceback" not in result.plain
+    assert_model_error(result, "did you mean 'python'")
 
 
 async def test_path_outside_root_and_missing_path(project):

@@ -2,47 +2,38 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 import tether
 import tether_eval.plugin as eval_plugin
+from tether.testing import assert_light_entry_point, assert_model_error
 
 
 @pytest.fixture
-async def run(tmp_path, no_leftover_processes):
-    async with tether.open_run(tmp_path, plugins=[eval_plugin], load_entry_points=False) as r:
+async def run(tmp_path, tether_run, no_leftover_processes):
+    async with tether_run(tmp_path, only=["eval"]) as r:
         yield r
-
-
-def assert_clean_error(result):
-    assert result.is_error
-    assert "Traceback" not in result.plain and 'File "' not in result.plain
 
 
 def test_registering_eval_imports_no_kernel_machinery(tmp_path):
     """What `tether tools` does (open a run, list its tools) loads neither jupyter_client nor zmq nor ipykernel."""
-    code = (
-        "import sys, tether, tether_eval.plugin as p\n"
+    assert_light_entry_point("tether_eval.plugin", forbidden=("jupyter_client", "jupyter_core", "zmq", "ipykernel"), then=(
+        "import tether, tether_eval.plugin as p\n"
         f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
-        "    print([t.name for t in run.tools()])\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('jupyter', 'zmq', 'ipykernel', 'deno'))}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.split("\n")[:2] == ["['eval']", "[]"]
+        "    assert [t.name for t in run.tools()] == ['eval']"
+    ))
 
 
 async def test_missing_description(run):
     r = await run.call("eval", {"code": "1"})
-    assert_clean_error(r)
+    assert_model_error(r)
     assert "missing required argument 'description'" in r.plain
 
 
 @pytest.mark.parametrize("description", ["too short", "one two three four", " ".join(["word"] * 11), "   "])
 async def test_description_must_be_five_to_ten_words(run, description):
     r = await run.call("eval", {"code": "1", "description": description})
-    assert_clean_error(r)
+    assert_model_error(r)
     assert "description must be 5 to 10 words" in r.plain and "e.g." in r.plain
     assert r.data["error"] == "invalid_description"
     assert run.resource("tether_eval_kernels").live("python") is None
@@ -50,21 +41,21 @@ async def test_description_must_be_five_to_ten_words(run, description):
 
 async def test_unknown_language(run):
     r = await run.call("eval", {"code": "1", "description": "run it in a language", "language": "ruby"})
-    assert_clean_error(r)
+    assert_model_error(r)
     assert "language" in r.plain and '"python"' in r.plain and '"javascript"' in r.plain and "ruby" in r.plain
 
 
 @pytest.mark.parametrize("code", ["", "   \n\t"])
 async def test_empty_code(run, code):
     r = await run.call("eval", {"code": code, "description": "run nothing at all for once"})
-    assert_clean_error(r)
+    assert_model_error(r)
     assert "code is empty" in r.plain and r.data["error"] == "empty_code"
     assert run.resource("tether_eval_kernels").live("python") is None
 
 
 async def test_wrong_types(run):
     r = await run.call("eval", {"code": 12, "description": "run a number as the code", "reset": "yes"})
-    assert_clean_error(r)
+    assert_model_error(r)
     assert "code: expected string" in r.plain and "reset: expected boolean" in r.plain
 
 

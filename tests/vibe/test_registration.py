@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 import tether
+from tether.testing import assert_light_entry_point
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -68,13 +67,9 @@ async def test_found_through_its_entry_point(project, worker_cmd, monkeypatch):
 
 
 def test_entry_point_imports_nothing_heavy():
-    code = (
-        "import sys, tether_vibe.plugin as p; "
-        "heavy = [m for m in ('tether_vibe.command_roster', 'tether_vibe.tools', 'psutil', 'asyncio.subprocess') "
-        "if m in sys.modules]; print(','.join(heavy))"
+    assert_light_entry_point(
+        "tether_vibe.plugin", forbidden=("tether_vibe.command_roster", "tether_vibe.tools", "psutil", "asyncio.subprocess")
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == ""
 
 
 async def test_opening_a_run_starts_no_worker(open_vibe, project, worker_cmd):
