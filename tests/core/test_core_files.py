@@ -381,3 +381,11 @@ async def test_a_character_device_is_refused_not_read_until_memory_runs_out(run)
     for tool, args in (("read", {}), ("edit", {"old_string": "a", "new_string": "b"})):
         result = await asyncio.wait_for(run.call(tool, {"path": "zero", **args}), 30)
         assert result.is_error and "'zero' is a character device, not a regular file" in result.plain
+
+
+async def test_an_unpaired_surrogate_in_a_search_pattern_is_an_argument_error(tmp_path):
+    (tmp_path / "a.py").write_text("f(1)\n")
+    async with tether.open_run(tmp_path, block=["lsp", "eval", "vibe", "debug", "askuser"]) as r:
+        result = await r.call("ast_grep", {"pattern": "f(\ud83d)"})
+    assert result.is_error and "pattern: unpaired surrogate U+D83D at character 2" in result.plain
+    assert "\n" not in result.plain and "fault of the tool" not in result.plain

@@ -109,7 +109,12 @@ _guard = threading.Lock()
 
 @contextlib.contextmanager
 def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
-    """Hold the root's write lock (threads of this process, then other processes); yield its state dir."""
+    """Hold the root's write lock (threads of this process, then other processes); yield its state dir.
+
+    The lock file and its folder are removed on release when no journal is left, so a root that was
+    written to leaves nothing behind. That is safe because a holder checks, once it has the flock,
+    that the file it locked is still the one at the path; if not, it locks the new one.
+    """
     with _guard:
         lock = _thread_locks.setdefault(root, threading.Lock())
     busy = ToolError(
@@ -120,10 +125,29 @@ def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
     if not lock.acquire(timeout=timeout):
         raise busy
     try:
-        folder = state_dir(root)
-        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + timeout
+        folder, fd = _lock_file(root, deadline, busy)
         try:
-            deadline = time.monotonic() + timeout
+            yield folder
+        finally:
+            if not any(folder.glob("journal-*")):
+                with contextlib.suppress(OSError):
+                    os.unlink(folder / "lock")
+                    folder.rmdir()
+            os.close(fd)  # releases the flock
+    finally:
+        lock.release()
+
+
+def _lock_file(root: Path, deadline: float, busy: ToolError) -> tuple[Path, int]:
+    """The state dir and an open descriptor holding the flock of the lock file now at its path."""
+    while True:
+        folder = state_dir(root)
+        try:
+            fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:  # the folder was removed by a holder releasing it: make it again
+            continue
+        try:
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,11 +156,13 @@ def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
                     if time.monotonic() > deadline:
                         raise busy from None
                     time.sleep(0.005)
-            yield folder
-        finally:
-            os.close(fd)  # releases the flock
-    finally:
-        lock.release()
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(folder / "lock").st_ino == os.fstat(fd).st_ino:
+                    return folder, fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the file we locked was removed meanwhile: lock the one at the path now
 
 
 # -- the transaction ----------------------------------------------------------------------------------
@@ -326,10 +352,9 @@ def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) ->
 
 def recover(root: Path) -> list[str]:
     """Finish or undo the transactions a crash left under ``root``; say what was done (one line each)."""
-    folder = state_dir(root, create=False)
-    if not folder.is_dir() or not any(folder.glob("journal-*")):
+    if not state_dir(root, create=False).is_dir():
         return []
-    with root_lock(root) as folder:
+    with root_lock(root) as folder:  # on release, a lock file a killed writer left is removed too
         return _recover_locked(folder)
 
 
