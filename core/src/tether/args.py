@@ -365,6 +365,37 @@ def _check_constraints(cls: type, obj: Any, out: list[str], prefix: str = "") ->
                 out.append(f"{name}: takes at most {meta['maxItems']} items, got {len(value)}")
 
 
+def _without_nulls(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without the nulls of arguments that have a default: "not given", at every depth.
+
+    Strict-mode clients (the OpenAI Agents SDK's default) make every optional property required and
+    send null for the ones they leave out. A required argument's null is kept, and refused."""
+    fields = {f.name: f for f in attrs.fields(cls)}
+    _, _, nesting = _plan(cls)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        field = fields.get(key)
+        if field is None:
+            out[key] = value
+        elif value is None and field.default is not NOTHING:
+            continue
+        elif key in nesting:
+            out[key] = _nested_without_nulls(_is_optional(field.type)[1], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _nested_without_nulls(tp: Any, value: Any) -> Any:
+    if attrs.has(tp) and isinstance(value, dict):
+        return _without_nulls(tp, value)
+    item = typing.get_args(tp)[:1]
+    if item and isinstance(value, list):
+        inner = _is_optional(item[0])[1]
+        return [_nested_without_nulls(inner, v) for v in value]
+    return value
+
+
 def structure_arguments(cls: type, raw: Any) -> Any:
     """Turn the model's JSON arguments into an instance of ``cls``, or raise ArgumentsError."""
     if raw is None:
@@ -382,6 +413,7 @@ def structure_arguments(cls: type, raw: Any) -> Any:
             problems.append(f"unknown argument '{key}'{hint}; allowed: {', '.join(names) or 'none'}")
     if problems:
         raise ArgumentsError(problems)
+    raw = _without_nulls(cls, raw)
     try:
         obj = _converter().structure(raw, cls)
     except Exception as exc:  # noqa: BLE001 - every structuring problem becomes a line for the model

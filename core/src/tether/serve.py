@@ -188,6 +188,11 @@ class _Host:
             with anyio.CancelScope(shield=True):
                 await self.run.aclose()
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """For the SDK's check of a 2026-07-28 HTTP call's headers, without a tools/list per call."""
+        tools = self.run.tools() if self.run is not None else ()
+        return next((t.input_schema for t in tools if t.name == name), None)
+
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         run = await self.ensure_run(ctx)
         return types.ListToolsResult(tools=[_mcp_tool(t) for t in run.tools()])
@@ -253,6 +258,7 @@ def _server(host: _Host) -> Server:
         instructions="Run-bound tools for coding agents: each tool is bound to a live resource of this run.",
         on_list_tools=host.list_tools,
         on_call_tool=host.call_tool,
+        get_tool_input_schema=host.input_schema,
     )
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=STATE_TTL), default_audience="tether"))
     return server

@@ -565,15 +565,18 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             "ast_grep", "read",
             "Find code by its syntax shape, not its text: the pattern is code with metavariables ($A, $$$ARGS), "
             "so `dispose($X)` matches every call to dispose however it is spaced, and never a string or comment. "
-            "Answers file:line:col, the matched code and the captures.",
+            "For conditions a pattern cannot state (not inside a `with`, inside a loop, a capture matching a "
+            "regex) give an ast-grep rule object as rule instead. Answers file:line:col, the matched code and "
+            "the captures.",
             GrepArgs, bind(ast_grep), family="astgrep",
         ),
         Tool(
             "ast_edit", "write",
             "Stage a structural rewrite: every match of pattern is replaced by rewrite, with captured "
             "metavariables substituted and re-indented. Only the code the pattern covers is replaced (code a "
-            "matched node has past the end of the pattern stays). Writes nothing: answers a diff preview and "
-            "an edit_id for resolve.",
+            "matched node has past the end of the pattern stays; a rewrite that breaks the parse of a file is "
+            "refused with file:line). Takes a rule instead of a pattern, as ast_grep. Writes nothing: answers a "
+            "diff preview and an edit_id for resolve.",
             EditArgs, bind(ast_edit), family="astgrep",
         ),
         Tool(
