@@ -13,6 +13,7 @@ import pytest
 import tether
 import tether.atomic
 import tether.files
+from tether.testing import assert_model_error, open_test_run
 
 
 @pytest.fixture
@@ -231,9 +232,11 @@ async def test_impossible_paths_are_one_line_argument_errors(run, path, says):
     for tool, args in extra.items():
         result = await run.call(tool, {"path": path, **args})
         assert result.is_error and says in result.plain, (tool, result.plain)
-        assert "\n" not in result.plain and "fault of the tool" not in result.plain, (tool, result.plain)
+        assert_model_error(result)
+        assert "\n" not in result.plain, (tool, result.plain)
     patch = await run.call("apply_patch", {"patch": f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x\n"})
-    assert patch.is_error and "\n" not in patch.plain and "fault of the tool" not in patch.plain, patch.plain
+    assert_model_error(patch)
+    assert "\n" not in patch.plain, patch.plain
 
 
 async def test_unpaired_surrogates_in_text_are_one_line_argument_errors(run):
@@ -251,7 +254,8 @@ async def test_unpaired_surrogates_in_text_are_one_line_argument_errors(run):
 async def test_a_file_in_the_way_of_a_folder_is_one_line(run):
     (run.root / "f").write_text("x")
     result = await run.call("write", {"path": "f/a.txt", "content": "x"})
-    assert result.is_error and "\n" not in result.plain and "fault of the tool" not in result.plain, result.plain
+    assert_model_error(result)
+    assert "\n" not in result.plain, result.plain
     assert "a part of the path is a file, not a folder" in result.plain
 
 
@@ -363,7 +367,7 @@ async def test_approval_sees_the_files_resolve_would_write(tmp_path):
     root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
     policy = ProtectPyproject()
-    async with tether.open_run(root, plugins=[policy], block=["lsp", "eval", "vibe", "debug", "askuser"]) as r:
+    async with open_test_run(root, only=["astgrep"], plugins=[policy]) as r:
         staged = await r.call("ast_edit", {"pattern": 'version = "1"', "rewrite": 'version = "2"',
                                            "path": "pyproject.toml", "language": "toml"})
         assert not staged.is_error, staged.plain
@@ -385,7 +389,8 @@ async def test_a_character_device_is_refused_not_read_until_memory_runs_out(run)
 
 async def test_an_unpaired_surrogate_in_a_search_pattern_is_an_argument_error(tmp_path):
     (tmp_path / "a.py").write_text("f(1)\n")
-    async with tether.open_run(tmp_path, block=["lsp", "eval", "vibe", "debug", "askuser"]) as r:
+    async with open_test_run(tmp_path, only=["astgrep"]) as r:
         result = await r.call("ast_grep", {"pattern": "f(\ud83d)"})
     assert result.is_error and "pattern: unpaired surrogate U+D83D at character 2" in result.plain
-    assert "\n" not in result.plain and "fault of the tool" not in result.plain
+    assert_model_error(result)
+    assert "\n" not in result.plain

@@ -171,3 +171,26 @@ def test_run_options_from_the_command_line(tmp_path):
     assert capped.returncode == 0 and "[output cut: showed" in capped.stdout
     bad = tether_cmd("call", "read", '{"path": "big.txt"}', "--option", "novalue", root=tmp_path)
     assert bad.returncode == 2 and "--option takes KEY=VALUE" in bad.stderr
+
+
+def test_a_policy_module_with_p_and_blocking_with_no(tmp_path):
+    plugins = os.path.join(os.path.dirname(__file__), "plugins")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugins, os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    refused = tether_cmd("call", "write", '{"path": "pyproject.toml", "content": "x"}', "-p", "tether_test_policy",
+                         "--json", root=tmp_path, env=env)
+    assert refused.returncode == 1, refused.stderr
+    assert "pyproject.toml is protected by the harness's policy" in json.loads(refused.stdout)["content"][0]["text"]
+    assert (tmp_path / "pyproject.toml").read_text() == "[project]\nname = 'x'\n"
+    # the plugin's own surface is accepted by --surface; -p no:NAME keeps a family out
+    listing = tether_cmd("tools", "--json", "--surface", "review", "--plugin", "tether_test_policy", "-p", "no:astgrep",
+                         root=tmp_path, env=env)
+    assert listing.returncode == 0, listing.stderr
+    tools = {t["name"]: t for t in json.loads(listing.stdout)["tools"]}
+    assert {"read", "write", "edit", "apply_patch"} <= set(tools) and "ast_grep" not in tools
+    assert {t["tier"] for t in tools.values()} <= {"read", "write"}
+    unknown = tether_cmd("tools", "--surface", "review", root=tmp_path)  # without the plugin: no such surface
+    assert unknown.returncode == 2 and "unknown surface 'review'" in unknown.stderr
+    missing = tether_cmd("tools", "-p", "no_such_policy_module", root=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().startswith("tether: -p no_such_policy_module: the plugin module cannot be imported")

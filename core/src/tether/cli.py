@@ -1,8 +1,8 @@
 """The `tether` console script: a small harness over one run.
 
-    tether tools [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
-    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--json]
-    tether serve [--root DIR] [--surface S] [--vibe] [--option K=V ...] [--http HOST:PORT [--token-file F]]
+    tether tools [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p MODULE|no:NAME ...] [--json]
+    tether call TOOL [ARGS_JSON] [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p ...] [--json]
+    tether serve [--root DIR] [--surface S] [--vibe] [--option K=V ...] [-p ...] [--http HOST:PORT [--token-file F]]
     tether --version
 
 `call` exits 0 on success, 1 when the tool's result is an error, 2 on a usage error.
@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
                              "`tether tools --json` lists them")
+        sp.add_argument("-p", "--plugin", action="append", default=[], metavar="MODULE|no:NAME",
+                        help="load an importable module as a plugin (a harness policy), or never load the "
+                             "plugin NAME (an entry point, e.g. no:lsp); repeatable")
         sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
                         help="whether the run may execute the root's code (its own binaries, checkers that "
                              "run it); default: trusted on the full surface, untrusted on plan and readonly")
@@ -152,14 +155,36 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
         options["trust"] = ns.trust
     if ns.sandbox:
         options["sandbox"] = True
+    plugins, block = _plugins(ns.plugin)
     return {
         "root": ns.root,
         "options": options,
         "surface": ns.surface,
         "conversation_id": uuid.uuid4().hex,
         "modes": {"vibe"} if ns.vibe else set(),
-        "plugins": [tether.files],
+        "plugins": [tether.files, *plugins],
+        "block": block,
     }
+
+
+def _plugins(given: list[str]) -> tuple[list[Any], list[str]]:
+    """``-p module`` imports a plugin module; ``-p no:name`` blocks a plugin (as pytest's ``-p``)."""
+    import importlib
+
+    plugins, block = [], []
+    for item in given:
+        name = item.removeprefix("no:")
+        if not name:
+            raise _Usage(f"-p takes a module name or no:NAME, got {item!r}")
+        if item.startswith("no:"):
+            block.append(name)
+            continue
+        try:
+            plugins.append(importlib.import_module(name))
+        except Exception as exc:  # noqa: BLE001 - any failure to import is the user's to fix
+            raise _Usage(f"-p {name}: the plugin module cannot be imported ({type(exc).__name__}: {exc}); "
+                         "give an importable module name (PYTHONPATH=. for one in the current directory)") from None
+    return plugins, block
 
 
 def _summarize_schema(schema: dict[str, Any]) -> str:

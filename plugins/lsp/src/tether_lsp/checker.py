@@ -80,7 +80,7 @@ async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -
             f"{server.id} has no project checker; ask for diagnostics of one file at a time (file: 'path/to/file')",
             {"error": "no_checker"},
         )
-    binary = find_binary(server.checker[0], [root, run.root])
+    binary = find_binary(server.checker[0], [root, run.root], trusted=run.trusted)
     if binary is None:
         raise ToolError(
             f"the project checker `{server.checker[0]}` of {server.id} is not installed; install it or ask for "

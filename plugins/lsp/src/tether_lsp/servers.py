@@ -49,6 +49,9 @@ class ServerDef:
     ready: Literal["initialize", "progress", "quiescent"] = "progress"
     checker: tuple[str, ...] | None = None  # the project checker command, binary first
     checker_format: Literal["pyright-json", "tsc", "gnu", "cargo-json"] | None = None
+    # The checker executes the project's own code (cargo check runs build.rs and proc macros): a run
+    # that does not trust its root never runs it.
+    checker_runs_project_code: bool = False
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
     # Seconds to keep waiting after an EMPTY publish right after opening a file: basedpyright
     # publishes an empty list for a newly opened file before it has checked it.
@@ -150,6 +153,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         ready="quiescent",
         checker=("cargo", "check", "--message-format=json"),
         checker_format="cargo-json",
+        checker_runs_project_code=True,
     ),
     ServerDef(
         id="dart",
@@ -172,6 +176,7 @@ class Availability:
     root: Path | None  # the directory holding the marker (the server's workspace root)
     binary: str | None
     reason: str | None  # None when usable
+    note: str | None = None  # e.g. the project's own binary passed over by an untrusted run
 
     @property
     def ok(self) -> bool:
@@ -189,12 +194,15 @@ def find_root(server: ServerDef, start: Path, run_root: Path) -> Path | None:
         here = here.parent
 
 
-def find_binary(name: str, dirs: Iterable[Path]) -> str | None:
+def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str | None:
     """Project-local bin directories first, then the interpreter's own (where the basedpyright
-    wheel puts its script even when that directory is not on PATH), then PATH."""
+    wheel puts its script even when that directory is not on PATH), then PATH.
+
+    ``trusted=False`` (a run that does not trust its root) skips the project's own directories.
+    """
     if os.path.isabs(name):
         return name if os.access(name, os.X_OK) else None
-    for base in dirs:
+    for base in dirs if trusted else ():
         for sub in LOCAL_BIN_DIRS:
             candidate = base / sub / name
             if candidate.is_file() and os.access(candidate, os.X_OK):

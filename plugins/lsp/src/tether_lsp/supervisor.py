@@ -64,18 +64,25 @@ class Supervisor:
     async def availability(self, server: ServerDef, start: Path) -> Availability:
         root = find_root(server, start, self.run.root)
         dirs = [d for d in (root, self.run.root) if d is not None]
-        binary = find_binary(server.command[0], dirs)
+        trusted = self.run.trusted
+        binary = find_binary(server.command[0], dirs, trusted=trusted)
+        own = None if trusted else find_binary(server.command[0], dirs)  # what a trusted run would use
+        note = None
+        if own is not None and own != binary:
+            note = (f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
+                    "(run option trust; tether --trust)")
         problems = []
         if root is None:
             problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
         if binary is None:
-            problems.append(f"binary missing: {server.command[0]}")
+            problems.append(note or f"binary missing: {server.command[0]}")
+            note = None
         elif server.version_args is not None:
             if binary not in self._versions:
                 self._versions[binary] = await asyncio.to_thread(answers_version, binary, server.version_args)
             if self._versions[binary]:
                 problems.append(f"binary does not work: {self._versions[binary]}")
-        return Availability(server, root, binary, "; ".join(problems) or None)
+        return Availability(server, root, binary, "; ".join(problems) or None, note)
 
     async def choose(self, path: Path) -> Availability:
         """The server for a file, or a ToolError saying which half (marker, binary) is missing."""

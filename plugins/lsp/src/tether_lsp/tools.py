@@ -230,6 +230,10 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     for server in sup.definitions():
         if not sup.enabled(server) or not server.checker:
             continue
+        if server.checker_runs_project_code and not run.trusted:
+            reasons.append(f"{server.id}: `{server.checker[0]}` runs the project's own code (build scripts), and this "
+                           "run does not trust its root (run option trust; tether --trust)")
+            continue
         avail = await sup.availability(server, run.root)
         if avail.root is not None and (avail.ok or avail.binary is None):
             usable.append(avail)
@@ -361,7 +365,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
         avail = await sup.availability(server, run.root)
         servers.append({
             "id": server.id, "languages": list(server.languages), "enabled": sup.enabled(server),
-            "available": avail.ok, "reason": avail.reason, "binary": avail.binary,
+            "available": avail.ok, "reason": avail.reason, "binary": avail.binary, "note": avail.note,
             "root": run.relpath(avail.root) if avail.root else None,
         })
     lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
@@ -377,6 +381,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
             state = f"available ({s['binary']})"
         else:
             state = f"unavailable: {s['reason']}"
+        if s["note"]:
+            state += f"; {s['note']}"
         lines.append(f"  {s['id']} ({langs}): {state}")
     return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
 
