@@ -87,6 +87,8 @@ RULES = [
     ("python", {"pattern": {"context": "def f(): $A = $B", "selector": "assignment"}}),
     ("python", {"pattern": {"context": "print($A)", "strictness": "signature"}}),
     ("python", {"kind": "identifier", "inside": {"kind": "call", "field": "function"}}),
+    ("python", {"kind": "expression_statement", "follows": {"kind": "expression_statement", "stopBy": "end"}}),
+    ("python", {"kind": "expression_statement", "precedes": {"kind": "expression_statement"}}),
     ("javascript", {"kind": "expression_statement", "follows": {"kind": "lexical_declaration", "stopBy": "end"}}),
     ("javascript", {"kind": "lexical_declaration", "precedes": {"kind": "expression_statement"}}),
     ("javascript", {"pattern": "await $X", "not": {"inside": {"kind": "for_in_statement", "stopBy": "end"}}}),

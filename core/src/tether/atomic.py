@@ -270,11 +270,12 @@ def _commit_one(entry: _Entry) -> None:
     if entry.kind == "delete":
         with contextlib.suppress(FileNotFoundError):
             os.unlink(entry.target)
-    elif entry.kind == "inplace":
-        assert entry.tmp is not None
-        _overwrite_in_place(entry.target, entry.tmp)
     else:
-        _replace(entry.tmp, entry.target)
+        assert entry.tmp is not None
+        if entry.kind == "inplace":
+            _overwrite_in_place(entry.target, entry.tmp)
+        else:
+            _replace(entry.tmp, entry.target)
 
 
 def _undo_one(entry: _Entry) -> None:

@@ -220,7 +220,9 @@ class FilePatch:
 
     @property
     def target(self) -> str:
-        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+        name = self.new if self.new is not None else self.old
+        assert name is not None  # parse_patch refuses /dev/null on both sides
+        return name
 
 
 def _strip(name: str) -> str | None:
@@ -373,7 +375,7 @@ def _plan_patch(run, patch: str) -> tuple[dict[Path, bytes | None], list[Snapsho
     summary: list[str] = []
     for fp in parse_patch(patch):
         if fp.old is None:
-            target, rel, exists = _writable(run, fp.new)
+            target, rel, exists = _writable(run, fp.target)
             if exists:
                 raise ToolError(f"patch creates '{rel}', but it already exists; patch it instead")
             changes[target] = _apply_hunks(b"", fp)

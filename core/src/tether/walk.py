@@ -150,7 +150,7 @@ def _count_left_out(base: str, kept: Iterable[str]) -> int:
     return left
 
 
-def _empty_dir(entry: os.DirEntry) -> bool:
+def _empty_dir(entry: os.DirEntry[str]) -> bool:
     """A folder with nothing in it: nobody ignored anything there."""
     try:
         if not entry.is_dir(follow_symlinks=False):

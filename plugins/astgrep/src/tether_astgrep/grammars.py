@@ -66,6 +66,13 @@ def pack_language(name: str) -> Any:
     return get_language(name)
 
 
+def _wheel_python() -> Any:
+    """tree-sitter-python's own wheel: the pack's build hides `expression_statement`, ast-grep's has it."""
+    import tree_sitter_python
+
+    return tree_sitter_python.language()
+
+
 def _pack(name: str) -> Callable[[], Any]:
     return functools.partial(pack_language, name)
 
@@ -92,7 +99,7 @@ _C_LADDER = (
 def builtin_grammars() -> list[Grammar]:
     """Every language ast-grep 0.51 has built in, with its file extensions (and the Dart grammar)."""
     return [
-        Grammar("python", (".py", ".py3", ".pyi", ".bzl", ".bazel"), _pack("python"), (
+        Grammar("python", (".py", ".py3", ".pyi", ".bzl", ".bazel"), _wheel_python, (
             Rung("statement"),  # a Python module is a statement list
             Rung("class member", "class _:\n    PATTERN\n", indent="    "),
             Rung("clause", "try:\n    pass\nPATTERN\n"),  # `except $E as $N: $$$B`, `finally: ...`
