@@ -160,3 +160,20 @@ def test_every_unreadable_line_gets_a_json_rpc_error(tmp_path, no_leftover_proce
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_a_long_eval_cell_keeps_the_client_informed(tmp_path, mode, no_leftover_processes):
+    """A tool that reports no progress of its own (an eval cell) still shows the client it is alive."""
+    progress = []
+
+    async def on_progress(done, total, message):
+        progress.append((done, message))
+
+    env = {"TETHER_PLUGINS": "eval", "TETHER_SERVE_HEARTBEAT": "0.2"}
+    async with connect(tmp_path, mode, env) as client:
+        cell = {"code": "import time\ntime.sleep(1.5)\n'slept'", "description": "Sleep a moment and say that it slept"}
+        result = await client.call_tool("eval", cell, progress_callback=on_progress)
+        assert result.is_error is False and "slept" in " ".join(b.text for b in result.content)
+    assert progress and all(m.startswith("eval still running (") for _, m in progress)
+    assert [d for d, _ in progress] == sorted(d for d, _ in progress)  # progress only ever grows

@@ -39,6 +39,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -48,6 +49,7 @@ from tether.tools import ToolError
 NEW_SUFFIX = ".tether-new"
 OLD_SUFFIX = ".tether-old"
 LOCK_TIMEOUT = 30.0  # how long a write waits for another writer of the same root
+STAGING_THREADS = 64  # files written and fsynced at once (a disk commits concurrent fsyncs together)
 
 _replace = os.replace  # one seam, so tests can inject a failure on the n-th rename
 
@@ -318,6 +320,17 @@ def write_all(
         _transact(root, folder, changes)
 
 
+def _stage(entry: _Entry, content: bytes | None) -> None:
+    """The entry's new content beside its target (fsynced), and its backup."""
+    if entry.tmp is not None:
+        assert content is not None
+        os.makedirs(os.path.dirname(entry.target), exist_ok=True)
+        mode = None if entry.kind == "create" else stat.S_IMODE(os.stat(entry.target).st_mode)
+        _write_file(entry.tmp, content, mode)
+    if entry.backup is not None:
+        _backup(entry)
+
+
 def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) -> None:
     txid = uuid.uuid4().hex[:12]
     entries = _plan(root, changes, txid)
@@ -325,14 +338,13 @@ def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) ->
         return
     _save_journal(folder, txid, "staging", entries)
     try:
-        for entry, content in zip(entries, (changes[Path(e.target)] for e in entries)):
-            if entry.tmp is not None:
-                assert content is not None
-                os.makedirs(os.path.dirname(entry.target), exist_ok=True)
-                mode = None if entry.kind == "create" else stat.S_IMODE(os.stat(entry.target).st_mode)
-                _write_file(entry.tmp, content, mode)
-            if entry.backup is not None:
-                _backup(entry)
+        if len(entries) == 1:
+            _stage(entries[0], changes[Path(entries[0].target)])
+        else:  # fsyncs of many files side by side: the file system commits them together
+            with ThreadPoolExecutor(min(STAGING_THREADS, len(entries)), thread_name_prefix="tether-write") as pool:
+                staged = [pool.submit(_stage, e, changes[Path(e.target)]) for e in entries]
+                for future in staged:
+                    future.result()  # the first failure; leaving the block waits for the others
         _save_journal(folder, txid, "commit", entries)
     except BaseException:
         _clean(folder, txid, entries)

@@ -8,6 +8,7 @@ post-write diagnostics hooks: a write answers with the errors it introduced.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
 from collections.abc import Sequence
@@ -240,7 +241,8 @@ def _bare(line: str) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
-def parse_patch(patch: str) -> list[FilePatch]:
+@functools.lru_cache(maxsize=4)  # touches parses the patch for approval, then the handler does
+def parse_patch(patch: str) -> tuple[FilePatch, ...]:
     """Parse a unified diff; raise ToolError naming what does not fit."""
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
@@ -274,7 +276,7 @@ def parse_patch(patch: str) -> list[FilePatch]:
         if not hunks and not (pf.is_rename or pf.is_added_file or pf.is_removed_file):
             raise ToolError(f"patch: no hunks for '{new or old}'")
         files.append(FilePatch(old, new, tuple(hunks)))
-    return files
+    return tuple(files)
 
 
 def _refuse_stray_lines(patch: str, parsed) -> None:

@@ -353,7 +353,7 @@ class Run:
             if problems:
                 raise ArgumentsError(problems)
             args = structure_arguments(tool.args, arguments)
-            paths = self._touched(tool, args)
+            paths = await asyncio.to_thread(self._touched, tool, args) if tool.touches is not None else []
         except ArgumentsError as exc:
             lines = "; ".join(exc.problems)
             return self._bound(ToolResult.error(

@@ -33,6 +33,7 @@ import re
 import signal
 import socket
 import sys
+import time
 import uuid
 from importlib.metadata import version
 from typing import Any
@@ -55,6 +56,7 @@ from tether.tools import Image, Tier, ToolResult
 log = logging.getLogger("tether.serve")
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+HEARTBEAT, HEARTBEAT_ENV = 10.0, "TETHER_SERVE_HEARTBEAT"  # seconds between "still running" reports
 # How long a finished call whose client never came back for its result is kept for a late retry.
 KEEP_UNCLAIMED = 600.0
 # The sealed requestState outlives any card's wait: the call it names is bounded by the card's own
@@ -101,19 +103,30 @@ class _Card:
 class _Call:
     """One `tools/call`, from its first request to its result, across the rounds of a 2026-07-28 client."""
 
-    def __init__(self, ctx) -> None:
-        self.id = uuid.uuid4().hex
+    def __init__(self, ctx, name: str) -> None:
+        self.id, self.name, self.started = uuid.uuid4().hex, name, time.monotonic()
         self.ctx = ctx  # the latest request of this call
         self.serving = False  # whether a request of this call is waiting for an answer now
         self.fresh: list[_Card] = []  # asked, not yet sent
         self.sent: dict[str, _Card] = {}  # sent in an InputRequiredResult, waiting for the retry
         self.changed = asyncio.Event()
         self.task: asyncio.Task[ToolResult] | None = None
+        self.reports = False  # whether the tool reports progress of its own
         self._cards = 0
 
     async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        self.reports = True
         if self.serving:  # between the rounds there is no request to report on
             await self.ctx.session.report_progress(done, total, message)
+
+    async def heartbeat(self, every: float) -> None:
+        """Progress for a long call whose tool reports none (an eval cell, a debug `continue`), so a
+        client sees it alive; a tool that reports its own progress owns the stream."""
+        while True:
+            await asyncio.sleep(every)
+            if not self.reports:
+                elapsed = time.monotonic() - self.started
+                await self.ctx.session.report_progress(round(elapsed, 1), None, f"{self.name} still running ({elapsed:.0f} s)")
 
     async def ask(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         self._cards += 1
@@ -209,7 +222,7 @@ class _Host:
             call.ctx, call.serving = ctx, True
             call.answer(params.input_responses or {})
         else:
-            call = _Call(ctx)
+            call = _Call(ctx, params.name)
             call.serving = True
             token = _current.set(call)
             try:
@@ -228,6 +241,7 @@ class _Host:
     async def _round(self, call: _Call) -> types.CallToolResult | types.InputRequiredResult:
         """Serve one request of ``call``: its result, or the cards it waits on for a 2026-07-28 client."""
         assert call.task is not None
+        beat = asyncio.create_task(call.heartbeat(_heartbeat_seconds()))
         try:
             while True:
                 call.changed.clear()
@@ -249,6 +263,14 @@ class _Host:
             raise
         finally:
             call.serving = False
+            beat.cancel()
+
+
+def _heartbeat_seconds() -> float:
+    try:
+        return max(float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT)), 0.1)
+    except ValueError:
+        return HEARTBEAT
 
 
 def _server(host: _Host) -> Server:
