@@ -79,3 +79,14 @@ async def test_opening_a_run_starts_no_worker(open_vibe, project, worker_cmd):
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         assert run.resource("tether_vibe_roster") is not None  # the roster exists...
         assert children() == before  # ...and started nothing: workers start on vibe_spawn
+
+
+async def test_mcp_clients_are_not_told_vibe_spawn_is_read_only(open_vibe, project, worker_cmd):
+    # tier read by design (the gate is on the worker's own tools), but it starts an agent that may write
+    from tether.serve import _annotations
+
+    async with open_vibe(project, {"fast": worker_cmd}) as run:
+        tools = {t.name: _annotations(t) for t in run.tools()}
+    spawn = tools["vibe_spawn"]
+    assert (spawn.read_only_hint, spawn.destructive_hint, spawn.open_world_hint) == (False, True, True)
+    assert all(tools[n].read_only_hint for n in VIBE_TOOLS if n != "vibe_spawn")

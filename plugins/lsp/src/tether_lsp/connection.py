@@ -135,11 +135,13 @@ class Connection:
     async def start(self, timeout: float) -> None:
         from pygls.lsp.client import LanguageClient
 
+        from tether_lsp.converter import lsp_converter
+
         lsp = self.lsp
-        self.client = LanguageClient("tether", "0.1.0")
+        self.client = LanguageClient("tether", "0.1.0", converter_factory=lsp_converter)
         conn = self
-        # pygls reports messages it cannot parse here and then never completes the request (e.g. with
-        # cattrs >= 25); keep the reason so the timeout can name it
+        # pygls reports messages it cannot parse here and then never completes the request (as it
+        # did with cattrs >= 25 before `lsp_converter`); keep the reason so the timeout can name it
         self.client.report_server_error = lambda error, source: conn.log_tail.append(f"client: {source.__name__}: {error}")
         self._register_handlers()
         env = dict(os.environ)

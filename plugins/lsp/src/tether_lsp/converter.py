@@ -1,0 +1,44 @@
+"""pygls' converter (lsprotocol's cattrs hooks), with the one hook that cattrs >= 25 needs.
+
+lsprotocol registers structure hooks for the unions of the protocol it cannot structure by itself,
+e.g. ``Union[str, NotebookDocumentFilterNotebookType, ...]``, but not for their optional forms.
+cattrs < 25 structured ``Optional[U]`` through ``U``'s hook; cattrs >= 25 does not, so a server that
+announces ``notebookDocumentSync`` with a cell selector (ty does) gets an initialize reply pygls
+cannot parse, and the request never completes. The hook below restores the old rule: ``None`` is
+None, anything else is structured as ``U`` with the hook lsprotocol registered for it.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Union
+
+
+def lsp_converter() -> Any:
+    """The converter for pygls' `LanguageClient(converter_factory=...)`."""
+    from cattrs.errors import StructureHandlerNotFoundError
+    from pygls.protocol import default_converter
+
+    conv = default_converter()
+
+    def members(tp: Any) -> list[Any]:
+        return [a for a in typing.get_args(tp) if a is not type(None)]
+
+    def is_optional_registered_union(tp: Any) -> bool:
+        if typing.get_origin(tp) not in (Union, types.UnionType):
+            return False
+        inner = members(tp)
+        if len(inner) < 2 or len(inner) == len(typing.get_args(tp)):
+            return False  # not optional, or Optional[X] of one type, which cattrs handles
+        try:
+            conv.get_structure_hook(Union[tuple(inner)])
+        except StructureHandlerNotFoundError:
+            return False
+        return True
+
+    def structure(obj: Any, tp: Any) -> Any:
+        return None if obj is None else conv.structure(obj, Union[tuple(members(tp))])
+
+    conv.register_structure_hook_func(is_optional_registered_union, structure)
+    return conv

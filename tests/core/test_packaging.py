@@ -1,0 +1,87 @@
+"""The eight distributions, built as a user gets them: metadata a PyPI page and pip can trust.
+
+Builds every wheel and sdist of the workspace (``uv build``), runs ``twine check --strict`` on them,
+and reads their METADATA: each family bounds tether-core, all share one version, every wheel is
+typed, licensed, classified POSIX and described by its README, and the meta sdist ships only what it
+needs.
+"""
+
+from __future__ import annotations
+
+import email
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from support import require_binary
+
+REPO = Path(__file__).resolve().parents[2]
+FAMILIES = ["askuser", "astgrep", "debug", "eval", "lsp", "vibe"]
+DISTS = ["tether", "tether_core", *(f"tether_{f}" for f in FAMILIES)]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    uv = require_binary("uv")
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([uv, "build", "--all-packages", "--quiet", "-o", str(out)], cwd=REPO, check=True, timeout=600)
+    return out
+
+
+def metadata(dist: Path, name: str) -> email.message.Message:
+    (wheel,) = dist.glob(f"{name}-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.message_from_bytes(z.read(meta))
+
+
+def test_twine_check_passes_on_every_wheel_and_sdist(dist):
+    files = sorted([*dist.glob("*.whl"), *dist.glob("*.tar.gz")])
+    assert len(files) == 2 * len(DISTS), [f.name for f in files]
+    out = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_one_version_and_every_family_bounds_tether_core(dist):
+    versions = {name: Version(metadata(dist, name)["Version"]) for name in DISTS}
+    assert len(set(versions.values())) == 1, versions
+    core = versions["tether_core"]
+    next_minor = Version(f"{core.major}.{core.minor + 1}.0")
+    for name in ["tether", *(f"tether_{f}" for f in FAMILIES)]:
+        needs = [Requirement(r) for r in metadata(dist, name).get_all("Requires-Dist")]
+        bounded = [r for r in needs if r.name.startswith("tether")]
+        assert any(r.name == "tether-core" for r in bounded), name
+        for r in bounded:  # tether-core for a family; every family for the meta's extras
+            assert r.specifier.contains(core) and not r.specifier.contains(next_minor), f"{name}: {r}"
+
+
+def test_every_wheel_is_described_licensed_classified_and_typed(dist):
+    root_license = (REPO / "LICENSE").read_text()
+    for name in DISTS:
+        meta = metadata(dist, name)
+        assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE", name
+        assert meta["Description-Content-Type"] == "text/markdown" and len(meta.get_payload()) > 200, name
+        assert "Operating System :: POSIX" in meta.get_all("Classifier"), name
+        (wheel,) = dist.glob(f"{name}-*-py3-none-any.whl")
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+            (license_file,) = [n for n in names if n.endswith("licenses/LICENSE")]
+            assert z.read(license_file).decode() == root_license, name
+            if name != "tether":  # the meta-distribution has no code
+                package = "tether" if name == "tether_core" else name
+                assert f"{package}/py.typed" in names, name
+
+
+def test_the_meta_sdist_ships_only_what_it_needs(dist):
+    (sdist,) = dist.glob("tether-0*.tar.gz")
+    with tarfile.open(sdist) as t:
+        shipped = {Path(m.name).relative_to(Path(m.name).parts[0]).as_posix() for m in t.getmembers() if m.isfile()}
+    assert shipped <= {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "PKG-INFO", ".gitignore"}, shipped
+    assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= shipped
