@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from astgrep_bench import make_corpus  # noqa: E402
+from astgrep_bench import stdlib_corpus  # noqa: E402
 
 from tether.walk import walk  # noqa: E402
 
@@ -51,14 +51,14 @@ def main() -> None:
     repeat = parser.parse_args().repeat
     with tempfile.TemporaryDirectory() as tmp:
         plain, repo = Path(tmp) / "plain", Path(tmp) / "repo"
-        count, size = make_corpus(plain)
+        count, size, label = stdlib_corpus(plain)
         shutil.copytree(plain, repo)
         git = ["git", "-c", "user.name=b", "-c", "user.email=b@example.com"]
         subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
         subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
         assert walk(repo).via == "git" and walk(plain).via == "ignore"
         assert len(walk(repo).files) == len(walk(plain).files) == count
-        print(f"corpus: {count} files, {size / 2**20:.1f} MiB (the standard library's .py files); median of {repeat}")
+        print(f"corpus: {count} files, {size / 2**20:.1f} MiB ({label}); median of {repeat}")
         floor = median_ms(lambda: os_walk(plain), repeat)
         rows = [
             ("os.walk + stat (anchor, no ignore rules)", floor),

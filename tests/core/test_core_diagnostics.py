@@ -177,3 +177,8 @@ async def test_a_checker_that_hangs_is_cut_off_and_said(tmp_path):
     assert not result.is_error
     assert "diagnostics still pending" in result.plain
     assert (tmp_path / "a.txt").read_text() == "x\n"
+
+
+def test_diagnostic_keys_sort_with_and_without_a_code():
+    keys = [Diagnostic("a.py", 2, 1, "error", "m", None).key, Diagnostic("a.py", 1, 1, "error", "m", "X").key]
+    assert sorted(keys) == [("a.py", "error", "", "m"), ("a.py", "error", "X", "m")]

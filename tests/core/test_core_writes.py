@@ -307,3 +307,17 @@ async def test_a_really_full_disk_leaves_nothing_behind(small_disk):
         assert not again.is_error, again.plain
     assert sorted(p.name for p in small_disk.iterdir()) == ["a.txt", "b.txt"]
     assert (small_disk / "a.txt").read_text() == "old\n"
+
+
+def test_old_side_files_a_crash_left_beside_a_target_are_swept(root, monkeypatch):
+    """Leftovers without a journal (an older tether's mkstemp names, a lost state dir): swept when old."""
+    (root / "a.txt").write_text("a\n")
+    left = [".a.txt.k2j4h5g6.tether-new", ".a.txt.tether-old", ".b.py.0123456789ab.tether-new"]
+    for name in left:
+        (root / name).write_text("partial")
+    (root / ".keep.tether-new.txt").write_text("not ours")
+    tether.atomic.write_all({root / "a.txt": b"A\n"}, root=root)
+    assert leftovers(root) == sorted([*left, ".keep.tether-new.txt"])  # fresh: maybe another root's write in flight
+    monkeypatch.setattr(tether.atomic, "STALE_AFTER", -60.0)  # as if an hour had passed
+    tether.atomic.write_all({root / "a.txt": b"AA\n"}, root=root)
+    assert leftovers(root) == [".keep.tether-new.txt"] and (root / "a.txt").read_text() == "AA\n"

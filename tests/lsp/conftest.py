@@ -1,8 +1,10 @@
-"""Sample projects and helpers for the lsp family's tests (real servers; basedpyright always)."""
+"""Sample projects, real projects (click, pflag) and helpers for the lsp family's tests (real servers; basedpyright always)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -90,3 +92,83 @@ def pid_of(run, server: str = "basedpyright") -> int:
         if conn.server.id == server and conn.alive:
             return conn.pid
     raise AssertionError(f"{server} is not running")
+
+
+# -- real projects, downloaded once from their registries at pinned versions ------------------------
+
+CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
+CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"  # click-8.5.1.tar.gz, the PyPI sdist
+PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")  # Debian's golang-github-spf13-pflag-dev
+
+
+def _fetch_once(name: str, sha256: str, command: list[str]) -> Path:
+    """CACHE/name, fetched with the registry's own client the first time and checked against its digest."""
+    import hashlib
+    import subprocess
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / name
+    if not target.is_file():
+        subprocess.run(command, cwd=CACHE, check=True, capture_output=True, timeout=300)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != sha256:
+        target.unlink()
+        raise AssertionError(f"{name} from the registry has sha256 {digest}, expected {sha256}")
+    return target
+
+
+def _unpacked(archive: Path, top: str) -> Path:
+    """The archive unpacked once next to it (read-only use: tests copy it)."""
+    import tarfile
+
+    dest = archive.with_name(archive.name + ".d")
+    if not (dest / top).is_dir():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest / top
+
+
+@pytest.fixture(scope="session")
+def click_pristine() -> Path:
+    python = shutil.which("python3") or sys.executable
+    archive = _fetch_once("click-8.5.1.tar.gz", CLICK_SHA256, [
+        python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "click==8.5.1", "-d", str(CACHE)])
+    return _unpacked(archive, "click-8.5.1")
+
+
+@pytest.fixture
+def click_root(click_pristine: Path, tmp_path: Path) -> Path:
+    """A private copy of click 8.5.1 (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
+    return Path(shutil.copytree(click_pristine, tmp_path / "click"))
+
+
+@pytest.fixture
+def pflag_root(tmp_path: Path) -> Path:
+    """spf13/pflag from the Debian package, as a module of its own (no module proxy needed: no dependencies)."""
+    if not (PFLAG_SOURCE / "flag.go").is_file():
+        from support import IN_CI
+
+        (pytest.fail if IN_CI else pytest.skip)("golang-github-spf13-pflag-dev is not installed (.ci/run installs it)")
+    root = Path(shutil.copytree(PFLAG_SOURCE, tmp_path / "pflag", symlinks=False))
+    if not (root / "go.mod").is_file():
+        (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")
+    return root
+
+
+@pytest.fixture
+def cpu_stress():
+    """Two busy processes for the length of the test (each stops on its own after 10 minutes at most)."""
+    import subprocess
+
+    busy = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)

@@ -71,7 +71,7 @@ async def test_a_capped_wait_says_diagnostics_still_pending(py_root):
     async with tether.open_run(py_root, plugins=[tether.files], options={"diagnostics_timeout": 0.05}) as run:
         t0 = time.monotonic()
         r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")\n', 'value: int = u.greet("d")\ncount: int = len(3)\n')
-        assert "diagnostics still pending for pkg/main.py after 0.05 s" in r.plain
+        assert "diagnostics incomplete: still pending for pkg/main.py after 0.05 s" in r.plain
         assert time.monotonic() - t0 < 1.0 + 3  # cold start of the baseline is not waited for either
 
 
@@ -91,3 +91,13 @@ async def test_a_pull_server_ty_reports_a_dependent_open_files_new_error(py_root
         got = introduced(r)
         assert ("pkg/other.py", 3, "error", "missing-argument") in got, r.plain
         assert ("pkg/util.py", 8, "error", "missing-argument") in got
+
+
+async def test_a_diagnostic_without_a_code_next_to_coded_ones_does_not_hide_a_new_error(py_root):
+    # a syntax error has no code; sorting such keys with coded ones once failed and the write looked clean
+    (py_root / "bad.py").write_text('x: int = "s"\ndef f(:\n')
+    async with tether.open_run(py_root, plugins=[tether.files]) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "bad.py"})
+        assert {d["code"] for d in r.data["diagnostics"]} >= {None, "reportAssignmentType"}, r.plain
+        r = await run.call("write", {"path": "ok.py", "content": 'y: int = "no"\n'})
+        assert introduced(r) == [("ok.py", 1, "error", "reportAssignmentType")], r.plain

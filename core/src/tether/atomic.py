@@ -22,7 +22,9 @@ root's state directory (``$XDG_STATE_HOME/tether/<hash of the root>``, mode 0700
 A failure in step 1 removes what was staged; in step 3 it restores the files already changed from
 their backups. A crash (SIGKILL, power loss) leaves the journal: the next run that opens the root
 calls `recover`, and every write checks first (under the lock), so a transaction left in staging has
-its files removed and a committed one is finished.
+its files removed and a committed one is finished. Side files of our naming that no journal names
+(an older tether's, or a crash whose state dir is gone) are removed from the folders a write touches
+once they are an hour old.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from tether.tools import ToolError
 NEW_SUFFIX = ".tether-new"
 OLD_SUFFIX = ".tether-old"
 LOCK_TIMEOUT = 30.0  # how long a write waits for another writer of the same root
+STALE_AFTER = 3600.0  # s: a side file of ours this old beside a target is a crash's leftover
 STAGING_THREADS = 64  # files written and fsynced at once (a disk commits concurrent fsyncs together)
 
 _replace = os.replace  # one seam, so tests can inject a failure on the n-th rename
@@ -361,6 +364,24 @@ def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) ->
         _clean(folder, txid, entries)
         raise
     _clean(folder, txid, entries)
+    _sweep_stale({os.path.dirname(e.target) for e in entries})
+
+
+def _sweep_stale(folders: Iterable[str]) -> None:
+    """Remove side files of our naming that a crash left in these folders without a journal (an older
+    tether's, or one whose state dir is gone). Only old ones: a fresh one may be another root's write
+    in flight. ctime, not mtime: a backup is a hard link to an old inode, and linking sets its ctime."""
+    cutoff = time.time() - STALE_AFTER
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                stale = [e.path for e in entries if e.name.startswith(".") and e.name.endswith((NEW_SUFFIX, OLD_SUFFIX))
+                         and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_ctime < cutoff]
+        except OSError:
+            continue
+        for path in stale:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def recover(root: Path) -> list[str]:

@@ -49,8 +49,9 @@ class Diagnostic:
     source: str | None = None
 
     @property
-    def key(self) -> tuple[str, str, str | None, str]:
-        return (self.file, self.severity, self.code, self.message)
+    def key(self) -> tuple[str, str, str, str]:
+        """Sortable: a diagnostic without a code has the code ""."""
+        return (self.file, self.severity, self.code or "", self.message)
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -105,8 +105,9 @@ class CoreOptions:
         "the most characters of text one result may carry; longer text is cut, saying how to see more",
         default=DEFAULT_MAX_CHARS, minimum=200)
     diagnostics_timeout: float = arg(
-        "seconds a write waits for the diagnostics it introduced before answering without them",
-        default=5.0, minimum=0)
+        "seconds a write waits at most for the diagnostics it introduced before answering without them "
+        "(a language server's wait ends when its round of analysis does)",
+        default=30.0, minimum=0)
     trust: bool | None = arg(
         "whether the run trusts its root to run its code: the project's own binaries (node_modules/.bin, "
         ".venv) and checkers that execute it (cargo check). Default (null): trusted on a surface that "

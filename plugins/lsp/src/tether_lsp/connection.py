@@ -28,6 +28,7 @@ SKIP_DIRS = {"node_modules", "__pycache__", "target", "venv", "build", "dist", "
 SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status)
 SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
 POLL_INTERVAL = 1.0  # s between background scans of a large tree
+PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
 
 
 class ServerDied(Exception):
@@ -49,6 +50,15 @@ class ServerError(Exception):
     """The server answered a request with an error."""
 
 
+@attrs.frozen
+class Mark:
+    """The server's state when we sent a change: what a later round must be newer than."""
+
+    begins: int  # work-done progress begins seen so far
+    seq: int  # publishes seen so far
+    at: float
+
+
 @attrs.define
 class Doc:
     path: Path
@@ -57,8 +67,7 @@ class Doc:
     text: str
     stat: tuple[int, int]
     language_id: str
-    opened_at: float
-    open_version: int
+    mark: Mark  # when the server was last told about this document (open or change)
 
 
 @attrs.define
@@ -104,6 +113,10 @@ class Connection:
         self.stderr_tail: deque[str] = deque(maxlen=40)
         self.log_tail: deque[str] = deque(maxlen=20)
         self.progress_tokens: set[str] = set()
+        self.begins = 0  # work-done progress begins seen
+        self.analysed = False  # the first analysis of the project has ended (see first_round)
+        self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
+        self.last_mark: Mark | None = None  # the latest change (or the start): "settled" is a round newer than it
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
@@ -130,7 +143,24 @@ class Connection:
 
     @property
     def indexing(self) -> bool:
-        return bool(self.progress_tokens) or not self.quiescent
+        """The server is still analysing the project: work in progress, or its first round not yet begun."""
+        if self.progress_tokens or not self.quiescent:
+            return True
+        return self.server.rounds == "progress" and self.begins == 0
+
+    async def first_round(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
+        when it has not ended. Later rounds are not waited for: their answers say they may be incomplete."""
+        deadline = time.monotonic() + timeout
+        while not self.analysed:
+            if not self.indexing:
+                self.analysed = True
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await self._event(remaining)
+        return True
 
     async def start(self, timeout: float) -> None:
         from pygls.lsp.client import LanguageClient
@@ -146,6 +176,7 @@ class Connection:
         self._register_handlers()
         env = dict(os.environ)
         self.started_at = time.monotonic()
+        self.last_mark = self.mark()
         try:
             await self.client.start_io(
                 self.binary, *self.server.command[1:], cwd=str(self.root), env=env, start_new_session=True
@@ -239,7 +270,8 @@ class Connection:
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
-            conn.published[params.uri] = Published(params.version, list(params.diagnostics), time.monotonic(), conn._seq)
+            conn.last_event = time.monotonic()
+            conn.published[params.uri] = Published(params.version, list(params.diagnostics), conn.last_event, conn._seq)
             conn._wake()
 
         @client.feature("workspace/configuration")
@@ -260,8 +292,11 @@ class Connection:
             kind = _get(_get(params, "value"), "kind")
             if kind == "begin":
                 conn.progress_tokens.add(token)
+                conn.begins += 1
+                conn.last_event = time.monotonic()
             elif kind == "end":
                 conn.progress_tokens.discard(token)
+                conn.last_event = time.monotonic()
                 conn._wake()
 
         @client.feature("experimental/serverStatus")
@@ -352,7 +387,8 @@ class Connection:
             protocol._request_futures.pop(msg_id, None)
             protocol._result_types.pop(msg_id, None)
             if self.proc.returncode is None:
-                protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
+                if self.server.cancel_requests:
+                    protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
                 raise RequestTimeout(method, timeout) from None
             raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
         except RuntimeError as exc:  # pygls fails pending requests with RuntimeError when the process exits
@@ -384,7 +420,8 @@ class Connection:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
-        doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), time.monotonic(), 1)
+        doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark())
+        self.last_mark = doc.mark
         self.docs[uri] = doc
         self._watched[path] = stat
         self.notify(
@@ -400,6 +437,7 @@ class Connection:
         lsp = self.lsp
         doc.version += 1
         doc.text = text
+        doc.mark = self.last_mark = self.mark()
         doc.stat = file_stat(doc.path) or doc.stat
         self._watched[doc.path] = doc.stat
         self.notify(
@@ -471,6 +509,7 @@ class Connection:
             events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
         self._watched = current
         if events:
+            self.last_mark = self.mark()
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     async def _poll(self) -> None:
@@ -501,6 +540,7 @@ class Connection:
                 kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         if events:
+            self.last_mark = self.mark()
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     def _scan(self) -> dict[Path, tuple[int, int]]:
@@ -537,42 +577,74 @@ class Connection:
     def pulls(self) -> bool:
         return getattr(self.capabilities, "diagnostic_provider", None) is not None
 
+    def mark(self) -> Mark:
+        return Mark(self.begins, self._seq, time.monotonic())
+
+    def round_done(self, mark: Mark) -> bool:
+        """Whether the server finished a round of analysis that started after ``mark``.
+
+        "progress" servers (basedpyright) wrap every round in work-done progress: a begin after the
+        mark and nothing in progress now. Their first publish after a change can be the previous
+        version's list relabelled, and their cold start publishes empty placeholders before the
+        first round: neither counts. A change that starts no round at all (the same text again) is
+        taken as done after PROGRESS_FALLBACK s of quiet, once the server has had a first round. "settle" servers: no publish for the
+        definition's settle_quiet seconds after the mark.
+        """
+        if self.progress_tokens or not self.quiescent:
+            return False
+        quiet = time.monotonic() - max(mark.at, self.last_event)
+        if self.server.rounds == "progress":
+            # before its first round the server has published only placeholders: no fallback then
+            return self.begins > mark.begins or (self.begins > 0 and quiet >= PROGRESS_FALLBACK)
+        return quiet >= self.server.settle_quiet
+
+    def _next_check(self, mark: Mark) -> float:
+        """Seconds until round_done(mark) could turn true with no new event."""
+        wait = self.server.settle_quiet if self.server.rounds == "settle" else PROGRESS_FALLBACK
+        return max(0.01, max(mark.at, self.last_event) + wait - time.monotonic())
+
+    async def _event(self, wait: float) -> None:
+        if not self.alive:
+            raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
+        event = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), max(0.0, wait))
+
+    async def wait_round(self, mark: Mark, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for a complete round after ``mark``; False when it did not come."""
+        deadline = time.monotonic() + timeout
+        while not self.round_done(mark):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await self._event(min(remaining, self._next_check(mark)))
+        return True
+
+    def fresh(self, doc: Doc) -> Published | None:
+        """The document's publish for its current version (None while only older ones are known)."""
+        pub = self.published.get(doc.uri)
+        if pub is None:
+            return None
+        if pub.version is not None:
+            return pub if pub.version >= doc.version else None
+        if self.versioned:
+            return None  # a versioned server's unversioned publish is of the file on disk, not of this document
+        return pub if pub.seq > doc.mark.seq else None
+
     async def diagnostics(self, doc: Doc, timeout: float, request_timeout: float) -> list[Any] | None:
-        """The diagnostics of the document's CURRENT version; None when they did not come within ``timeout``."""
+        """The diagnostics of the document's CURRENT version from a complete round; None when they did
+        not come within ``timeout``."""
         if self.pulls:
             return await self._pull(doc, min(timeout, request_timeout))
-        version = doc.version
         deadline = time.monotonic() + timeout
-        seq_at_start = self._seq
         while True:
-            pub = self.published.get(doc.uri)
-            now = time.monotonic()
-            if pub is not None and self._answers(pub, doc, version, seq_at_start, self.versioned):
-                grace_end = pub.at + self.server.empty_open_grace
-                # an empty list right after opening is the server saying "not checked yet"
-                if pub.items or version != doc.open_version or now >= grace_end or not self.server.empty_open_grace:
-                    return pub.items
-                wait = min(grace_end, deadline) - now
-            else:
-                wait = deadline - now
-            if wait <= 0:
-                return pub.items if pub is not None and self._answers(pub, doc, version, seq_at_start, self.versioned) else None
-            if not self.alive:
-                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
-            event = self._changed
-            try:
-                await asyncio.wait_for(event.wait(), wait)
-            except TimeoutError:
-                pass
-
-    @staticmethod
-    def _answers(pub: Published, doc: Doc, version: int, seq_at_start: int, versioned: bool) -> bool:
-        if pub.version is not None:
-            return pub.version >= version
-        if versioned:
-            return False
-        # no version in the publish: only one that arrived after the change counts
-        return pub.seq > seq_at_start or doc.version == doc.open_version and pub.at >= doc.opened_at
+            pub = self.fresh(doc)
+            if pub is not None and self.round_done(doc.mark):
+                return pub.items
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            await self._event(min(remaining, self._next_check(doc.mark)))
 
     async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
         lsp = self.lsp
@@ -588,16 +660,3 @@ class Connection:
         self._seq += 1
         self.published[doc.uri] = Published(doc.version, list(items), time.monotonic(), self._seq)
         return list(items)
-
-    async def settle(self, quiet: float, bound: float) -> None:
-        """Wait until no diagnostics were published for ``quiet`` s (at most ``bound`` s): dependents come last."""
-        deadline = time.monotonic() + bound
-        while True:
-            event = self._changed
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            try:
-                await asyncio.wait_for(event.wait(), min(quiet, remaining))
-            except TimeoutError:
-                return

@@ -53,13 +53,18 @@ class ServerDef:
     # that does not trust its root never runs it.
     checker_runs_project_code: bool = False
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
-    # Seconds to keep waiting after an EMPTY publish right after opening a file: basedpyright
-    # publishes an empty list for a newly opened file before it has checked it.
-    empty_open_grace: float = 0.0
+    # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
+    # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
+    # settle_quiet seconds after the change).
+    rounds: Literal["progress", "settle"] = "settle"
+    settle_quiet: float = 0.3
     # The server puts the document's version in every publish for an open document, so a publish
     # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
     # Learned at run time too, from the first versioned publish.
     versioned_diagnostics: bool = False
+    # Send $/cancelRequest for a request that timed out. basedpyright 1.40 breaks on it: a cancelled
+    # references leaves every later references failing ("this._token.cancel is not a function").
+    cancel_requests: bool = True
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -101,8 +106,9 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         ready="progress",
         checker=("basedpyright", "--outputjson"),
         checker_format="pyright-json",
-        empty_open_grace=0.5,
+        rounds="progress",
         versioned_diagnostics=True,
+        cancel_requests=False,
     ),
     ServerDef(
         id="ty",

@@ -166,6 +166,8 @@ class Supervisor:
                 doc = conn.open(path)
                 if doc is None:
                     raise ToolError(f"'{self.run.relpath(path)}' is not a readable UTF-8 text file", {"error": "unreadable"})
+                # answers from a half-analysed project are partial: the first analysis is waited for, bounded
+                await conn.first_round(self.option("lsp_ready_wait"))
                 return await fn(conn, doc)
             except ServerDied:
                 if attempt == 2:

@@ -95,6 +95,13 @@ def _position(conn: Any, text: str, spot: Spot) -> Any:
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
 
+def analysing_note(conn: Any) -> str:
+    """The line said next to a non-empty answer given while the server is still analysing."""
+    if not conn.indexing:
+        return ""
+    return f"{conn.server.id} is still analysing the project; this may be incomplete - repeat in a few seconds"
+
+
 def _still_indexing(conn: Any, what: str) -> ToolError:
     return ToolError(
         f"{conn.server.id} is still indexing and answered no {what}; still indexing: retry in a few seconds",
@@ -155,7 +162,8 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 if conn.indexing:
                     raise _still_indexing(conn, "hover")
                 return ToolResult.text(f"no hover information for {where}", {"hover": ""})
-            return ToolResult.text(cap_text(hover, HOVER_CHARS, "The rest is in the definition."), {"hover": hover})
+            text = cap_text(hover, HOVER_CHARS, "The rest is in the definition.")
+            return ToolResult.text("\n".join(x for x in (text, analysing_note(conn)) if x), {"hover": hover})
         if args.action == "code_actions":
             return _code_actions(result, where)
         lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
@@ -168,7 +176,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         head = f"{len(locs)} {noun}(s) of {where}:"
         body = "\n".join(loc.render() for loc in shown)
         return ToolResult.text(
-            "\n".join(x for x in (head, body, note) if x),
+            "\n".join(x for x in (head, body, note, analysing_note(conn)) if x),
             {"locations": [loc.to_json() for loc in shown], "total": len(locs)},
         )
 

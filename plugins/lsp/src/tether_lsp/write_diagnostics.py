@@ -1,45 +1,66 @@
 """Diagnostics on write: the core's before/after-write hooks answered from the files' language servers.
 
-Before the write, each file is synced and its diagnostics awaited: that is the baseline, so errors
-that were already there are not reported as new. After the write, the new content is sent as the next
-version (didChange + didSave) and the diagnostics of THAT version awaited, bounded by the run option
-diagnostics_timeout. Other files whose diagnostics changed meanwhile (a changed signature breaks a
-caller) are reported too, bounded. The core's registry decides what is new.
+What a write introduced is the difference between two COMPLETE rounds of the server: one before the
+write (the baseline) and one after it. A round is complete when `Connection.round_done` says so
+(basedpyright: its work-done progress ended after our change; other servers: a settle rule), never
+on the first publish: basedpyright publishes empty placeholders at start and the previous version's
+list relabelled with the new version right after a change.
+
+Every file of a multi-file write is waited for at the same time, each with the whole bound (the run
+option diagnostics_timeout). A file whose baseline could not be had is not compared (nothing is
+claimed about it) and the answer says so; other files' changes are collected until the server's
+round after the write is complete, or the answer says the round was cut, naming the server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
 from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
 
 from tether_lsp import render
-from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
+from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
 
-OTHER_FILES = 5
+NAMED = 5  # files named in a note before "and N more"
 
 
-def _convert(conn: Any, path: Path, items: list[Any]) -> list[Diagnostic]:
+@attrs.define
+class Baseline:
+    files: dict[str, list[Diagnostic]]  # the written files and every file of a settled server
+    settled: set[int]  # id() of the connections whose round was complete: an unpublished file is clean there
+    unknown: list[str]  # written files without a baseline
+
+
+def _convert(conn: Connection, path: Path, items: list[Any]) -> list[Diagnostic]:
     doc = conn.docs.get(path.as_uri())
     lines = render.Lines({path: doc.text} if doc else None)
     return render.diagnostics(items, path, conn.run, conn.encoding, lines)
 
 
-def _known(sup: Any) -> dict[str, list[Diagnostic]]:
-    """Every file's last published diagnostics, across the run's servers."""
+def _published(sup: Any, conn: Connection, since: Mark | None = None) -> dict[str, list[Diagnostic]]:
+    """The connection's last published diagnostics per file under the root (only those published after ``since``)."""
     out: dict[str, list[Diagnostic]] = {}
-    for conn in list(sup.connections.values()):
-        for uri, pub in list(conn.published.items()):
-            path = render.uri_to_path(uri)
-            if path is not None and path.is_relative_to(sup.run.root):
-                out[sup.run.relpath(path)] = _convert(conn, path, pub.items)
+    for uri, pub in list(conn.published.items()):
+        if since is not None and pub.seq <= since.seq:
+            continue
+        path = render.uri_to_path(uri)
+        if path is not None and path.is_relative_to(sup.run.root):
+            out[sup.run.relpath(path)] = _convert(conn, path, pub.items)
     return out
 
 
-async def _connection_for(sup: Any, path: Path) -> Any | None:
+def _names(rels: list[str]) -> str:
+    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
+    return ", ".join(rels[:NAMED]) + more
+
+
+async def _connection_for(sup: Any, path: Path) -> Connection | None:
     try:
         avail = await sup.choose(path)
         return await sup.connection(avail, retry_failed=False)
@@ -47,110 +68,114 @@ async def _connection_for(sup: Any, path: Path) -> Any | None:
         return None  # no server for this file: nothing to say about it
 
 
-async def _prime(conn: Any, path: Path, deadline: float, request_timeout: float) -> None:
-    """A server started by this write: wait for its first real round of publishes.
+async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> list[Any] | None:
+    """The file's diagnostics from a complete round after its current content; None when not in time."""
+    if not path.is_file():
+        return []
+    doc = conn.open(path)
+    if doc is None:
+        return None
+    try:
+        return await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
+    except (ServerDied, RequestTimeout, ServerError):
+        return None
 
-    basedpyright first publishes an EMPTY list for every file and the real lists once it checked them;
-    taken as the baseline, the placeholders would make every old error of another file look like the
-    write's doing. The first versioned answer for an open file marks the real round; then wait for quiet.
-    """
-    probe = path if path.is_file() else next(iter(sorted(conn._watched)), None)
-    if probe is not None:
-        doc = conn.open(probe)
-        if doc is not None:
-            await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), request_timeout)
-    await conn.settle(0.3, max(0.0, deadline - time.monotonic()))
+
+async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path, Connection]]:
+    out = []
+    for rel in paths:
+        path = (sup.run.root / rel).resolve()
+        conn = await _connection_for(sup, path)
+        if conn is not None:
+            out.append((rel, path, conn))
+    return out
+
+
+def _unique(conns: list[Connection]) -> list[Connection]:
+    return list({id(c): c for c in conns}.values())
 
 
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
-    timeout = sup.option("diagnostics_timeout")
-    deadline = time.monotonic() + timeout
-    out: dict[str, list[Diagnostic]] = {}
-    for rel in paths:
-        path = (run.root / rel).resolve()
-        cold = not any(c.alive for c in sup.connections.values())
-        conn = await _connection_for(sup, path)
-        if conn is None:
-            continue
+    deadline = time.monotonic() + sup.option("diagnostics_timeout")
+    targets = await _files_and_servers(sup, paths)
+    for _, _, conn in targets:
+        conn.refresh()
+    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
+    files: dict[str, list[Diagnostic]] = {}
+    settled: set[int] = set()
+    for conn in _unique([c for _, _, c in targets]):
+        # every other file's last publish is a baseline only once a round after our last change is complete
         try:
-            if cold and not conn.pulls:
-                await _prime(conn, path, deadline, sup.option("lsp_request_timeout"))
-            conn.refresh()
-            if not path.is_file():
-                out[rel] = []
-                continue
-            doc = conn.open(path)
-            if doc is None:
-                continue
-            items = await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
-        except (ServerDied, RequestTimeout, ServerError):
+            done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
+        except ServerDied:
             continue
-        if items is None:  # not checked in time: the last known set is the best baseline there is
-            pub = conn.published.get(doc.uri)
-            items = pub.items if pub else []
-        out[rel] = _convert(conn, path, items)
-    baseline = {**_known(sup), **out}
-    sup.baselines[call_id] = baseline  # per write: overlapping writes must not share a "before"
+        if done:
+            settled.add(id(conn))
+            files.update(_published(sup, conn))
+    unknown = []
+    for (rel, path, conn), items in zip(targets, results, strict=True):
+        if items is None:
+            unknown.append(rel)
+            files.pop(rel, None)
+        else:
+            files[rel] = _convert(conn, path, items)
+    sup.baselines[call_id] = Baseline(files, settled, unknown)  # per write: overlapping writes must not share a "before"
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
-    return baseline
+    return files
 
 
 async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
     cap = sup.option("diagnostics_timeout")
     deadline = time.monotonic() + cap
+    before: Baseline = sup.baselines.pop(call_id, None) or Baseline({}, set(), list(paths))
+    targets = await _files_and_servers(sup, paths)
+    conns = _unique([c for _, _, c in targets])
+    start = {id(c): c.mark() for c in conns}
+    for _, path, conn in targets:
+        conn.files_changed([path])  # the write: didChange with the whole new content + didSave, or a file event
+    for conn in conns:
+        conn.refresh()
+    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
     files: dict[str, list[Diagnostic]] = {}
-    notes: list[str] = []
-    used = []
-    for rel in paths:
-        path = (run.root / rel).resolve()
-        conn = await _connection_for(sup, path)
-        if conn is None:
-            continue
-        if conn not in used:
-            used.append(conn)
-        try:
-            conn.files_changed([path])  # the write: didChange with the whole new content + didSave, or a file event
-            conn.refresh()
-            if not path.is_file():
-                files[rel] = []
-                continue
-            doc = conn.open(path)
-            if doc is None:
-                continue
-            items = await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
-        except (ServerDied, RequestTimeout, ServerError) as exc:
-            notes.append(f"diagnostics unavailable for {rel}: {exc}")
-            continue
+    pending, uncompared = [], []
+    for (rel, path, conn), items in zip(targets, results, strict=True):
         if items is None:
-            notes.append(f"diagnostics still pending for {rel} after {cap:g} s; run lsp diagnostics on it later")
-            continue
-        files[rel] = _convert(conn, path, items)
-    # dependents are published after the written file: collect until the server has been quiet a moment;
-    # a server that only answers pulls is asked again for the other open documents
-    written = {(run.root / rel).resolve() for rel in paths}
-    for conn in used:
-        if not conn.pulls:
-            await conn.settle(sup.option("lsp_dependents_quiet"), max(0.0, min(1.0, deadline - time.monotonic())))
-            continue
-        for doc in list(conn.docs.values()):
-            if doc.path in written or time.monotonic() >= deadline:
+            pending.append(rel)
+        elif rel in before.unknown:
+            uncompared.append(rel)
+        else:
+            files[rel] = _convert(conn, path, items)
+    # other files: what the server published since the write, once its round after the write is complete
+    cut = []
+    written = {path for _, path, _ in targets}
+    for conn in conns:
+        if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
+            await asyncio.gather(*(_current(sup, conn, doc.path, deadline) for doc in list(conn.docs.values()) if doc.path not in written))
+        try:
+            done = await conn.wait_round(conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic()))
+        except ServerDied:
+            done = False
+        if not done or id(conn) not in before.settled:
+            cut.append(conn.server.id)
+        for rel, diags in _published(sup, conn, since=start[id(conn)]).items():
+            if rel in files or rel in paths:
                 continue
-            try:
-                await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
-            except (ServerDied, RequestTimeout, ServerError):
-                break
-    before = sup.baselines.pop(call_id, {})
-    changed = []
-    for rel, diags in _known(sup).items():
-        if rel in files or rel not in before:
-            continue  # a file first seen now has no "before": its diagnostics are not the write's doing
-        if sorted(d.key for d in diags) != sorted(d.key for d in before.get(rel, [])):
-            changed.append((rel, diags))
-    changed.sort(key=lambda item: (-sum(d.severity == "error" for d in item[1]), item[0]))
-    for rel, diags in changed[:OTHER_FILES]:
-        files[rel] = diags
-    if len(changed) > OTHER_FILES:
-        notes.append(f"diagnostics also changed in {len(changed) - OTHER_FILES} more file(s): "
-                     f"{', '.join(rel for rel, _ in changed[OTHER_FILES:OTHER_FILES + 10])}")
+            if rel in before.files:
+                old = before.files[rel]
+            elif id(conn) in before.settled:
+                old = []  # a settled server that never published a file found nothing in it
+            else:
+                continue  # no complete "before": nothing is claimed about this file
+            if Counter(d.key for d in diags) != Counter(d.key for d in old):
+                files[rel] = diags
+    notes = []
+    if pending:
+        notes.append(f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later")
+    if uncompared:
+        notes.append(f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
+                     "run lsp diagnostics on them to see their errors")
+    if cut:
+        notes.append(f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
+                     f"before or after the write within {cap:g} s; lsp diagnostics \"*\" checks the whole project")
     return WriteDiagnostics(files=files, notes=notes)

@@ -1,0 +1,69 @@
+"""basedpyright on a real project: click 8.5.1's sdist (src/ layout, pyright include = ["src", "tests/typing"]).
+
+Each test runs on its own copy with a fresh run (a cold server), the diagnostics-on-write and first-query
+tests under CPU load: what is said must hold on a busy machine.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tether
+import tether.files
+
+MAKE_STR = ("    return str(value)\n\n\ndef _make_default", "    return len(str(value))\n\n\ndef _make_default")
+ECHO = ("    message: object = None,\n    file: t.IO[t.Any] | None = None,", "    message: object,\n    file: t.IO[t.Any] | None = None,")
+
+
+def introduced(r):
+    return [(d["file"], d["line"], d["code"]) for d in (r.data or {}).get("diagnostics", [])]
+
+
+async def edit(run, path, old, new):
+    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
+    assert not r.is_error, r.plain
+    return r
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_the_first_write_of_a_fresh_run_reports_no_old_error_of_another_file(click_root):
+    async with tether.open_run(click_root, plugins=[tether.files]) as run:
+        r = await edit(run, "src/click/utils.py", "def make_str(value: t.Any) -> str:", "def make_str(value: t.Any) -> str:  # c")
+        assert introduced(r) == [], r.plain
+        assert "introduced" not in r.plain
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_a_break_is_reported_by_the_write_that_made_it_and_its_fix_reports_nothing(click_root):
+    async with tether.open_run(click_root, plugins=[tether.files]) as run:
+        # another open document makes basedpyright publish the previous version's list first, labelled new
+        r = await run.call("lsp", {"action": "symbols", "file": "src/click/core.py"})
+        assert not r.is_error, r.plain
+        r = await edit(run, "src/click/utils.py", *MAKE_STR)
+        assert ("src/click/utils.py", 59, "reportReturnType") in introduced(r), r.plain
+        assert 'Type "int" is not assignable to return type "str"' in r.plain
+        r = await edit(run, "src/click/utils.py", MAKE_STR[1], MAKE_STR[0])
+        assert introduced(r) == [], r.plain
+        r = await edit(run, "src/click/utils.py", *MAKE_STR)
+        assert ("src/click/utils.py", 59, "reportReturnType") in introduced(r), r.plain
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_a_signature_change_reports_every_broken_caller_also_in_never_opened_files(click_root):
+    async with tether.open_run(click_root, plugins=[tether.files]) as run:
+        r = await edit(run, "src/click/utils.py", *ECHO)
+        got = introduced(r)
+        assert ("src/click/termui.py", 1024, "reportCallIssue") in got, r.plain
+        assert ("src/click/core.py", 1591, "reportCallIssue") in got, r.plain
+        assert {f for f, *_ in got} == {"src/click/termui.py", "src/click/core.py"}, r.plain
+        r = await edit(run, "src/click/utils.py", ECHO[1], ECHO[0])
+        assert introduced(r) == [] and "also changed" not in r.plain, r.plain
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_the_first_references_of_a_fresh_run_are_complete_or_say_they_may_not_be(click_root):
+    async with tether.open_run(click_root) as run:
+        r = await run.call("lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"})
+        assert not r.is_error, r.plain
+        assert r.data["total"] >= 30 or "still analysing" in r.plain, r.plain
+        again = await run.call("lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"})
+        assert again.data["total"] == r.data["total"] or "still analysing" in r.plain
