@@ -370,8 +370,10 @@ def _without_nulls(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
 
     Strict-mode clients (the OpenAI Agents SDK's default) make every optional property required and
     send null for the ones they leave out. A required argument's null is kept, and refused."""
-    fields = {f.name: f for f in attrs.fields(cls)}
     _, _, nesting = _plan(cls)
+    if not nesting and None not in raw.values():  # the common case, on every call: nothing to drop
+        return raw
+    fields = {f.name: f for f in attrs.fields(cls)}
     out: dict[str, Any] = {}
     for key, value in raw.items():
         field = fields.get(key)
