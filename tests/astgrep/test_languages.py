@@ -97,6 +97,7 @@ AGREE = [
     ("c", "void", "void f(void) {}\nint g() { return 0; }\n"),
     ("cpp", "{ $$$B }", "void f() {\n  { int a = 1; }\n  int b[] = { 1, 2 };\n}\n"),
     ("bash", 'echo "hi $A"', 'echo "hi $name"\necho "hi"\n'),
+    ("c", "struct $A", "struct foo { int a; };\nstruct foo x;\nvoid f(struct bar *b) {}\n"),
 ]
 
 
@@ -119,6 +120,14 @@ async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, 
     assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == ["s.Buffer"]
     assert result.data["contexts"] == ["statement", "type"]
     assert "read as a statement and as a type (both searched)" in result.plain
+
+
+async def test_css_values_are_found_where_ast_grep_finds_nothing(project, sg):
+    path = put(project, "a.css", "a { color: #fff; }\nb { background: #000; border-color: #fff; }\n")
+    assert sg("#fff", path, "css") == []  # a whole stylesheet cannot be a colour
+    result = await grep(project, pattern="#fff")  # an id selector too: both readings are searched
+    assert [m["start"] for m in result.data["matches"]] == [{"line": 1, "column": 12}, {"line": 2, "column": 37}]
+    assert result.data["contexts"] == ["selector", "value"]
 
 
 async def test_ts_field_pattern_finds_interface_type_literal_and_class_fields(project):
