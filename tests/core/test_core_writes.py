@@ -321,3 +321,9 @@ def test_old_side_files_a_crash_left_beside_a_target_are_swept(root, monkeypatch
     monkeypatch.setattr(tether.atomic, "STALE_AFTER", -60.0)  # as if an hour had passed
     tether.atomic.write_all({root / "a.txt": b"AA\n"}, root=root)
     assert leftovers(root) == [".keep.tether-new.txt"] and (root / "a.txt").read_text() == "AA\n"
+
+
+def test_two_long_names_with_the_same_beginning_are_written_together(root):
+    long_a, long_b = "n" * 200 + "a.txt", "n" * 200 + "b.txt"
+    tether.atomic.write_all({root / long_a: b"a\n", root / long_b: b"b\n"}, root=root)
+    assert (root / long_a).read_text() == "a\n" and (root / long_b).read_text() == "b\n" and leftovers(root) == []
