@@ -1,34 +1,34 @@
 """Core benchmarks: cold `tether tools` with every family installed, and dispatch overhead of a no-op tool.
 
-    uv run python benchmarks/core_bench.py
+    uv run python benchmarks/core_bench.py                 # this tree
+    uv run python benchmarks/core_bench.py --before REV    # this tree beside the sources of git REV
 
 Anchors printed beside our figures, in the same run: a cold `python -c pass` and a cold import of
-pluggy+attrs+cattrs (what any pluggy/attrs/cattrs program pays), and a bare `await` of the handler.
+pluggy+attrs+cattrs (what any pluggy/attrs/cattrs program pays), a bare `await` of the handler, and
+with ``--before`` the same measurements of an older revision's sources (``git archive`` of core/src
+and plugins/*/src, put first on PYTHONPATH; the installed environment is the same for both). Cold
+runs of the two trees alternate, so load on a busy machine falls on both alike.
 Targets: `tether tools` under 200 ms wall; dispatch overhead under 50 µs median.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import os
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 import attrs
 
-import tether
-from tether import Tier, Tool, ToolResult, hookimpl
-
-
-def cold(cmd: list[str], n: int = 15) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+ROOT = Path(__file__).resolve().parent.parent
+COLD_RUNS = 15
 
 
 @attrs.frozen
@@ -36,20 +36,21 @@ class NoArgs:
     pass
 
 
-OK = ToolResult.text("ok")
-
-
-async def noop(ctx, args):
-    return OK
-
-
-class Bench:
-    @hookimpl
-    def tether_register_tools(self, run, register):
-        register(Tool("noop", Tier.READ, "Does nothing.", NoArgs, noop))
-
-
 async def dispatch(n: int = 20000) -> tuple[float, float]:
+    """Median µs of `run.call` on a no-op tool, and of awaiting the handler alone."""
+    import tether
+    from tether import Tier, Tool, ToolResult, hookimpl
+
+    ok = ToolResult.text("ok")
+
+    async def noop(ctx, args):
+        return ok
+
+    class Bench:
+        @hookimpl
+        def tether_register_tools(self, run, register):
+            register(Tool("noop", Tier.READ, "Does nothing.", NoArgs, noop))
+
     async with tether.open_run(".", plugins=[Bench()], load_entry_points=False) as run:
         for _ in range(1000):
             await run.call("noop", {})
@@ -64,22 +65,88 @@ async def dispatch(n: int = 20000) -> tuple[float, float]:
     return statistics.median(per_call) / 1000, statistics.median(raw) / 1000
 
 
+def sources(tree: Path) -> list[str]:
+    return [str(tree / "core" / "src"), *(str(p) for p in sorted((tree / "plugins").glob("*/src")))]
+
+
+def export(rev: str, into: Path) -> Path:
+    """The core and family sources of ``rev``, compiled (a normal install has bytecode)."""
+    archive = subprocess.run(["git", "archive", rev, "core/src", "plugins"], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as t:
+        t.extractall(into, filter="data")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *sources(into)], check=True)
+    return into
+
+
+def env_for(tree: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(sources(tree))
+    return env
+
+
+def once(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    return time.perf_counter() - t0
+
+
+def cold(cmds: dict[str, tuple[list[str], dict[str, str]]], n: int = COLD_RUNS) -> dict[str, float]:
+    """Median wall time of each command, the commands alternating run by run."""
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(n):
+        for key, (cmd, env) in cmds.items():
+            times[key].append(once(cmd, env))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def dispatch_in(tree: Path | None) -> tuple[float, float]:
+    out = subprocess.run([sys.executable, __file__, "--dispatch-only"], env=env_for(tree), cwd=ROOT, check=True,
+                         capture_output=True, text=True)
+    call_us, raw_us = json.loads(out.stdout)
+    return call_us, raw_us
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", metavar="REV", action="append", default=[],
+                        help="also measure the sources of this git revision, side by side (repeatable)")
+    parser.add_argument("--dispatch-only", action="store_true", help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.dispatch_only:
+        print(json.dumps(asyncio.run(dispatch())))
+        return
     py = sys.executable
-    # A normal install has bytecode for every module; the workspace's own sources get theirs on first
-    # import unless PYTHONDONTWRITEBYTECODE is set. Compile them once so we time start-up, not compile.
-    root = Path(__file__).resolve().parent.parent
-    sources = [str(root / "core" / "src"), *(str(p) for p in sorted((root / "plugins").glob("*/src")))]
-    subprocess.run([py, "-m", "compileall", "-q", *sources], check=True)
-    bare = cold([py, "-c", "pass"])
-    libs = cold([py, "-c", "import pluggy, attrs, cattrs"])
-    tools = cold([py, "-m", "tether.cli", "tools"])
-    print(f"cold python -c pass:                 {bare * 1000:7.1f} ms (median of 15)")
-    print(f"cold import pluggy+attrs+cattrs:     {libs * 1000:7.1f} ms")
-    print(f"cold `tether tools` (all families):  {tools * 1000:7.1f} ms   target < 200 ms: {'OK' if tools < 0.2 else 'MISSED'}")
-    call_us, raw_us = asyncio.run(dispatch())
-    print(f"run.call no-op tool:                 {call_us:7.1f} µs median (handler alone {raw_us:.2f} µs)")
-    print(f"dispatch overhead:                   {call_us - raw_us:7.1f} µs   target < 50 µs: {'OK' if call_us - raw_us < 50 else 'MISSED'}")
+    subprocess.run([py, "-m", "compileall", "-q", *sources(ROOT)], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        trees: dict[str, Path | None] = {rev: export(rev, Path(tmp) / rev) for rev in ns.before}
+        trees["this tree"] = None
+        cmds = {
+            "bare": ([py, "-c", "pass"], env_for(None)),
+            "libs": ([py, "-c", "import pluggy, attrs, cattrs"], env_for(None)),
+            **{name: ([py, "-m", "tether.cli", "tools"], env_for(tree)) for name, tree in trees.items()},
+        }
+        t = cold(cmds)
+        calls = {name: dispatch_in(tree) for name, tree in trees.items()}
+    print(f"cold python -c pass:                 {t['bare'] * 1000:7.1f} ms (median of {COLD_RUNS})")
+    print(f"cold import pluggy+attrs+cattrs:     {t['libs'] * 1000:7.1f} ms")
+    first = next(iter(trees))
+    print(f"{'':36}" + "".join(f"{name:>16}" for name in trees) + (f"{'ratio to ' + first:>20}" if len(trees) > 1 else ""))
+    rows = {
+        "cold `tether tools` (all families)": ({n: t[n] * 1000 for n in trees}, "ms"),
+        "run.call no-op tool, median": ({n: c for n, (c, _) in calls.items()}, "µs"),
+        "dispatch overhead (minus handler)": ({n: c - r for n, (c, r) in calls.items()}, "µs"),
+    }
+    for label, (values, unit) in rows.items():
+        line = f"{label:36}" + "".join(f"{v:13.1f} {unit}" for v in values.values())
+        if len(trees) > 1:
+            line += f"{values['this tree'] / values[first]:20.2f}"
+        print(line)
+    tools_ms = t["this tree"] * 1000
+    overhead = calls["this tree"][0] - calls["this tree"][1]
+    print(f"targets (this tree): `tether tools` < 200 ms: {'OK' if tools_ms < 200 else 'MISSED'}; "
+          f"dispatch overhead < 50 µs: {'OK' if overhead < 50 else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,14 @@
 
 Measures, for debugpy and (when installed) lldb-dap:
 - launch -> stopped: from starting the adapter to the stop at a breakpoint (tether: one `debug` launch call);
-- a stack + scopes + variables round on a stopped program (tether: three `debug` calls).
+- a stack + scopes + variables round on a stopped program (tether: three `debug` calls);
+- a conditional breakpoint in a 10,000-iteration loop, true once: launch -> that stop (debugpy);
+- a step that answers with the stop snapshot (one call) against the same step followed by
+  stack + scopes + variables (four calls: what reading the locals took without the snapshot).
+And, when delve and go are installed, a launch that fails with a Go build error against
+`dlv debug` alone on the same package.
 The anchor is a minimal DAP sequence written here; it shares only the wire framing with the family.
-Targets: ratio tether/raw <= 1.1 for each.
+Targets: ratio tether/raw <= 1.1 (the build error: <= 1.5; the snapshot: below 1).
 """
 
 from __future__ import annotations
@@ -96,11 +101,12 @@ class Raw:
             if ev["event"] == name:
                 return ev
 
-    async def launch_to_stop(self, adapter: str, launch: dict, source: Path, line: int) -> dict:
+    async def launch_to_stop(self, adapter: str, launch: dict, source: Path, line: int, condition: str | None = None) -> dict:
         await self.req("initialize", {"adapterID": adapter, "clientID": "raw", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
         launched = self.send("launch", launch)
         await self.event("initialized")
-        await self.req("setBreakpoints", {"source": {"path": str(source)}, "breakpoints": [{"line": line}]})
+        point = {"line": line, **({"condition": condition} if condition else {})}
+        await self.req("setBreakpoints", {"source": {"path": str(source)}, "breakpoints": [point]})
         await self.req("setExceptionBreakpoints", {"filters": self.filters})
         await self.req("configurationDone")
         await asyncio.wait_for(launched, 30)
@@ -157,11 +163,130 @@ async def bench_adapter(name: str, root: Path, argv: list[str], launch: dict, pr
 
 
 def report(name: str, results: dict) -> None:
+    """Medians side by side; the anchor is the raw adapter (or dlv, or the four-call way for the snapshot)."""
     for what, (raw, ours) in results.items():
+        label, target = LABELS[what]
         r, o = statistics.median(raw), statistics.median(ours)
-        verdict = "ok" if o / r <= 1.1 else "OVER TARGET"
-        label = "launch->stopped" if what == "launch" else "stack+scopes+variables"
-        print(f"{name:8} {label:24} raw {r * 1000:8.1f} ms  tether {o * 1000:8.1f} ms  ratio {o / r:5.2f}  (target <= 1.10: {verdict}, n={len(raw)})")
+        verdict = "ok" if o / r <= target else "OVER TARGET"
+        print(f"{name:8} {label:26} anchor {r * 1000:8.1f} ms  tether {o * 1000:8.1f} ms  ratio {o / r:5.2f}  "
+              f"(target <= {target:.2f}: {verdict}, n={len(raw)})")
+
+
+LOOP_APP = """\
+total = 0
+for i in range(10000):
+    total += i
+print(total)
+"""
+
+STEP_APP = """\
+def work():
+    a = 1
+    b = 2
+    c = a + b
+    d = c * 2
+    e = d - a
+    f = e + b
+    g = f * c
+    h = g - d
+    return h
+
+
+work()
+"""
+
+C_STEP = """\
+int work(void) {
+    int a = 1;
+    int b = 2;
+    int c = a + b;
+    int d = c * 2;
+    int e = d - a;
+    int f = e + b;
+    int g = f * c;
+    int h = g - d;
+    return h;
+}
+int main(void) {
+    return work() == 0;
+}
+"""
+
+BROKEN_GO = 'package main\n\nfunc main() {\n\tvar x int = "s"\n\t_ = x\n}\n'
+
+
+async def bench_condition(root: Path, argv: list[str], launch: dict, rounds: int) -> dict:
+    """A breakpoint whose condition holds once in 10,000 iterations: launch -> that stop."""
+    (root / "loop.py").write_text(LOOP_APP)
+    launch = {**launch, "program": str(root / "loop.py")}
+    raw_times, ours = [], []
+    async with tether.open_run(root, conversation_id="bench-cond", options={"debug_stop_timeout": 60}) as run:
+        await run.call("debug", {"action": "breakpoints", "file": "loop.py", "points": [{"line": 3, "condition": "i == 9999"}]})
+        for _ in range(rounds):
+            raw = Raw(argv, root, ["uncaught"])
+            t = time.perf_counter()
+            await raw.start()
+            try:
+                await raw.launch_to_stop("debugpy", launch, root / "loop.py", 3, "i == 9999")
+                raw_times.append(time.perf_counter() - t)
+            finally:
+                await raw.stop()
+            t = time.perf_counter()
+            result = await run.call("debug", {"action": "launch", "program": "loop.py"})
+            ours.append(time.perf_counter() - t)
+            assert result.data["stopped"] and result.data["locals"]["variables"][0]["value"] == "9999", result.plain
+            await run.call("debug", {"action": "terminate"})
+    return {"condition": (raw_times, ours)}
+
+
+async def bench_snapshot(root: Path, program: str, source: str, line: int, rounds: int) -> dict:
+    """One step whose answer carries the locals, against the step then stack + scopes + variables."""
+    one, four = [], []
+    async with tether.open_run(root, conversation_id="bench-snap", options={"debug_stop_timeout": 30}) as run:
+        await run.call("debug", {"action": "breakpoints", "file": source, "lines": [line]})
+        for _ in range(rounds):
+            await run.call("debug", {"action": "launch", "program": program})
+            for i in range(6):  # alternate: the two ways see the same frames
+                t = time.perf_counter()
+                stepped = await run.call("debug", {"action": "step_over"})
+                if i % 2 == 0:
+                    assert stepped.data["locals"]["variables"], stepped.plain
+                    one.append(time.perf_counter() - t)
+                    continue
+                frames = (await run.call("debug", {"action": "stack"})).data["frames"]
+                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data["scopes"]
+                await run.call("debug", {"action": "variables", "reference": scopes[0]["reference"]})
+                four.append(time.perf_counter() - t)
+            await run.call("debug", {"action": "terminate"})
+    return {"snapshot": (four, one)}
+
+
+async def bench_build_error(root: Path, rounds: int) -> dict:
+    """A Go main package with a type error: tether's launch against `dlv debug` failing on its own."""
+    (root / "go.mod").write_text("module example.com/bench\n\ngo 1.19\n")
+    (root / "broken").mkdir()
+    (root / "broken" / "main.go").write_text(BROKEN_GO)
+    dlv, ours = [], []
+    async with tether.open_run(root, conversation_id="bench-go", options={"debug_launch_timeout": 60}) as run:
+        for _ in range(rounds):
+            t = time.perf_counter()
+            out = await asyncio.to_thread(subprocess.run, ["dlv", "debug", "./broken"], cwd=root, capture_output=True, timeout=60, check=False)
+            dlv.append(time.perf_counter() - t)
+            assert out.returncode != 0 and b"cannot use" in out.stdout + out.stderr, out
+            t = time.perf_counter()
+            result = await run.call("debug", {"action": "launch", "program": "broken"})
+            ours.append(time.perf_counter() - t)
+            assert result.is_error and "cannot use" in result.plain, result.plain
+    return {"build_error": (dlv, ours)}
+
+
+LABELS = {
+    "launch": ("launch->stopped", 1.1),
+    "round": ("stack+scopes+variables", 1.1),
+    "condition": ("condition 1 in 10,000", 1.1),
+    "snapshot": ("step+snapshot vs 4 calls", 1.0),
+    "build_error": ("Go build error vs dlv", 1.5),
+}
 
 
 async def main() -> None:
@@ -179,6 +304,9 @@ async def main() -> None:
         }
         py = await bench_adapter("debugpy", root, [sys.executable, "-m", "debugpy.adapter"], launch, "app.py", "app.py", 2, rounds)
         report("debugpy", py)
+        report("debugpy", await bench_condition(root, [sys.executable, "-m", "debugpy.adapter"], launch, rounds))
+        (root / "step.py").write_text(STEP_APP)
+        report("debugpy", await bench_snapshot(root, "step.py", "step.py", 2, rounds))
 
         lldb = shutil.which("lldb-dap") or shutil.which("lldb-dap-19") or ("/usr/lib/llvm-19/bin/lldb-dap" if Path("/usr/lib/llvm-19/bin/lldb-dap").exists() else None)
         gcc = shutil.which("gcc") or shutil.which("cc")
@@ -192,8 +320,19 @@ async def main() -> None:
             launch = {"program": str(croot / "demo"), "cwd": str(croot), "args": []}
             native = await bench_adapter("lldb", croot, [lldb], launch, "demo", "main.c", 3, rounds)
             report("lldb-dap", native)
+            (croot / "step.c").write_text(C_STEP)
+            cmd = [gcc, "-g", "-O0", "-o", str(croot / "step"), str(croot / "step.c")]
+            await asyncio.to_thread(subprocess.run, cmd, check=True)
+            report("lldb-dap", await bench_snapshot(croot, "step", "step.c", 2, rounds))
         else:
             print("lldb-dap or gcc not installed: lldb skipped")
+
+        if shutil.which("dlv") and shutil.which("go"):
+            groot = Path(tmp) / "go"
+            groot.mkdir()
+            report("delve", await bench_build_error(groot, rounds))
+        else:
+            print("dlv or go not installed: the build-error launch skipped")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ AGREE = [
     ("c", "void", "void f(void) {}\nint g() { return 0; }\n"),
     ("cpp", "{ $$$B }", "void f() {\n  { int a = 1; }\n  int b[] = { 1, 2 };\n}\n"),
     ("bash", 'echo "hi $A"', 'echo "hi $name"\necho "hi"\n'),
+    ("c", "struct $A", "struct foo { int a; };\nstruct foo x;\nvoid f(struct bar *b) {}\n"),
 ]
 
 
@@ -110,6 +111,25 @@ async def test_patterns_agents_type_match_like_ast_grep(project, sg, lang, patte
     assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
 
 
+@pytest.mark.parametrize(
+    "pattern, context, expected",
+    [
+        ("(s, 0, 64)", "arguments or elements", ["(s, 0, 64)"]),
+        ("{0, 1}", "arguments or elements", ["{0, 1}"]),
+        ("(name string, $B int)", "parameters", ["(name string, value int)"]),
+        ("name, shorthand $T", "parameter", ["name, shorthand string"]),
+    ],
+)
+async def test_go_fragments_copied_out_of_larger_code_parse(project, pattern, context, expected):
+    put(project, "f.go", (
+        "package main\n\nfunc p(name string, value int) {}\n"
+        "func q(name, shorthand string) { strconv.ParseInt(s, 0, 64); _ = []int{0, 1} }\n"
+    ))
+    result = await grep(project, pattern=pattern)
+    assert not result.is_error, result.plain
+    assert [m["text"] for m in result.data["matches"]] == expected and result.data["context"] == context
+
+
 async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, sg):
     source = "package main\nvar b bytes.Buffer\nfunc f() { x := bytes.Buffer{}; y := s.Buffer }\n"
     path = put(project, "b.go", source)
@@ -119,6 +139,14 @@ async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, 
     assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == ["s.Buffer"]
     assert result.data["contexts"] == ["statement", "type"]
     assert "read as a statement and as a type (both searched)" in result.plain
+
+
+async def test_css_values_are_found_where_ast_grep_finds_nothing(project, sg):
+    path = put(project, "a.css", "a { color: #fff; }\nb { background: #000; border-color: #fff; }\n")
+    assert sg("#fff", path, "css") == []  # a whole stylesheet cannot be a colour
+    result = await grep(project, pattern="#fff")  # an id selector too: both readings are searched
+    assert [m["start"] for m in result.data["matches"]] == [{"line": 1, "column": 12}, {"line": 2, "column": 37}]
+    assert result.data["contexts"] == ["selector", "value"]
 
 
 async def test_ts_field_pattern_finds_interface_type_literal_and_class_fields(project):
@@ -147,3 +175,11 @@ async def test_the_refusal_names_each_context_once(project):
     result = await grep(project, pattern="f(((")
     assert result.is_error
     assert "(statement, class member, clause, decorator)" in result.plain, result.plain
+
+
+@pytest.mark.parametrize("lang, source", [("php", "<?php\n$x = 1;\necho $x;\n"), ("python", "x = f(1)\n")])
+async def test_a_bare_unnamed_metavariable_matches_tokens_too(project, sg, lang, source):
+    path = put(project, "case" + REGISTRY.by_id[lang].extensions[0], source)
+    theirs = ranges(sg("$$A", path, lang))
+    result = await grep(project, pattern="$$A", path=path.name)
+    assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs

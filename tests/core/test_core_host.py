@@ -85,7 +85,7 @@ async def test_serve_speaks_mcp_to_the_official_client(tmp_path):
             result = await session.call_tool("read", {"path": "hello.txt"})
             assert result.is_error is False
             assert result.content[0].text == "     1\thello"
-            assert result.structured_content["total_lines"] == 1
+            assert result.meta["tether/data"]["total_lines"] == 1
 
             bad = await session.call_tool("read", {"path": "../outside"})
             assert bad.is_error is True and "outside the root" in bad.content[0].text
@@ -106,7 +106,7 @@ async def test_serve_sends_progress_and_end_of_stdin_reaps_children(tmp_path, pl
             slow = await session.call_tool("proc_slow", {"steps": 3}, progress_callback=on_progress)
             assert slow.content[0].text == "done after 3 steps"
             spawned = await session.call_tool("proc_spawn", {})
-            pid = spawned.structured_content["pid"]
+            pid = spawned.meta["tether/data"]["pid"]
             assert alive(pid)
     # leaving the context closes the server's stdin: the run must close and kill the tree
     deadline = time.monotonic() + 10

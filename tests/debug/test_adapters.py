@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tether
 from tether import hookimpl
-from tether_debug.adapters import BUILTIN, AdapterDef
+from tether_debug.adapters import BUILTIN, AdapterDef, LaunchRequest, Located
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
@@ -54,7 +55,7 @@ def test_dart_definition_launch_config_and_program_kind(tmp_path):
     dart = BUILTIN_BY_ID["dart"]
     program = tmp_path / "bin" / "main.dart"
     assert dart.handles(program) and not dart.handles(tmp_path / "main.py")
-    config = dart.launch_config(program, ["--x"], tmp_path, None)
+    config = dart.launch_config(LaunchRequest(program, ["--x"], tmp_path, Located(("dart",)), cwd=tmp_path))
     assert config["program"] == str(program) and config["args"] == ["--x"] and config["cwd"] == str(tmp_path)
     assert dart.transport == "stdio" and dart.command == ("dart", "debug_adapter")
 
@@ -74,7 +75,13 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
-    assert delve.launch_config(tmp_path, [], tmp_path, None)["mode"] == "debug"
+    def mode(program, **kw):
+        return delve.launch_config(LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw))["mode"]
+
+    assert mode(tmp_path) == "debug"
+    assert mode(tmp_path, test=True) == "test"
+    (tmp_path / "main_test.go").write_text("package main\n")
+    assert mode(tmp_path / "main_test.go") == "test"  # a test file: its package's tests
 
 
 def test_debugpy_prefers_the_project_venv(tmp_path):
@@ -116,7 +123,7 @@ class ThirdParty:
                 id="toy",
                 command=("toy-dap",),
                 markers=("toy.toml",),
-                launch_config=lambda program, args, root, located: {"program": str(program)},
+                launch_config=lambda request: {"program": str(request.program)},
                 handles=lambda p: p.suffix == ".toy",
             )
         ]
@@ -157,7 +164,7 @@ async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
         assert run.resource("tether_debug_supervisor") is own.supervisor
         (tmp_path / "x.py").write_text("x = 1\n")
         await run.call("debug", {"action": "breakpoints", "file": "x.py", "lines": [1]})
-        assert own.supervisor.pending["c"] == {str((tmp_path / "x.py").resolve()): [1]}
+        assert own.supervisor.plans["c"].lines == {str((tmp_path / "x.py").resolve()): [{"line": 1}]}
     async with tether.open_run(tmp_path, conversation_id="c") as run:
         (tool,) = [t for t in run.tools() if t.name == "debug"]
         assert tool.tier.value == "exec" and tool.parallel_safe is False
@@ -178,3 +185,76 @@ def test_entry_point_imports_nothing_heavy(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, timeout=60, check=False)
     assert out.stdout.split() == ["[]", "[]"], out.stdout + out.stderr
+
+
+class SecondPython:
+    """A third party's adapter for .py files, registered after the built-in debugpy (the real debugpy adapter)."""
+
+    __name__ = "second_python_adapter"
+
+    @hookimpl
+    def tether_debug_adapters(self, run):
+        def launch_config(request):
+            return {
+                "type": "python", "program": str(request.program), "args": request.args, "cwd": str(request.cwd),
+                "env": request.env, "python": [sys.executable], "console": "internalConsole", "subProcess": False,
+            }
+
+        return [
+            AdapterDef(
+                id="altpy", command=(sys.executable, "-m", "debugpy.adapter"), markers=("alt.toml",),
+                launch_config=launch_config, handles=lambda p: p.suffix == ".py", takes="a .py file, the other way",
+            )
+        ]
+
+
+async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path, no_leftover_processes):
+    (tmp_path / "alt.toml").write_text("")  # altpy's marker; none of debugpy's: the built-in is not usable here
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "show.py").write_text("import os\nprint(os.getcwd(), os.environ['TETHER_DEMO'])\n")
+    async with tether.open_run(tmp_path, conversation_id="c", plugins=[SecondPython()]) as run:
+        ended = await run.call("debug", {"action": "launch", "program": "show.py", "cwd": "sub", "env": {"TETHER_DEMO": "yes"}})
+        assert not ended.is_error, ended.plain
+        assert ended.data["output"].split() == [str(tmp_path / "sub"), "yes"]
+        bad_env = await run.call("debug", {"action": "launch", "program": "show.py", "env": {"A=B": "x"}})
+        assert bad_env.is_error and "env: each variable needs a name without '='" in bad_env.plain
+        (tmp_path / "notes.txt").write_text("hi\n")
+        nobody = await run.call("debug", {"action": "launch", "program": "notes.txt"})
+        assert nobody.is_error and "no debug adapter handles 'notes.txt'" in nobody.plain
+        assert "altpy (a .py file, the other way)" in nobody.plain and "delve (a Go package directory" in nobody.plain
+        assert nobody.data["adapters"] == ["dart", "debugpy", "lldb", "delve", "altpy"]
+
+
+def test_marker_lists_agree_with_the_lsp_family(tmp_path):
+    servers = pytest.importorskip("tether_lsp.servers")
+    adapters = BUILTIN_BY_ID
+    by_server = {s.id: set(s.root_markers) for s in servers.BUILTIN_SERVERS}
+    assert set(adapters["debugpy"].markers) == by_server["basedpyright"]
+    assert set(adapters["lldb"].markers) == by_server["clangd"] | by_server["rust-analyzer"]
+    assert set(adapters["delve"].markers) == by_server["gopls"]
+    for marker in ("setup.cfg", "pyrightconfig.json"):
+        root = tmp_path / marker.replace(".", "_")
+        root.mkdir()
+        (root / marker).write_text("")
+        assert adapters["debugpy"].availability(root).usable, marker
+    for marker in ("Makefile", "compile_commands.json"):
+        root = tmp_path / marker.replace(".", "_")
+        root.mkdir()
+        (root / marker).write_text("")
+        reason = adapters["lldb"].availability(root).reason
+        assert "no root marker" not in reason, reason
+
+
+def test_a_go_binary_goes_to_delve_and_a_script_by_its_shebang_to_debugpy(tmp_path):
+    adapters = BUILTIN_BY_ID
+    go_binary = tmp_path / "prog.test"
+    go_binary.write_bytes(b"\x7fELF" + b"\0" * 5000 + b"\xff Go buildinf:" + b"\0" * 100)
+    c_binary = tmp_path / "prog"
+    c_binary.write_bytes(b"\x7fELF" + b"\0" * 5000)
+    assert adapters["delve"].handles(go_binary) and not adapters["lldb"].handles(go_binary)
+    assert adapters["lldb"].handles(c_binary) and not adapters["delve"].handles(c_binary)
+    script = tmp_path / "pytest"
+    script.write_text("#!/usr/bin/env python3\nprint(1)\n")
+    shell = tmp_path / "run"
+    shell.write_text("#!/bin/sh\necho 1\n")
+    assert adapters["debugpy"].handles(script) and not adapters["debugpy"].handles(shell)

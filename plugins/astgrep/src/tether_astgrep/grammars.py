@@ -93,6 +93,8 @@ _C_LADDER = (
     Rung("statement", "void _(void) {\nPATTERN\n}"),
     Rung("expression", "void _(void) { _ = PATTERN; }"),
     Rung("declaration"),
+    Rung("type", "PATTERN x__;", also=True),  # `struct $A`, `unsigned long`
+    Rung("parameters", "void f__PATTERN;"),  # `(int $A, char **argv)`
 )
 
 
@@ -116,6 +118,10 @@ def builtin_grammars() -> list[Grammar]:
             # `map[string]string`, `[]string`; `$A.Buffer` is an expression and a type: both are searched
             Rung("type", "package _\nvar _ PATTERN", also=True),
             Rung("file"),
+            # fragments copied out of a larger construct: `(s, 0, 64)`, `{0, 1}`, `name, usage string`
+            Rung("arguments or elements", "package _\nvar _ = f__PATTERN"),  # of a call or a composite literal
+            Rung("parameters", "package _\nfunc f__PATTERN {}"),
+            Rung("parameter", "package _\nfunc f__(PATTERN) {}"),
         ), expando="µ"),
         Grammar("rust", (".rs",), _pack("rust"), (
             Rung("statement", "fn _() {\nPATTERN\n}"),
@@ -127,7 +133,7 @@ def builtin_grammars() -> list[Grammar]:
         Grammar("cpp", (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".cu", ".ino"), _pack("cpp"), (
             *_C_LADDER[:2],
             Rung("class member", "class _ {\nPATTERN\n};"),
-            _C_LADDER[2],
+            *_C_LADDER[2:],
         ), expando="µ"),
         Grammar("java", (".java",), _pack("java"), (
             # not `_`: since Java 21 it is a pattern, not a name, and the grammar says so
@@ -162,7 +168,11 @@ _LADDERLESS: tuple[tuple[str, tuple[str, ...], str, tuple[Rung, ...]], ...] = (
         Rung("expression", "class T__ { object x__ = PATTERN; }"),
         Rung("class member", "class T__ {\nPATTERN\n}"),
     )),
-    ("css", (".css", ".scss"), "_", (Rung("declaration", "a__ {\nPATTERN\n}"), Rung("selector", "PATTERN {}"))),
+    ("css", (".css", ".scss"), "_", (
+        Rung("declaration", "a__ {\nPATTERN\n}"),
+        Rung("selector", "PATTERN {}"),
+        Rung("value", "a__ { b__: PATTERN; }", also=True),  # `#fff` (also an id selector), `320px`
+    )),
     ("elixir", (".ex", ".exs"), "µ", ()),
     ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),
     ("hcl", (".hcl", ".nomad", ".tf", ".tfvars", ".workflow"), "µ", (Rung("expression", "x__ = PATTERN"),)),

@@ -128,9 +128,20 @@ def _leaf_or_meta(node: Any, src: bytes, expando: str, forms: dict[bytes, str]) 
         mv = metavariable(text.decode("utf-8", "replace"), expando)
         if mv is not None:
             return (META, *mv)
-    if node.child_count == 0:
+    if node.child_count == 0 or (node.is_named and node.named_child_count == 0 and _text_outside_children(node, src)):
+        # a node of tokens only whose own text is not all in them (CSS `#fff`: the only child is
+        # `#`) is compared by its text, as a leaf is
         return (TERM, node.kind_id, text, node.is_named)
     return None
+
+
+def _text_outside_children(node: Any, src: bytes) -> bool:
+    pos = node.start_byte
+    for child in node.children:
+        if src[pos : child.start_byte].strip():
+            return True
+        pos = max(pos, child.end_byte)
+    return bool(src[pos : node.end_byte].strip())
 
 
 def _convert(top: Any, src: bytes, expando: str, forms: dict[bytes, str]) -> tuple:
@@ -310,7 +321,9 @@ def _accept(rung: Rung, text: str, strict: bool, grammar: Grammar, parser: Any) 
             f"the pattern holds several {grammar.id} statements or nodes; search for one node at a "
             "time (inside a body, $$$ stands for the statements around it)"
         )
-    while _is_single(node):
+    # down to the node the pattern really is (an expression statement holding a call is the call),
+    # never to a child narrower than its parent (CSS `#fff`: the `#` is the only child of the value)
+    while _is_single(node) and (node.child(0).start_byte, node.child(0).end_byte) == (node.start_byte, node.end_byte):
         node = node.child(0)
     return node, src
 

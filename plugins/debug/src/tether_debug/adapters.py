@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +30,21 @@ class Located:
 
     argv: tuple[str, ...]
     python: str | None = None  # debugpy: the interpreter the debuggee runs under
+
+
+@attrs.frozen
+class LaunchRequest:
+    """What the model asked `launch` for, as an adapter definition's ``launch_config`` receives it."""
+
+    program: Path | None  # None for a module launch
+    args: list[str]
+    root: Path
+    located: Located
+    cwd: Path  # the run's root unless the model named another directory under it
+    env: dict[str, str] = attrs.field(factory=dict)  # added to the adapter's environment
+    module: str | None = None  # debugpy: run this module (``python -m``) instead of a program
+    test: bool = False  # delve: the package's tests (``mode: test``)
+    stop_on_entry: bool = False
 
 
 @attrs.frozen
@@ -54,27 +70,43 @@ class AdapterDef:
     """One debug adapter: how to find and start it, which projects it belongs to, its quirks.
 
     ``binaries`` are the names or absolute paths tried for ``command[0]``, in order.
-    ``launch_config(program, args, root, located)`` builds the ``launch`` request's arguments.
-    ``handles(program)`` says whether a program path is this adapter's kind (picked by `launch`).
+    ``launch_config(request)`` builds the ``launch`` request's arguments from a `LaunchRequest`.
+    ``handles(program)`` says whether a program path is this adapter's kind (picked by `launch`: the
+    first usable adapter that handles it); ``takes`` says what kind that is, for the model.
+    ``exception_modes`` maps none/uncaught/raised to the adapter's own exception filter names.
     ``locate(root)``, when set, replaces the binary search (returns a reason string when unusable).
     """
 
     id: str
     command: tuple[str, ...]
     markers: tuple[str, ...]
-    launch_config: Callable[[Path, list[str], Path, Located], dict[str, Any]] = attrs.field(repr=False)
+    launch_config: Callable[[LaunchRequest], dict[str, Any]] = attrs.field(repr=False)
     handles: Callable[[Path], bool] = attrs.field(repr=False)
+    takes: str = ""
+    modules: bool = False  # launches a module by name (LaunchRequest.module)
     binaries: tuple[str, ...] = ()
     transport: Literal["stdio", "tcp"] = "stdio"
-    attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)  # by port
+    attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)  # by process id
     locate: Callable[[Path], Located | str] | None = attrs.field(default=None, repr=False)
-    exception_filters: tuple[str, ...] = ()
+    exception_modes: dict[str, tuple[str, ...]] = attrs.field(factory=dict, repr=False)
+    exception_note: str = ""  # what stops whatever the filters (a signal, a Go panic)
+    # checks a breakpoint condition before it is sent (debugpy accepts any and fails at every hit)
+    check_condition: Callable[[str], str | None] | None = attrs.field(default=None, repr=False)
+    function_hint: str = ""  # how to write a function breakpoint's name, said when one does not bind
     skip_scopes: tuple[str, ...] = ()
     stdout_is_program_output: bool = False  # delve: no output events; the program writes to dlv's stdout
     comment_prefixes: tuple[str, ...] = ("#",)
     output_categories: tuple[str, ...] = ("stdout", "stderr", "important")
     drop_output_after_terminated: bool = False  # lldb-dap floods output events while it dies
     evaluate_context: str = "repl"  # debugpy's repl also runs statements; lldb-dap's repl decorates values
+    # debugpy: the groups it lists among locals ("special variables"), left out of a stop's snapshot
+    group_names: tuple[str, ...] = ()
+    # an exit code that means a signal killed the program (debugpy reports 256 - N), as that signal's number
+    signal_exit: Callable[[int], int | None] | None = attrs.field(default=None, repr=False)
+    logpoint_prefix: str = ""  # a regex: what the adapter prints before a logpoint's message (delve: "> [Go 1]: ")
+    function_answers_unordered: bool = False  # lldb-dap: setFunctionBreakpoints answers in its own order
+    evaluate_assigns: bool = True  # `x = 5` works through evaluate; else through setVariable (delve)
 
     def availability(self, root: Path) -> Availability:
         present = [m for m in self.markers if (root / m).exists()]
@@ -124,53 +156,134 @@ def _locate_debugpy(root: Path) -> Located | str:
     return Located((sys.executable, "-m", "debugpy.adapter"), python)
 
 
-def _debugpy_launch(program: Path, args: list[str], root: Path, located: Located) -> dict[str, Any]:
+PY_MARKERS = ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg", "pyrightconfig.json")
+C_MARKERS = ("Cargo.toml", "CMakeLists.txt", "compile_commands.json", "compile_flags.txt", ".clangd", "Makefile")
+GO_MARKERS = ("go.mod", "go.work")
+# The same marker lists as the lsp family's servers (tether_lsp.servers): a project one family takes,
+# the other takes too.
+
+
+def _is_python(program: Path) -> bool:
+    """A .py file, or a script whose shebang names python (``.venv/bin/pytest``)."""
+    if program.suffix in (".py", ".pyw"):
+        return True
+    try:
+        with program.open("rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _debugpy_launch(request: LaunchRequest) -> dict[str, Any]:
+    target = {"module": request.module} if request.module else {"program": str(request.program)}
     return {
         "type": "python",
         "name": "tether",
-        "program": str(program),
-        "args": list(args),
-        "cwd": str(root),
-        "python": [located.python or sys.executable],
+        **target,
+        "args": list(request.args),
+        "cwd": str(request.cwd),
+        "env": dict(request.env),
+        "python": [request.located.python or sys.executable],
         # the default subProcess=true hangs a debuggee that starts a child process
         "subProcess": False,
         "console": "internalConsole",
         "justMyCode": True,
         "redirectOutput": True,
         "showReturnValue": True,
+        "stopOnEntry": request.stop_on_entry,
     }
+
+
+def _python_condition(expression: str) -> str | None:
+    try:
+        compile(expression, "<condition>", "eval")
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg}"
+    return None
+
+
+FATAL_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGKILL, signal.SIGTERM})
+
+
+def _debugpy_signal(code: int) -> int | None:
+    """debugpy's launcher reports a signal death as the low byte of -N (SIGSEGV: 245)."""
+    return 256 - code if 256 - code in FATAL_SIGNALS else None
 
 
 def _debugpy_attach(port: int) -> dict[str, Any]:
     return {"type": "python", "name": "tether", "justMyCode": True, "subProcess": False, "redirectOutput": True}
 
 
-def _is_native_binary(program: Path) -> bool:
+GO_BUILDINFO = b"\xff Go buildinf:"  # the magic of a Go binary's .go.buildinfo section
+
+
+def _binary_kind(program: Path) -> str | None:
+    """'go' for a Go executable (delve's), 'native' for another ELF/Mach-O one, None otherwise."""
     try:
         with program.open("rb") as f:
-            magic = f.read(4)
+            if f.read(4) not in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe"):
+                return None
+            tail = b""
+            while chunk := f.read(1 << 20):
+                if GO_BUILDINFO in tail + chunk:
+                    return "go"
+                tail = chunk[-len(GO_BUILDINFO) :]
     except OSError:
-        return False
-    return magic in (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
+        return None
+    return "native"
 
 
-def _lldb_launch(program: Path, args: list[str], root: Path, located: Located) -> dict[str, Any]:
-    return {"name": "tether", "program": str(program), "args": list(args), "cwd": str(root), "stopOnEntry": False}
+def _lldb_launch(request: LaunchRequest) -> dict[str, Any]:
+    return {
+        "name": "tether",
+        "program": str(request.program),
+        "args": list(request.args),
+        "cwd": str(request.cwd),
+        "env": [f"{k}={v}" for k, v in request.env.items()],
+        "stopOnEntry": request.stop_on_entry,
+    }
+
+
+def _lldb_attach_pid(pid: int) -> dict[str, Any]:
+    return {"name": "tether", "pid": pid}
 
 
 def _delve_handles(program: Path) -> bool:
     if program.is_dir():
         return any(program.glob("*.go"))
-    return program.suffix == ".go"
+    return program.suffix == ".go" or _binary_kind(program) == "go"
 
 
-def _delve_launch(program: Path, args: list[str], root: Path, located: Located) -> dict[str, Any]:
-    mode = "debug" if program.is_dir() or program.suffix == ".go" else "exec"
-    return {"name": "tether", "mode": mode, "program": str(program), "args": list(args), "cwd": str(root)}
+def _delve_launch(request: LaunchRequest) -> dict[str, Any]:
+    program = request.program
+    assert program is not None
+    if program.name.endswith("_test.go"):
+        program = program.parent  # a test file: the tests of its package
+    if request.test or (program.is_dir() and _only_tests(program)) or program != request.program:
+        mode = "test"
+    elif program.is_dir() or program.suffix == ".go":
+        mode = "debug"
+    else:
+        mode = "exec"
+    return {
+        "name": "tether",
+        "mode": mode,
+        "program": str(program),
+        "args": list(request.args),
+        "cwd": str(request.cwd),
+        "env": dict(request.env),
+        "stopOnEntry": request.stop_on_entry,
+    }
 
 
-def _dart_launch(program: Path, args: list[str], root: Path, located: Located) -> dict[str, Any]:
-    return {"name": "tether", "program": str(program), "args": list(args), "cwd": str(root)}
+def _only_tests(directory: Path) -> bool:
+    files = list(directory.glob("*.go"))
+    return bool(files) and all(f.name.endswith("_test.go") for f in files)
+
+
+def _dart_launch(request: LaunchRequest) -> dict[str, Any]:
+    return {"name": "tether", "program": str(request.program), "args": list(request.args), "cwd": str(request.cwd)}
 
 
 BUILTIN: tuple[AdapterDef, ...] = (
@@ -180,40 +293,58 @@ BUILTIN: tuple[AdapterDef, ...] = (
         markers=("pubspec.yaml",),
         launch_config=_dart_launch,
         handles=lambda p: p.suffix == ".dart",
+        takes="a .dart file",
         comment_prefixes=("//",),
     ),
     AdapterDef(
         id="debugpy",
         command=("python3", "-m", "debugpy.adapter"),
-        markers=("pyproject.toml", "setup.py", "requirements.txt"),
+        markers=PY_MARKERS,
         launch_config=_debugpy_launch,
         attach_config=_debugpy_attach,
-        handles=lambda p: p.suffix in (".py", ".pyw"),
+        handles=_is_python,
+        takes="a .py file or a python script with a shebang; module='pytest' for `python -m pytest`",
+        modules=True,
         locate=_locate_debugpy,
-        exception_filters=("uncaught",),
+        exception_modes={"none": (), "uncaught": ("uncaught",), "raised": ("raised", "uncaught")},
+        check_condition=_python_condition,
+        group_names=("special variables", "function variables", "class variables", "protected variables"),
+        signal_exit=_debugpy_signal,
+        function_hint="a function's name as written in its def (debugpy matches it at every call, so it is verified even when no such function exists)",
         # debugpy reports telemetry as output events; only the program's streams are output here
     ),
     AdapterDef(
         id="lldb",
         command=("lldb-dap",),
         binaries=("lldb-dap", "lldb-dap-19", "/usr/lib/llvm-19/bin/lldb-dap", "lldb-vscode"),
-        markers=("Cargo.toml", "CMakeLists.txt"),
+        markers=C_MARKERS,
         launch_config=_lldb_launch,
-        handles=_is_native_binary,
+        attach_pid_config=_lldb_attach_pid,
+        handles=lambda p: _binary_kind(p) == "native",
+        takes="a native binary built with -g (C, C++, Rust)",
+        exception_modes={"none": (), "uncaught": (), "raised": ("cpp_throw",)},
+        exception_note="a signal (SIGSEGV, SIGABRT) stops the program whatever the mode",
+        function_hint="C: the function's name ('add'); C++: 'ns::Class::method'",
         skip_scopes=("Registers",),
         comment_prefixes=("//",),
         evaluate_context="watch",
         drop_output_after_terminated=True,
+        function_answers_unordered=True,
     ),
     AdapterDef(
         id="delve",
         command=("dlv", "dap", "--listen=127.0.0.1:0"),
-        markers=("go.mod",),
+        markers=GO_MARKERS,
         transport="tcp",
         launch_config=_delve_launch,
         handles=_delve_handles,
+        takes="a Go package directory, a .go file (a _test.go file or test=true: its tests), or a Go binary (`go test -c`)",
+        exception_note="an unrecovered panic stops the program whatever the mode",
+        function_hint="Go function breakpoints take qualified names: 'main.add', 'example.com/mod/pkg.Func', 'pkg.(*T).Method'",
         stdout_is_program_output=True,
         comment_prefixes=("//",),
+        evaluate_assigns=False,
+        logpoint_prefix=r"> \[Go \d+\]: ",
     ),
 )
 

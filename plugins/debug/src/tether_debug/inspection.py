@@ -6,6 +6,7 @@ them at every stop, and an old one would silently show the wrong frame.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -13,18 +14,18 @@ from tether import ToolError, ToolResult
 from tether.output import cap_items
 
 from tether_debug.adapters import adapter_table
+from tether_debug.breakpoints import listing
 from tether_debug.render import (
     MAX_EVAL,
     MAX_FRAMES,
     MAX_THREADS,
-    MAX_VALUE,
-    MAX_VARIABLES,
     cap_output,
     cap_value,
     ended_words,
     no_session,
     shown_path,
     stop_text,
+    variable_rows,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +40,8 @@ def adapters_action(run: Run) -> ToolResult:
     lines = []
     for adapter in adapter_table(run).values():
         a = adapter.availability(run.root)
-        rows.append({"id": a.adapter, "usable": a.usable, "reason": a.reason})
-        lines.append(f"{a.adapter}: {'usable' if a.usable else 'not usable'} - {a.reason}")
+        rows.append({"id": a.adapter, "usable": a.usable, "reason": a.reason, "markers": list(adapter.markers), "takes": adapter.takes})
+        lines.append(f"{a.adapter}: {'usable' if a.usable else 'not usable'} - {a.reason} (root markers looked for: {', '.join(adapter.markers)})")
     return ToolResult.text("\n".join(lines), data={"adapters": rows})
 
 
@@ -52,21 +53,20 @@ async def status_action(run: Run, supervisor: DebugSupervisor, conversation: str
         if last is not None:
             text += f" The last one ({last[0]}) ended: {ended_words(last[1])}."
             data["ended"] = {"program": last[0], "exit_code": last[1].exit_code}
-        pending = supervisor.describe_pending(conversation, run.relpath)
-        if pending:
-            text += " Breakpoints kept for the next launch: " + "; ".join(f"{p['file']} {p['lines']}" for p in pending)
-        data["breakpoints"] = pending
-        return ToolResult.text(text, data=data)
+        listed, data["breakpoints"] = listing(run, supervisor, conversation, None)
+        return ToolResult.text(text + "\nKept for the next launch:\n" + listed, data=data)
     left = max(0.0, session.deadline - time.monotonic())
     head = f"debug session: {session.program} ({session.adapter.id}), {left / 60:.1f} min left before the time limit.\n"
-    data = {"session": {"program": session.program, "adapter": session.adapter.id, "seconds_left": round(left)}}
+    listed, breakpoints = listing(run, supervisor, conversation, session)
+    data = {"session": {"program": session.program, "adapter": session.adapter.id, "seconds_left": round(left)}, "breakpoints": breakpoints}
     if session.stop is not None:
         data["stopped"] = session.stop.data(run.relpath)
         if session.stop.description:
             data["exception"] = session.stop.description
-        return ToolResult.text(head + stop_text(run, session.stop), data=data)
+            data["exceptionInfo"] = session.stop.exception
+        return ToolResult.text(head + stop_text(run, session.stop) + "\n" + listed, data=data)
     data["stopped"] = None
-    return ToolResult.text(head + "the program is running (not stopped); use action='pause' to stop it.", data=data)
+    return ToolResult.text(head + "the program is running (not stopped); use action='pause' to stop it.\n" + listed, data=data)
 
 
 def output_action(supervisor: DebugSupervisor, conversation: str, session: Session | None) -> ToolResult:
@@ -150,36 +150,53 @@ async def variables_action(session: Session, reference: int | None) -> ToolResul
         )
     body = await session.client.request("variables", {"variablesReference": reference})
     everything = list(body.get("variables") or ())
-    total = len(everything)
-    rows, lines = [], []
-    values_cut = 0
-    for v in everything[:MAX_VARIABLES]:
-        value, cut = cap_value(str(v.get("value", "")), MAX_VALUE)
-        values_cut += cut
-        ref = v.get("variablesReference", 0) or 0
-        if ref:
-            session.references.add(ref)
-        row = {"name": v.get("name", ""), "value": value, "type": v.get("type"), "reference": ref}
-        if cut:
-            row["cut"] = True
-        rows.append(row)
-        kind = f" ({v['type']})" if v.get("type") else ""
-        children = f"  [reference {ref}]" if ref else ""
-        lines.append(f"{v.get('name', '')}{kind} = {value}{children}")
-    if total > MAX_VARIABLES:
-        # debugpy pages big containers itself and puts their length last, past our cap: say it
-        length = next((v.get("value") for v in everything[MAX_VARIABLES:] if v.get("name") == "len()"), None)
-        size = f"; the container's len() is {length}" if length is not None else ""
-        lines.append(
-            f"[{total - MAX_VARIABLES} more variables not shown (showing {MAX_VARIABLES} of {total}{size}). "
-            "Use action='evaluate' with a slice or a specific name (e.g. items[50:100]) to see others.]"
-        )
-    if values_cut:
-        lines.append(f"[{values_cut} value(s) cut at {MAX_VALUE} characters; evaluate a slice of the value to read more.]")
-    return ToolResult.text("\n".join(lines) or "(no variables)", data={"variables": rows, "total": total, "shown": len(rows)})
+    rows, lines = variable_rows(session, everything)
+    return ToolResult.text("\n".join(lines) or "(no variables)", data={"variables": rows, "total": len(everything), "shown": len(rows)})
 
 
-async def evaluate_action(session: Session, expression: str | None, frame_id: int | None) -> ToolResult:
+def frame_words(run: Run, session: Session, frame_id: int, given: bool) -> str:
+    """A frame as the model saw it: 'frame 3 (main at app.py:13)', or 'the top frame (...)' when none was given."""
+    f = session.frames.get(frame_id) or {}
+    path = (f.get("source") or {}).get("path")
+    where = f"{f.get('name', '?')} at {shown_path(run, path) if path else '<no source>'}:{f.get('line')}"
+    return f"frame {frame_id} ({where})" if given else f"the top frame ({where})"
+
+
+ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*=(?!=)\s*(.+?)\s*")
+
+
+async def set_variable(run: Run, session: Session, frame: int, target: str, value: str) -> ToolResult:
+    """``name = value`` through setVariable, for an adapter whose evaluate does not assign (delve)."""
+    from tether_debug.dap import DapError
+
+    assert session.client is not None
+    names = target.split(".")
+    scopes = (await session.client.request("scopes", {"frameId": frame})).get("scopes") or ()
+    reference = None
+    for scope in scopes:
+        if scope.get("name") in session.adapter.skip_scopes or not scope.get("variablesReference"):
+            continue
+        variables = (await session.client.request("variables", {"variablesReference": scope["variablesReference"]})).get("variables") or ()
+        if any(v.get("name") == names[0] for v in variables):
+            reference = scope["variablesReference"]
+            break
+    for name in names[:-1]:  # a field: walk down to the variable that holds it
+        if reference is None:
+            break
+        variables = (await session.client.request("variables", {"variablesReference": reference})).get("variables") or ()
+        reference = next((v.get("variablesReference") or None for v in variables if v.get("name") == name), None)
+    if reference is None:
+        raise ToolError(f"cannot set {target}: no variable '{target}' in {frame_words(run, session, frame, True)}; see its locals with action='scopes'.",
+                        data={"error": "evaluate_failed", "frame_id": frame})
+    try:
+        body = await session.client.request("setVariable", {"variablesReference": reference, "name": names[-1], "value": value})
+    except DapError as exc:
+        raise ToolError(f"setting {target} = {value} failed: {exc.message}", data={"error": "evaluate_failed", "frame_id": frame}) from None
+    shown, cut = cap_value(str(body.get("value", value)), MAX_EVAL)
+    return ToolResult.text(f"{target} = {shown} (set with setVariable)", data={"result": shown, "type": body.get("type"), "reference": 0, "frame_id": frame, "cut": cut})
+
+
+async def evaluate_action(run: Run, session: Session, expression: str | None, frame_id: int | None) -> ToolResult:
     from tether_debug.dap import DapError
 
     assert session.client is not None
@@ -192,6 +209,9 @@ async def evaluate_action(session: Session, expression: str | None, frame_id: in
         frame = top
     else:
         frame = check_frame(session, frame_id)
+    assignment = ASSIGNMENT.fullmatch(expression)
+    if assignment and not session.adapter.evaluate_assigns and session.capabilities.get("supportsSetVariable"):
+        return await set_variable(run, session, frame, assignment.group(1), assignment.group(2))
     try:
         body = await session.client.request("evaluate", {"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context})
     except DapError as exc:
@@ -199,7 +219,7 @@ async def evaluate_action(session: Session, expression: str | None, frame_id: in
         lines = [line for line in exc.message.strip().splitlines() if line.strip()]
         message = lines[-1] if lines and lines[0].startswith("Traceback") else exc.message.strip()
         raise ToolError(
-            f"evaluating {expression!r} in frame {frame} failed: {message}",
+            f"evaluating {expression!r} in {frame_words(run, session, frame, frame_id is not None)} failed: {message}",
             data={"error": "evaluate_failed", "frame_id": frame},
         ) from None
     value, cut = cap_value(str(body.get("result", "")), MAX_EVAL)

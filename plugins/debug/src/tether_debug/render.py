@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+import signal
+from typing import TYPE_CHECKING, Any
 
 from tether import ToolError, ToolResult
+from tether.output import cap_items
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -42,6 +45,9 @@ def stop_text(run: Run, stop: Stop) -> str:
         text += f"\n{stop.line:>6} | {source}"
     if stop.description:
         text += f"\nexception: {stop.description[:MAX_EVAL]}"
+        stack = (stop.exception or {}).get("stack") or []
+        if stack:
+            text += "\n" + "\n".join(line[:MAX_VALUE] for line in stack)
     if stop.project_frame is not None:
         file, line, function = stop.project_frame
         text += f"\ninnermost frame in the project: {run.relpath(file)}:{line} in {function}"
@@ -52,19 +58,98 @@ def stop_text(run: Run, stop: Stop) -> str:
 
 
 def stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> ToolResult:
-    data = {"stopped": stop.data(run.relpath)}
+    """A stop as a model reads it: where, the source line, the exception, and the top frame's locals."""
+    data: dict[str, Any] = {"stopped": stop.data(run.relpath)}
     if stop.description:
         data["exception"] = stop.description
+        data["exceptionInfo"] = stop.exception
     if stop.project_frame is not None:
         data["project_frame"] = {"file": run.relpath(stop.project_frame[0]), "line": stop.project_frame[1], "name": stop.project_frame[2]}
     text = prefix + stop_text(run, stop)
-    text += "\nNext: action='stack' for frames, 'scopes' with a frame_id, 'step_over', 'continue'."
+    if stop.snapshot is not None:
+        scope, variables = stop.snapshot
+        rows, lines = variable_rows(session, variables)
+        data["locals"] = {"scope": scope, "variables": rows, "total": len(variables)}
+        text += f"\n{scope} of {stop.function or 'the top frame'}:\n" + ("\n".join(f"  {line}" for line in lines) if lines else "  (none)")
+    text += "\nNext: 'step_over', 'step_in', 'continue'; 'evaluate' an expression; 'stack' for the callers."
     return ToolResult.text(text, data=data)
 
 
+def variable_rows(session: Session, variables: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Variables as rows and lines, capped (50 names, 400 characters a value) and saying what was cut.
+
+    Each reference handed out is registered as one of the current stop's.
+    """
+    shown, note = cap_items(variables, MAX_VARIABLES, "variables")
+    rows, lines = [], []
+    values_cut = 0
+    for v in shown:
+        value, cut = cap_value(str(v.get("value", "")), MAX_VALUE)
+        values_cut += cut
+        ref = v.get("variablesReference", 0) or 0
+        if ref:
+            session.references.add(ref)
+        row = {"name": v.get("name", ""), "value": value, "type": v.get("type"), "reference": ref}
+        if cut:
+            row["cut"] = True
+        rows.append(row)
+        kind = f" ({v['type']})" if v.get("type") else ""
+        children = f"  [reference {ref}]" if ref else ""
+        lines.append(f"{v.get('name', '')}{kind} = {value}{children}")
+    if note:
+        # debugpy pages big containers itself and puts their length last, past our cap: say it
+        length = next((v.get("value") for v in variables[MAX_VARIABLES:] if v.get("name") == "len()"), None)
+        size = f"; the container's len() is {length}" if length is not None else ""
+        lines.append(
+            f"[{len(variables) - MAX_VARIABLES} more variables not shown (showing {MAX_VARIABLES} of {len(variables)}{size}). "
+            "Use action='evaluate' with a slice or a specific name (e.g. items[50:100]) to see others.]"
+        )
+    if values_cut:
+        lines.append(f"[{values_cut} value(s) cut at {MAX_VALUE} characters; evaluate a slice of the value to read more.]")
+    return rows, lines
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def signal_data(ended: Ended) -> dict[str, Any]:
+    return {"signal": signal_name(ended.signal), "signal_number": ended.signal} if ended.signal else {}
+
+
 def ended_words(ended: Ended) -> str:
+    if ended.signal:
+        reported = f"; the adapter reported exit code {ended.exit_code}" if ended.exit_code not in (ended.signal, -ended.signal) else ""
+        return f"the program was killed by {signal_name(ended.signal)} (signal {ended.signal}{reported})"
     code = f" with exit code {ended.exit_code}" if ended.exit_code is not None else ""
     return f"the program {ended.how}{code}" if ended.how in ("exited", "terminated") else f"{ended.how}{code}"
+
+
+LAUNCHER_FRAME = re.compile(r'  File "[^"]*(?:[/\\]runpy\.py|[/\\]debugpy[/\\][^"]*)", line \d+, in .*')
+
+
+def trim_launcher_frames(output: str) -> str:
+    """An uncaught Python exception's traceback without the runpy/debugpy frames that launched the program."""
+    if "Traceback (most recent call last):" not in output:
+        return output
+    lines = output.split("\n")
+    kept, dropped, i = [], 0, 0
+    while i < len(lines):
+        if LAUNCHER_FRAME.fullmatch(lines[i]):
+            dropped += 1
+            i += 1
+            while i < len(lines) and lines[i].startswith("    "):  # the frame's source line (and its ^^^ marks)
+                i += 1
+            continue
+        if dropped:
+            kept.append(f"  [{dropped} launcher frames (runpy, debugpy) not shown]")
+            dropped = 0
+        kept.append(lines[i])
+        i += 1
+    return "\n".join(kept)
 
 
 def cap_output(text: str, dropped: int) -> tuple[str, bool]:

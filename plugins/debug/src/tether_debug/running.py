@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 from tether import ToolError, ToolResult
 
-from tether_debug.adapters import adapter_table, handles_safely
+from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, handles_safely
 from tether_debug.breakpoints import bp_summary
 from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
-from tether_debug.render import cap_output, ended_words, stop_result
+from tether_debug.render import MAX_VALUE, cap_output, ended_words, signal_data, stop_result, trim_launcher_frames
+from tether_debug.dap import DapError
+from tether_debug.session import MAX_LOGGED, Ended, Session, SessionError, Stop
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
-    from tether_debug.session import Session
     from tether_debug.supervisor import DebugSupervisor
     from tether_debug.tool import DebugArgs
 
@@ -32,128 +35,259 @@ def refuse_second(run: Run, session: Session) -> ToolError:
     )
 
 
-def pick_adapter(run: Run, program: Path, forced: str | None):
+def pick_adapter(run: Run, program: Path | None, forced: str | None) -> AdapterDef:
+    """The forced adapter, else the first usable one that handles the program (or a module)."""
     known = adapter_table(run)
     if forced is not None:
         if forced not in known:
             raise ToolError(f"unknown adapter '{forced}'; known adapters: {', '.join(known)}. See action='adapters'.")
         return known[forced]
-    for adapter in known.values():
-        if handles_safely(adapter, program):
+    if program is None:
+        candidates = [a for a in known.values() if a.modules]
+    else:
+        candidates = [a for a in known.values() if handles_safely(a, program)]
+    for adapter in candidates:
+        if adapter.availability(run.root).usable:
             return adapter
+    if candidates:
+        return candidates[0]  # none is usable here: the first one's refusal says why
+    takes = "; ".join(f"{a.id} ({a.takes})" if a.takes else a.id for a in known.values())
     raise ToolError(
-        f"no debug adapter handles '{run.relpath(program)}': give a .py file (debugpy), a native binary built with -g (lldb), "
-        "a Go package directory or .go file (delve), or a .dart file; or force one with adapter='<id>'.",
-        data={"error": "no_adapter"},
+        f"no debug adapter handles '{run.relpath(program)}'. The registered adapters take: {takes}. "
+        "Or force one with adapter='<id>'.",
+        data={"error": "no_adapter", "adapters": list(known)},
     )
 
 
-async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
-    from tether_debug.dap import DapError
-    from tether_debug.session import Session, SessionError
+def _no_program(run: Run, args: DebugArgs) -> ToolError:
+    name = args.program or ""
+    hint = " Build it first, or check the name."
+    if "/" not in name and "." not in name:
+        hint = (f" To run a Python module or a command installed by one (pytest), give module='{name}' and its "
+                "arguments in args.")
+    return ToolError(f"no such program: '{name}' (paths are relative to the root).{hint}", data={"error": "no_program"})
 
+
+def _cwd(run: Run, cwd: str | None) -> Path:
+    if cwd is None:
+        return run.root
+    path = run.resolve_path(cwd, must_exist=True)
+    if not path.is_dir():
+        raise ToolError(f"cwd '{cwd}' is not a directory; give the program's working directory, relative to the root.")
+    return path
+
+
+def _env(env: dict[str, str] | None) -> dict[str, str]:
+    bad = [k for k, v in (env or {}).items() if not isinstance(v, str) or not k or "=" in k]
+    if bad:
+        raise ToolError(f"env: each variable needs a name without '=' and a string value (check {', '.join(map(repr, bad))}).")
+    return dict(env or {})
+
+
+def _launch_hint(program: Path | None, message: str) -> str:
+    """What to do when the adapter's refusal alone does not say it."""
+    if program is not None and program.is_dir() and "not an executable file" in message:
+        return (f"\n'{program.name}' is a library package (no package main): there is nothing to run. Debug its tests "
+                "with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it.")
+    return ""
+
+
+async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
     run = ctx.run
+    prefix = ""
+    if args.restart:
+        last = supervisor.launches.get(conversation)
+        if not (args.program or args.module) and last is None:
+            raise ToolError("restart=true needs a launch to repeat: launch a program first (or give program).")
+        if not (args.program or args.module):
+            args = attrs.evolve(last, stop_on_entry=args.stop_on_entry, restart=False)
+        if session is not None:
+            async with session.lock:
+                await supervisor.end(conversation, session)
+            supervisor.remember_end(conversation, session, Ended(session.exit_code, "was terminated for the restart"), "", 0)
+            prefix = f"restarted: the previous session of {session.program} was ended.\n"
+            session = None
     if session is not None:
         raise refuse_second(run, session)
-    if not args.program:
-        raise ToolError("action='launch' needs program: the file to debug, relative to the root (e.g. 'app.py').")
-    program = run.resolve_path(args.program)
-    if not program.exists():
+    if args.program == "-m":
+        module = (args.args or ["<module>"])[0]
         raise ToolError(
-            f"no such program: '{args.program}' (paths are relative to the root). Build it first, or check the name.",
+            f"'-m' is not a program: to run `python -m {module}`, give module='{module}' and the rest in args.",
             data={"error": "no_program"},
         )
+    if args.module and args.program:
+        raise ToolError("give program or module, not both: module='pytest' runs `python -m pytest` with args.")
+    if not args.program and not args.module:
+        raise ToolError("action='launch' needs program: the file to debug, relative to the root (e.g. 'app.py'); or module='pytest' for a Python module.")
+    program = run.resolve_path(args.program) if args.program else None
+    if program is not None and not program.exists():
+        raise _no_program(run, args)
     adapter = pick_adapter(run, program, args.adapter)
+    if args.module and not adapter.modules:
+        raise ToolError(f"the {adapter.id} adapter does not launch modules; module= is for debugpy (Python).")
     availability = adapter.availability(run.root)
     if not availability.usable or availability.located is None:
         raise ToolError(
             f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
             data={"error": "adapter_unavailable", "adapter": adapter.id},
         )
+    request = LaunchRequest(
+        program=program, args=list(args.args or ()), root=run.root, located=availability.located, cwd=_cwd(run, args.cwd),
+        env=_env(args.env), module=args.module, test=args.test, stop_on_entry=args.stop_on_entry,
+    )
+    shown = run.relpath(program) if program is not None else f"-m {args.module}"
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
-    new.program = run.relpath(program)
+    new.program = shown
     new.root = run.root
     timeout = launch_timeout(run)
     try:
         await new.start(availability.located, run.root, run, timeout)
         await new.initialize()
-        config = adapter.launch_config(program, list(args.args or ()), run.root, availability.located)
-        await new.configure("launch", config, dict(supervisor.pending_for(conversation)), timeout)
+        await new.configure("launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout)
         outcome = await new.wait_stop(0, stop_timeout(run))
+        if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
+            # lldb-dap holds a native program at its entry point with a SIGSTOP: that is the entry stop
+            outcome = new.stop = attrs.evolve(outcome, reason="entry", description=None, exception=None)
+            new.last_signal = None
     except (SessionError, DapError) as exc:
         output, _ = new.output.take()
         await new.close()
         message = exc.message if isinstance(exc, DapError) else str(exc)
         more = f"\nprogram output:\n{cap_output(output, 0)[0]}" if output.strip() else ""
         raise ToolError(
-            f"could not launch {run.relpath(program)} under {adapter.id}: {message}{more}",
+            f"could not launch {shown} under {adapter.id}: {message}{more}{_launch_hint(program, message + output)}",
             data={"error": "launch_failed", "adapter": adapter.id},
         ) from None
     except BaseException:
         await asyncio.shield(new.close())
         raise
     supervisor.adopt(new)
-    return await after_run(run, supervisor, conversation, new, outcome, prefix=bp_summary(run, new))
+    supervisor.launches[conversation] = attrs.evolve(args, restart=False)
+    return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix + bp_summary(run, new))
 
 
 async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
-    from tether_debug.dap import DapError
-    from tether_debug.session import Session, SessionError
-
     run = ctx.run
     if session is not None:
         raise refuse_second(run, session)
-    if args.port is None:
-        raise ToolError("action='attach' needs port: the local port a debugger listens on (e.g. from `python -m debugpy --listen 127.0.0.1:5678`).")
+    if (args.port is None) == (args.pid is None):
+        raise ToolError(
+            "action='attach' needs port (the local port a debugger listens on, e.g. from "
+            "`python -m debugpy --listen 127.0.0.1:5678`) or pid (a running native process, attached with lldb), not both."
+        )
     known = adapter_table(run)
-    adapter = known.get(args.adapter or "debugpy")
-    if adapter is None or adapter.attach_config is None:
-        can = [a.id for a in known.values() if a.attach_config is not None]
-        raise ToolError(f"adapter '{args.adapter}' cannot attach; adapters that can: {', '.join(can)}.")
+    by_pid = args.pid is not None
+    adapter = known.get(args.adapter or ("lldb" if by_pid else "debugpy"))
+    make = (adapter.attach_pid_config if by_pid else adapter.attach_config) if adapter is not None else None
+    if adapter is None or make is None:
+        can = [a.id for a in known.values() if (a.attach_pid_config if by_pid else a.attach_config) is not None]
+        how = "by process id" if by_pid else "to a port"
+        raise ToolError(f"adapter '{args.adapter}' cannot attach {how}; adapters that can: {', '.join(can)}.")
+    target = f"process {args.pid}" if by_pid else f"port {args.port}"
+    if by_pid:
+        problem = ptrace_problem(args.pid)
+        if problem:
+            raise ToolError(f"cannot attach to process {args.pid}: {problem}", data={"error": "attach_refused"})
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
-    new.program = f"process on port {args.port}"
+    new.program = f"process {args.pid}" if by_pid else f"process on port {args.port}"
     new.root = run.root
     timeout = launch_timeout(run)
     try:
-        await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
+        if by_pid:
+            availability = adapter.availability(run.root)
+            if not availability.usable or availability.located is None:
+                raise ToolError(f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
+                                data={"error": "adapter_unavailable", "adapter": adapter.id})
+            await new.start(availability.located, run.root, run, timeout)
+            new.attached = True
+        else:
+            await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
         await new.initialize()
-        await new.configure("attach", adapter.attach_config(args.port), dict(supervisor.pending_for(conversation)), timeout)
+        await new.configure("attach", make(args.pid if by_pid else args.port), supervisor.plan_for(conversation), timeout)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
     except (SessionError, DapError) as exc:
         await new.close()
         message = exc.message if isinstance(exc, DapError) else str(exc)
-        raise ToolError(f"could not attach to port {args.port}: {message}", data={"error": "attach_failed"}) from None
+        if by_pid and ("not permitted" in message or "ptrace" in message.lower()):
+            message += (". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
+                        "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE; containers may block it). Launch the "
+                        "program under the debugger instead (action='launch').")
+        raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
     except BaseException:
         await asyncio.shield(new.close())
         raise
     supervisor.adopt(new)
-    prefix = f"attached to the process on port {args.port}.\n" + bp_summary(run, new)
+    prefix = f"attached to the {target.replace('port', 'process on port')}.\n" + bp_summary(run, new)
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
 
 
-async def after_run(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, outcome, prefix: str = "") -> ToolResult:
-    """The result of anything that let the program run: a stop, the end (session closed), or still running."""
-    from tether_debug.session import Ended
+YAMA_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 
+
+def ptrace_problem(pid: int) -> str | None:
+    """Why the OS will not let a debugger trace ``pid`` (before lldb says it less clearly), or None."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return "it has already exited."
+        if proc.uids().real != os.getuid() and os.geteuid() != 0:
+            return "it belongs to another user; a debugger may trace only your own processes."
+    except psutil.NoSuchProcess:
+        return "no such process. List processes with `ps` and give the program's pid."
+    except psutil.Error:
+        pass
+    try:
+        scope = int(YAMA_PTRACE_SCOPE.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if scope >= 2:
+        return (f"ptrace is restricted (kernel.yama.ptrace_scope={scope}): only an administrator may attach "
+                "(or nobody, at 3). Launch the program under the debugger instead (action='launch').")
+    if scope == 1 and os.geteuid() != 0:
+        return ("ptrace is restricted to a debugger's own children (kernel.yama.ptrace_scope=1), and this process "
+                "was not started by the debugger. Launch the program under the debugger instead (action='launch'), "
+                "or set kernel.yama.ptrace_scope=0.")
+    return None
+
+
+async def after_run(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, outcome, prefix: str = "") -> ToolResult:
+    """The result of anything that let the program run: a stop, the end (session closed), or still running.
+
+    Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
+    """
     if outcome is None:
         bound = stop_timeout(run)
-        return ToolResult.text(
-            prefix + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
-            "'status' to check, or 'output' to read what it printed.",
-            data={"stopped": None, "running": True},
-        )
+        text = (prefix + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
+                "'status' to check, or 'output' to read what it printed.")
+        return _with_said(session, text, {"stopped": None, "running": True})
     if isinstance(outcome, Ended):
         await supervisor.end(conversation, session)  # first: output still in flight arrives while it closes
         output, dropped = session.output.take()
-        shown, cut = cap_output(output, dropped)
+        shown, cut = cap_output(trim_launcher_frames(output), dropped)
         supervisor.remember_end(conversation, session, outcome, "", 0)
         text = prefix + f"{ended_words(outcome)}; the debug session is over."
         text += f"\noutput:\n{shown}" if shown.strip() else "\n(no output)"
-        return ToolResult.text(
-            text, data={"stopped": None, "ended": {"exit_code": outcome.exit_code, "how": outcome.how}, "output": shown, "cut": cut}
-        )
-    return stop_result(run, session, outcome, prefix)
+        ended = {"exit_code": outcome.exit_code, "how": outcome.how, **signal_data(outcome)}
+        return _with_said(session, text, {"stopped": None, "ended": ended, "output": shown, "cut": cut})
+    result = stop_result(run, session, outcome, prefix)
+    return _with_said(session, result.plain, result.data or {})
+
+
+def _with_said(session: Session, text: str, data: dict) -> ToolResult:
+    """A result with the logpoint lines and breakpoint notices that came while the program ran (then forgotten)."""
+    said, logged = session.notices, session.logged
+    session.notices, session.logged = [], []
+    if said:
+        data["breakpoint_notices"] = said
+        text += "".join(f"\n{n}" for n in said)
+    if logged:
+        data["logged"] = logged
+        note = f" (the first {len(logged)} only; all are in action='output')" if len(logged) >= MAX_LOGGED else ""
+        text += f"\nlogpoints{note}:\n" + "\n".join(line[:MAX_VALUE] for line in logged)
+    return ToolResult.text(text, data=data)
 
 
 async def resume(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, command: str, thread_id: int | None, need_stop: bool) -> ToolResult:

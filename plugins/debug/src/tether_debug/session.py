@@ -13,19 +13,33 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tether_debug.adapters import AdapterDef, Located
 from tether_debug.dap import DapClient, DapError
 
+if TYPE_CHECKING:
+    from tether_debug.supervisor import Plan
+
 log = logging.getLogger("tether.debug")
 
 STOP_EVENTS = ("stopped", "terminated", "exited")
+MAX_LOGGED = 200  # logpoint lines kept for one call's result (all of them are in `output`)
+MAX_EXCEPTION_STACK = 12  # lines of an exception's own stack shown with the stop
+OPTION_CAPABILITY = {
+    "condition": "supportsConditionalBreakpoints",
+    "hitCondition": "supportsHitConditionalBreakpoints",
+    "logMessage": "supportsLogPoints",
+}
+OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
+SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
+LLDB_CONDITION_ERROR = re.compile(r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)")
 OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
@@ -38,9 +52,12 @@ class Stop:
     line: int | None
     function: str | None = None
     description: str | None = None  # exception text, when the stop is an exception
+    exception: dict[str, Any] | None = None  # exceptionInfo: type, message, the top of its stack
     # the innermost frame with a source under the root, when the stop itself is outside (a Go panic
     # stops in the runtime): (file, line, function)
     project_frame: tuple[str, int, str] | None = None
+    # the top frame's first scope (its locals), fetched with the stop: (scope name, variables)
+    snapshot: tuple[str, list[dict[str, Any]]] | None = None
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -57,6 +74,7 @@ class Ended:
 
     exit_code: int | None
     how: str
+    signal: int | None = None  # the signal that killed the program, when the adapter's report shows one
 
 
 class OutputBuffer:
@@ -112,7 +130,13 @@ class Session:
         self.references: set[int] = set()  # variable references handed out at the current stop
         self.consumed = 0  # events before this index have been turned into stops or ends
         self.top_frame: int | None = None  # innermost frame of the stopped thread: evaluate's default
-        self.breakpoints: dict[str, list[dict[str, Any]]] = {}  # path -> adapter's answer
+        self.breakpoints: dict[str, list[dict[str, Any]]] = {}  # path -> one row per requested line
+        self.function_breakpoints: list[dict[str, Any]] = []
+        self.exceptions: tuple[str, str] = ("uncaught", "")  # the mode, and what setting it said
+        self.logged: list[str] = []  # logpoint lines since the running call began (read by its result)
+        self.last_signal: int | None = None  # the signal of the last stop on one (lldb: SIGSEGV)
+        self.notices: list[str] = []  # what the adapter said of breakpoints meanwhile (a condition that failed)
+        self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
         self.program: str = ""
         self.root: Path | None = None
         self.attached = False
@@ -217,8 +241,15 @@ class Session:
         event = message.get("event")
         body = message.get("body") or {}
         if event == "output":
-            if body.get("category", "console") in self.adapter.output_categories:
-                self.output.add(body.get("output", ""))
+            text = body.get("output", "")
+            pattern = self._logpoint
+            logged = [m.group(1) for line in text.splitlines() if pattern and (m := pattern.fullmatch(line))]
+            if logged and len(self.logged) < MAX_LOGGED:
+                self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
+            if logged or body.get("category", "console") in self.adapter.output_categories:
+                self.output.add(text)  # lldb-dap and delve log to the console category
+            if "error evaluating condition" in text:
+                self.notices.extend(self.condition_failures(text))
         elif event == "exited":
             self.exit_code = body.get("exitCode")
         elif event == "terminated" and self.adapter.drop_output_after_terminated:
@@ -270,50 +301,132 @@ class Session:
             },
         )
 
-    async def configure(
-        self, request: str, arguments: dict[str, Any], pending: dict[str, list[int]], timeout: float
-    ) -> None:
-        """Send launch/attach, then breakpoints and configurationDone at `initialized`, then await the answer."""
+    async def configure(self, request: str, arguments: dict[str, Any], plan: Plan, timeout: float) -> None:
+        """Send launch/attach, then breakpoints and configurationDone at `initialized`, then await the answer.
+
+        A launch the adapter refuses at once (a Go build error) is answered at once: the wait for
+        `initialized` ends with the refusal, not at the bound.
+        """
         assert self.client is not None
         client = self.client
         start = len(client.events)
         answer = client.send(request, arguments)
         await client._drain()
-        hit = await client.wait_event(("initialized",), start, timeout)
+        initialized = asyncio.ensure_future(client.wait_event(("initialized",), start, timeout))
+        try:
+            await asyncio.wait((initialized, answer), return_when=asyncio.FIRST_COMPLETED)
+            if answer.done() and not initialized.done():
+                if answer.exception() is not None:
+                    raise answer.exception()  # the adapter refused the launch itself: its own words say why
+                await initialized  # lldb-dap answers launch before it sends initialized
+            hit = initialized.result()
+        finally:
+            initialized.cancel()
         if hit is None:
-            failure = answer.exception() if answer.done() and not answer.cancelled() else None
-            if failure is not None:
-                raise failure  # the adapter refused the launch itself: its own words say why
             why = "the adapter closed the connection" if client.closed else f"no 'initialized' event within {timeout:g} s"
             raise SessionError(f"{request} did not complete: {why}. {self._stderr_text()}".strip())
-        for path, lines in pending.items():
-            await self.set_breakpoints(path, lines)
-        filters = self._exception_filters()
-        if filters is not None:
-            await client.request("setExceptionBreakpoints", {"filters": filters})
+        for path, specs in plan.lines.items():
+            await self.set_breakpoints(path, specs)
+        if plan.functions:
+            await self.set_function_breakpoints(plan.functions)
+        await self.set_exceptions(plan.exceptions)
         await client.request("configurationDone", {})
         await client.wait(answer, request, timeout)
 
-    def _exception_filters(self) -> list[str] | None:
-        offered = {f.get("filter") for f in self.capabilities.get("exceptionBreakpointFilters") or ()}
-        if not offered:
-            return None
-        return [f for f in self.adapter.exception_filters if f in offered]
-
-    async def set_breakpoints(self, path: str, lines: list[int]) -> list[dict[str, Any]]:
+    async def set_exceptions(self, mode: str) -> str:
+        """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
         assert self.client is not None
+        offered = {f.get("filter"): f.get("label") or f.get("filter") for f in self.capabilities.get("exceptionBreakpointFilters") or ()}
+        note = f" ({self.adapter.exception_note})" if self.adapter.exception_note else ""
+        if not offered:
+            said = f"exceptions={mode}: the {self.adapter.id} adapter offers no exception filters{note}."
+        else:
+            wanted = self.adapter.exception_modes.get(mode, ())
+            filters = [f for f in wanted if f in offered]
+            await self.client.request("setExceptionBreakpoints", {"filters": filters})
+            if filters:
+                said = f"exceptions={mode}: filters " + ", ".join(f"{f} ({offered[f]})" for f in filters) + f"{note}."
+            elif mode == "none":
+                said = f"exceptions=none: no exception filter is on{note}."
+            else:
+                said = (f"exceptions={mode}: the {self.adapter.id} adapter has no filter for this mode (it offers "
+                        + ", ".join(f"{f} ({label})" for f, label in offered.items()) + f"){note}.")
+        self.exceptions = (mode, said)
+        return said
+
+    async def set_breakpoints(self, path: str, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Send a file's breakpoints; one row per requested line: the adapter's answer and what was not sent."""
+        assert self.client is not None
+        rows: list[dict[str, Any]] = []
+        sent: list[dict[str, Any]] = []
+        for spec in specs:
+            row: dict[str, Any] = {"requested": spec["line"], **{k: v for k, v in spec.items() if k != "line"}}
+            unsupported = [k for k, cap in OPTION_CAPABILITY.items() if k in spec and not self.capabilities.get(cap)]
+            problem = self.adapter.check_condition(spec["condition"]) if "condition" in spec and self.adapter.check_condition else None
+            if problem:
+                row.update(verified=False, message=f"the condition does not compile: {problem}")
+            else:
+                if unsupported:
+                    row["unsupported"] = [OPTION_NAME[k] for k in unsupported]
+                sent.append({k: v for k, v in spec.items() if k not in unsupported})
+            rows.append(row)
         body = await self.client.request(
             "setBreakpoints",
-            {"source": {"path": path, "name": Path(path).name}, "breakpoints": [{"line": n} for n in lines], "lines": list(lines)},
+            {"source": {"path": path, "name": Path(path).name}, "breakpoints": sent, "lines": [b["line"] for b in sent]},
         )
-        answers = [dict(b) for b in body.get("breakpoints") or ()]
-        for requested, answer in zip(lines, answers):
-            answer.setdefault("requested", requested)
-        if lines:
-            self.breakpoints[path] = answers
+        answers = iter(body.get("breakpoints") or ())
+        for row in rows:
+            if "verified" not in row:
+                row.update(next(answers, {"verified": False, "message": "the adapter did not answer for this line"}))
+        if specs:
+            self.breakpoints[path] = rows
         else:
             self.breakpoints.pop(path, None)
-        return answers
+        messages = [r["logMessage"] for rs in self.breakpoints.values() for r in rs if r.get("logMessage")]
+        self._logpoint = logpoint_pattern(messages, self.adapter.logpoint_prefix) if messages else None
+        return rows
+
+    async def set_function_breakpoints(self, names: list[str]) -> list[dict[str, Any]]:
+        assert self.client is not None
+        if not self.capabilities.get("supportsFunctionBreakpoints"):
+            rows = [{"function": n, "verified": False, "message": f"the {self.adapter.id} adapter has no function breakpoints"} for n in names]
+        else:
+            answers = await self._function_answers(names)
+            rows = [{"function": n, **(answers[i] if i < len(answers) else {"verified": False})} for i, n in enumerate(names)]
+        self.function_breakpoints = rows
+        return rows
+
+    async def _function_answers(self, names: list[str]) -> list[dict[str, Any]]:
+        """The adapter's answers in the order of ``names``.
+
+        lldb-dap answers in the order of its own map, not the request's: the names are then sent one
+        more at a time, and each answer is known by the breakpoint id that appeared with its name.
+        """
+        assert self.client is not None
+
+        def send(some: list[str]):
+            return self.client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
+
+        if not self.adapter.function_answers_unordered or len(names) < 2:
+            return list((await send(names)).get("breakpoints") or ())
+        ids: list[Any] = []
+        answers: list[dict[str, Any]] = []
+        for k in range(1, len(names) + 1):
+            answers = list((await send(names[:k])).get("breakpoints") or ())
+            ids.append(next((a.get("id") for a in answers if a.get("id") not in ids), None))
+        by_id = {a.get("id"): a for a in answers}
+        return [by_id.get(i, {"verified": False}) for i in ids]
+
+    def condition_failures(self, text: str) -> list[str]:
+        """lldb-dap accepts any condition and fails at the hit: mark those breakpoints unverified, say why."""
+        said = []
+        for m in LLDB_CONDITION_ERROR.finditer(text):
+            for rows in self.breakpoints.values():
+                for row in rows:
+                    if row.get("condition") == m.group(2) and row.get("verified"):
+                        row.update(verified=False, message=f"the condition does not compile: {m.group(3).strip()}")
+                        said.append(f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})")
+        return said
 
     async def wait_stop(self, after: int, timeout: float) -> Stop | Ended | None:
         """The next stop or the end at or after event ``after``; None while still running at the bound."""
@@ -339,18 +452,24 @@ class Session:
         reason = body.get("reason", "unknown")
         # both at once: each request to debugpy costs ~44 ms of its own latency
         frames_task = self.stack_trace(thread_id, 30) if thread_id is not None else _nothing([])
-        text_task = self._exception_text(thread_id, body) if reason == "exception" else _nothing(None)
-        frames, description = await asyncio.gather(frames_task, text_task)
+        info_task = self._exception_info(thread_id, body) if reason == "exception" else _nothing(None)
+        frames, info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
+        if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
+            with contextlib.suppress(KeyError):
+                self.last_signal = signal.Signals[named.group(0)].value
+        snapshot = await self._snapshot(frame["id"]) if frame else None
         self.stop = Stop(
             reason=reason,
             thread_id=thread_id,
             file=((frame or {}).get("source") or {}).get("path"),
             line=(frame or {}).get("line"),
             function=(frame or {}).get("name"),
-            description=description,
+            description=(f"{info['type']}: {info['message']}".strip(": ") or None) if info else None,
+            exception=info,
             project_frame=self._project_frame(frames),
+            snapshot=snapshot,
         )
         return self.stop
 
@@ -374,18 +493,51 @@ class Session:
         self.stop = None
         self.frames = {}
         self.references = set()
-        return Ended(self.exit_code, how)
+        return Ended(self.exit_code, how, self._killed_by())
 
-    async def _exception_text(self, thread_id: int | None, body: dict[str, Any]) -> str | None:
+    def _killed_by(self) -> int | None:
+        code = self.exit_code
+        if code is None or code == 0:
+            return None
+        if code < 0:
+            return -code
+        if code == self.last_signal:
+            return code  # lldb-dap: a signal death's exit status is the number of the signal it stopped at
+        return self.adapter.signal_exit(code) if self.adapter.signal_exit else None
+
+    async def _exception_info(self, thread_id: int | None, body: dict[str, Any]) -> dict[str, Any] | None:
+        """What the adapter says of the exception: its type, message, and the top of its stack when given."""
         if thread_id is not None and self.client is not None and self.capabilities.get("supportsExceptionInfoRequest"):
             try:
                 info = await self.client.request("exceptionInfo", {"threadId": thread_id})
-                kind = info.get("exceptionId") or ""
-                text = info.get("description") or ""
-                return f"{kind}: {text}".strip(": ") or None
             except DapError:
                 pass
-        return body.get("text") or body.get("description")
+            else:
+                details = info.get("details") or {}
+                stack = [line for line in str(details.get("stackTrace") or "").splitlines() if line.strip()]
+                return {
+                    "type": info.get("exceptionId") or details.get("typeName") or "",
+                    "message": info.get("description") or details.get("message") or "",
+                    "break_mode": info.get("breakMode"),
+                    "stack": stack[-MAX_EXCEPTION_STACK:],
+                }
+        text = body.get("text") or body.get("description")
+        return {"type": "", "message": text, "break_mode": None, "stack": []} if text else None
+
+    async def _snapshot(self, frame_id: int) -> tuple[str, list[dict[str, Any]]] | None:
+        """The top frame's first shown scope (its locals), so a stop answers without three more calls."""
+        assert self.client is not None
+        try:
+            scopes = (await self.client.request("scopes", {"frameId": frame_id})).get("scopes") or ()
+            scope = next((s for s in scopes if s.get("name") not in self.adapter.skip_scopes and s.get("variablesReference")), None)
+            if scope is None:
+                return None
+            self.references.add(scope["variablesReference"])
+            body = await self.client.request("variables", {"variablesReference": scope["variablesReference"]})
+        except DapError:
+            return None  # the stop stands without its locals; 'scopes' says why
+        variables = [v for v in body.get("variables") or () if v.get("name") not in self.adapter.group_names]
+        return scope.get("name", ""), variables
 
     async def stack_trace(self, thread_id: int, levels: int) -> list[dict[str, Any]]:
         assert self.client is not None
@@ -431,6 +583,14 @@ class Session:
                 await asyncio.wait_for(proc.wait(), 1.0)
             except TimeoutError:
                 pass
+
+
+def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
+    """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
+    def one(message: str) -> str:
+        return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
+
+    return re.compile(f"{prefix}({'|'.join(f'(?:{one(m)})' for m in messages)})", re.DOTALL)
 
 
 async def _nothing(value: Any) -> Any:

