@@ -275,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`tether tools | head`): nothing more can be said on stdout, and a
+        # traceback on stderr would say nothing true; leave as `head`'s other writers do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by it
 
 
 if __name__ == "__main__":
