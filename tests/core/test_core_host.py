@@ -41,6 +41,19 @@ def test_tools_json_lists_tools_with_tiers_and_schemas(tmp_path):
     assert all(set(u) == {"family", "reason"} for u in listing["unavailable"])
 
 
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    # `tether tools | head -1`: the reader closed its end before tether wrote
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([*TETHER, "tools", "--root", str(tmp_path)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141
+    assert proc.stderr == ""
+
+
 def test_tools_on_plan_surface_hide_write_tools(tmp_path):
     names = {t["name"] for t in json.loads(tether_cmd("tools", "--json", "--surface", "plan", root=tmp_path).stdout)["tools"]}
     assert "read" in names and not names & {"write", "edit", "apply_patch"}

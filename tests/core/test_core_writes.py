@@ -153,6 +153,7 @@ def _fresh(base: Path, n: int) -> Path:
     return r
 
 
+@pytest.mark.timeout(600)  # one interpreter per kill point: slow on a busy machine
 async def test_a_sigkill_at_any_step_is_rolled_back_or_forward_by_the_next_run(tmp_path):
     base = tmp_path / "kills"
     base.mkdir()

@@ -139,3 +139,22 @@ async def test_sigterm_mid_call_closes_the_run_and_reaps_every_child(tmp_path, p
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid), "SIGTERM left the run's process tree behind"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--http", "8765"], "--http takes HOST:PORT"),
+    (["--http", "127.0.0.1:99999"], "--http takes HOST:PORT"),
+    (["--http", "0.0.0.0:0", "--token-file", "no-such-file"], "--token-file 'no-such-file' cannot be read"),
+    (["--token-file", "token"], "--token-file is for --http HOST:PORT"),
+])
+def test_bad_serve_arguments_are_one_line_usage_errors(tmp_path, args, said):
+    (tmp_path / "token").write_text(TOKEN)
+    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), *args], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and said in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_a_token_in_the_environment_does_not_stop_stdio(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path)], capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL, env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN))
+    assert out.returncode == 0 and out.stderr == ""  # end of input at once: served nothing, closed cleanly
