@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tether", description="Run-bound tools for coding agents.")
-    p.add_argument("--version", action="version", version=f"tether {_version()}")
+    p.add_argument("--version", action=_Version, help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -70,6 +70,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 TOKEN_ENV = "TETHER_SERVE_TOKEN"
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (reading package metadata is not free at start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"tether {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
