@@ -600,8 +600,11 @@ class Connection:
         if self.server.rounds == "progress":
             if self.begins > mark.begins:
                 return True
-            if self.begins == 0 and any(p.version is None for p in self.published.values()):
-                return quiet >= PROGRESS_COLD_QUIET  # placeholders of files not checked yet: the first round is to come
+            if self.begins == 0:
+                if not self.published:
+                    return False  # nothing checked yet
+                if any(p.version is None for p in self.published.values()):
+                    return quiet >= PROGRESS_COLD_QUIET  # placeholders of files not checked yet: the first round is to come
             return quiet >= PROGRESS_FALLBACK
         return quiet >= self.server.settle_quiet
 
