@@ -66,6 +66,9 @@ class ServerDef:
     # Send $/cancelRequest for a request that timed out. basedpyright 1.40 breaks on it: a cancelled
     # references leaves every later references failing ("this._token.cancel is not a function").
     cancel_requests: bool = True
+    # The server publishes every file of its program, clean ones too (basedpyright in workspace mode):
+    # a source file it never published is outside its program, and `references` says what is written there.
+    publishes_program: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -111,6 +114,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         rounds="progress",
         versioned_diagnostics=True,
         cancel_requests=False,
+        publishes_program=True,
     ),
     ServerDef(
         id="ty",
