@@ -156,7 +156,8 @@ async def test_breakpoints_while_running_say_where_they_landed(debug):
 
 
 async def test_threads_and_pause_of_a_running_program(pyproject, no_leftover_processes, open_debug, write_files):
-    write_files(pyproject, {"loop.py": "import time\n\nn = 0\nwhile True:\n    n += 1\n    time.sleep(0.01)\n"})
+    loop = "import time\n\nn = 0\nwhile True:\n    n += 1\n    if n == 1:\n        print('looping', flush=True)\n    time.sleep(0.01)\n"
+    write_files(pyproject, {"loop.py": loop})
     async with open_debug(pyproject, debug_stop_timeout=1.5) as debug:
         running = await debug.ok(action="launch", program="loop.py")
         assert running.data["running"] is True and "pause" in running.plain
@@ -164,6 +165,12 @@ async def test_threads_and_pause_of_a_running_program(pyproject, no_leftover_pro
         assert "running" in refused.plain and "pause" in refused.plain
         threads = await debug.ok(action="threads")
         assert threads.data["threads"] and all("id" in t for t in threads.data["threads"])
+        # a busy machine may not have run the first line yet: pause once the loop has begun
+        collected, deadline = "", time.monotonic() + 60
+        while "looping" not in collected and time.monotonic() < deadline:
+            collected += (await debug.ok(action="output")).data["output"]
+            await asyncio.sleep(0.05)
+        assert "looping" in collected
         paused = await debug.ok(action="pause")
         assert paused.data["stopped"]["reason"] == "pause"
         n = await debug.ok(action="evaluate", expression="n > 0")
