@@ -436,7 +436,7 @@ async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(g
         await debug.ok(action="breakpoints", exceptions="raised")
         stopped = await debug.ok(action="launch", program="loop")
         # delve refuses the condition itself: its message, the breakpoint unverified, the others hold
-        assert "line 12 (if i == (((() not verified: 1:" in stopped.plain
+        assert "line 12 (if i == ((() not verified: 1:" in stopped.plain
         assert "line 6 (hits 3) verified (hit_condition not supported by this adapter: not sent)" in stopped.plain
         assert stopped.data["stopped"]["line"] == 6  # no hit count: the first hit stops
         status = await debug.ok(action="status")
