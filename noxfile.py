@@ -16,6 +16,8 @@ nox.options.sessions = ["core", "family", "lint"]
 FAMILIES = ["lsp", "astgrep", "debug", "eval", "askuser", "vibe"]
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 # what some families' tests drive besides the family itself
+# the family's own extras its tests need (what `tether[<family>]` installs)
+FAMILY_EXTRAS = {"lsp": "[basedpyright]"}
 EXTRA = {
     "astgrep": ["ast-grep-cli>=0.30", "tree-sitter-python>=0.23"],
     "eval": ["pandas>=2", "matplotlib>=3.8"],
@@ -34,7 +36,8 @@ def core(session: nox.Session) -> None:
 @nox.parametrize("family", FAMILIES)
 def family(session: nox.Session, family: str) -> None:
     """The core with exactly one family: proves each distribution stands alone."""
-    session.install("-e", "core[mcp]", "-e", f"plugins/{family}", *TEST_DEPS, *EXTRA.get(family, []))
+    session.install("-e", "core[mcp]", "-e", f"plugins/{family}{FAMILY_EXTRAS.get(family, '')}", *TEST_DEPS,
+                    *EXTRA.get(family, []))
     session.run("pytest", "tests/core", f"tests/{family}", *session.posargs)
 
 

@@ -200,7 +200,7 @@ async def mcp_round_trips(root: str, n: int = 100) -> tuple[float, float]:
                 t1 = time.perf_counter_ns()
                 p = await session.call_tool("read", {"path": "hello.txt"})
                 t2 = time.perf_counter_ns()
-                assert r.structured_content["selected"] == ["SQLite"] and not p.is_error
+                assert r.meta["tether/data"]["selected"] == ["SQLite"] and not p.is_error
                 if i >= 10:
                     ask.append(t1 - t0)
                     anchor.append(t2 - t1)

@@ -145,22 +145,22 @@ async def test_serve_with_elicitation_asks_through_the_client(tmp_path, no_lefto
 
             first = await session.call_tool("ask_user", {"question": "Which DB?", "options": OPTIONS})
             assert first.is_error is False
-            assert first.structured_content["selected"] == ["Postgres"]
+            assert first.meta["tether/data"]["selected"] == ["Postgres"]
             assert '["Postgres"]' in first.content[0].text
             assert seen[0].message == "Which DB?"
             assert seen[0].requested_schema["properties"]["choice"]["oneOf"][1]["const"] == "SQLite"
 
             multi = await session.call_tool("ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True})
-            assert multi.structured_content["selected"] == ["SQLite"]
-            assert multi.structured_content["text"] == "and a cache"
+            assert multi.meta["tether/data"]["selected"] == ["SQLite"]
+            assert multi.meta["tether/data"]["text"] == "and a cache"
 
             for _ in ("decline", "cancel"):
                 skipped = await session.call_tool("ask_user", {"question": "Name?"})
-                assert skipped.is_error is False and skipped.structured_content["status"] == "skipped"
+                assert skipped.is_error is False and skipped.meta["tether/data"]["status"] == "skipped"
 
             failed = await session.call_tool("ask_user", {"question": "Name?"})
             assert failed.is_error is True
-            assert failed.structured_content["status"] == "disconnected"
+            assert failed.meta["tether/data"]["status"] == "disconnected"
             assert "the window was closed" in failed.content[0].text
 
             bad = await session.call_tool("ask_user", {"question": "Name?", "multi_select": True})
@@ -219,7 +219,7 @@ async def test_serve_timeout_is_an_error_and_the_form_is_withdrawn(tmp_path, no_
             t0 = time.monotonic()
             result = await asyncio.wait_for(session.call_tool("ask_user", {"question": "Anyone?"}), 15)
             assert time.monotonic() - t0 < 5
-            assert result.is_error is True and result.structured_content["status"] == "timeout"
+            assert result.is_error is True and result.meta["tether/data"]["status"] == "timeout"
             assert "nobody answered within 0.5 s" in result.content[0].text
             await asyncio.wait_for(withdrawn.wait(), 5)
 

@@ -54,18 +54,18 @@ async def test_accept_decline_cancel_and_a_refused_form(tmp_path, mode, no_lefto
         assert tools["ask_user"].annotations.read_only_hint is True
 
         first = await client.call_tool("ask_user", {"question": "Which DB?", "context": "for tests", "options": OPTIONS})
-        assert first.is_error is False and first.structured_content["selected"] == ["Postgres"]
+        assert first.is_error is False and first.meta["tether/data"]["selected"] == ["Postgres"]
         assert seen[0].message == "Which DB?\n\nfor tests"
         assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == ["Postgres", "SQLite"]
 
         multi = await client.call_tool("ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True})
-        assert multi.structured_content["selected"] == ["SQLite"] and multi.structured_content["text"] == "and a cache"
+        assert multi.meta["tether/data"]["selected"] == ["SQLite"] and multi.meta["tether/data"]["text"] == "and a cache"
         for _ in ("decline", "cancel"):
             skipped = await client.call_tool("ask_user", {"question": "Name?"})
-            assert skipped.is_error is False and skipped.structured_content["status"] == "skipped"
+            assert skipped.is_error is False and skipped.meta["tether/data"]["status"] == "skipped"
         if mode == "legacy":  # the client refuses the elicitation/create request: the card fails closed
             failed = await client.call_tool("ask_user", {"question": "Name?"})
-            assert failed.is_error is True and failed.structured_content["status"] == "disconnected"
+            assert failed.is_error is True and failed.meta["tether/data"]["status"] == "disconnected"
             assert "the window was closed" in failed.content[0].text
         else:  # the SDK's retry driver turns a refused input into an error of the call itself
             with pytest.raises(MCPError, match="the window was closed"):
@@ -92,7 +92,7 @@ async def test_a_retry_resumes_the_same_question_and_a_card_is_never_asked_twice
         answer = {key: types.ElicitResult(action="accept", content={"choice": "SQLite"})}
         done = await client.session.call_tool("ask_user", args, input_responses=answer,
                                               request_state=asked.request_state, allow_input_required=True)
-        assert done.is_error is False and done.structured_content["selected"] == ["SQLite"]
+        assert done.is_error is False and done.meta["tether/data"]["selected"] == ["SQLite"]
 
         # the same state again: the question was answered, it is not put to the human a second time
         again = await client.session.call_tool("ask_user", args, input_responses=answer,
@@ -113,7 +113,7 @@ async def test_a_retry_without_the_answer_fails_the_card_closed(tmp_path, no_lef
         asked = await client.session.call_tool("ask_user", {"question": "Name?"}, allow_input_required=True)
         retried = await client.session.call_tool("ask_user", {"question": "Name?"}, request_state=asked.request_state,
                                                  allow_input_required=True)
-        assert retried.is_error is True and retried.structured_content["status"] == "disconnected"
+        assert retried.is_error is True and retried.meta["tether/data"]["status"] == "disconnected"
         assert "retried the call without answering the card" in retried.content[0].text
 
 
@@ -124,7 +124,7 @@ async def test_a_client_that_never_retries_meets_the_timeout(tmp_path, no_leftov
         late = await client.session.call_tool(
             "ask_user", {"question": "Name?"}, allow_input_required=True, request_state=asked.request_state,
             input_responses={"card1": types.ElicitResult(action="accept", content={"answer": "too late"})})
-        assert late.is_error is True and late.structured_content["status"] == "timeout"
+        assert late.is_error is True and late.meta["tether/data"]["status"] == "timeout"
         assert "nobody answered within 0.3 s" in late.content[0].text
 
 

@@ -111,6 +111,25 @@ async def test_patterns_agents_type_match_like_ast_grep(project, sg, lang, patte
     assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
 
 
+@pytest.mark.parametrize(
+    "pattern, context, expected",
+    [
+        ("(s, 0, 64)", "arguments or elements", ["(s, 0, 64)"]),
+        ("{0, 1}", "arguments or elements", ["{0, 1}"]),
+        ("(name string, $B int)", "parameters", ["(name string, value int)"]),
+        ("name, shorthand $T", "parameter", ["name, shorthand string"]),
+    ],
+)
+async def test_go_fragments_copied_out_of_larger_code_parse(project, pattern, context, expected):
+    put(project, "f.go", (
+        "package main\n\nfunc p(name string, value int) {}\n"
+        "func q(name, shorthand string) { strconv.ParseInt(s, 0, 64); _ = []int{0, 1} }\n"
+    ))
+    result = await grep(project, pattern=pattern)
+    assert not result.is_error, result.plain
+    assert [m["text"] for m in result.data["matches"]] == expected and result.data["context"] == context
+
+
 async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, sg):
     source = "package main\nvar b bytes.Buffer\nfunc f() { x := bytes.Buffer{}; y := s.Buffer }\n"
     path = put(project, "b.go", source)
@@ -156,3 +175,11 @@ async def test_the_refusal_names_each_context_once(project):
     result = await grep(project, pattern="f(((")
     assert result.is_error
     assert "(statement, class member, clause, decorator)" in result.plain, result.plain
+
+
+@pytest.mark.parametrize("lang, source", [("php", "<?php\n$x = 1;\necho $x;\n"), ("python", "x = f(1)\n")])
+async def test_a_bare_unnamed_metavariable_matches_tokens_too(project, sg, lang, source):
+    path = put(project, "case" + REGISTRY.by_id[lang].extensions[0], source)
+    theirs = ranges(sg("$$A", path, lang))
+    result = await grep(project, pattern="$$A", path=path.name)
+    assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs

@@ -41,6 +41,19 @@ def test_tools_json_lists_tools_with_tiers_and_schemas(tmp_path):
     assert all(set(u) == {"family", "reason"} for u in listing["unavailable"])
 
 
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path):
+    # `tether tools | head -1`: the reader closed its end before tether wrote
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([*TETHER, "tools", "--root", str(tmp_path)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141
+    assert proc.stderr == ""
+
+
 def test_tools_on_plan_surface_hide_write_tools(tmp_path):
     names = {t["name"] for t in json.loads(tether_cmd("tools", "--json", "--surface", "plan", root=tmp_path).stdout)["tools"]}
     assert "read" in names and not names & {"write", "edit", "apply_patch"}
@@ -85,7 +98,7 @@ async def test_serve_speaks_mcp_to_the_official_client(tmp_path):
             result = await session.call_tool("read", {"path": "hello.txt"})
             assert result.is_error is False
             assert result.content[0].text == "     1\thello"
-            assert result.structured_content["total_lines"] == 1
+            assert result.meta["tether/data"]["total_lines"] == 1
 
             bad = await session.call_tool("read", {"path": "../outside"})
             assert bad.is_error is True and "outside the root" in bad.content[0].text
@@ -106,7 +119,7 @@ async def test_serve_sends_progress_and_end_of_stdin_reaps_children(tmp_path, pl
             slow = await session.call_tool("proc_slow", {"steps": 3}, progress_callback=on_progress)
             assert slow.content[0].text == "done after 3 steps"
             spawned = await session.call_tool("proc_spawn", {})
-            pid = spawned.structured_content["pid"]
+            pid = spawned.meta["tether/data"]["pid"]
             assert alive(pid)
     # leaving the context closes the server's stdin: the run must close and kill the tree
     deadline = time.monotonic() + 10

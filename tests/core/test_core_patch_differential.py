@@ -95,6 +95,7 @@ def _tree(root: Path) -> dict[str, bytes]:
             if p.is_file() and ".git" not in p.relative_to(root).parts}
 
 
+@pytest.mark.timeout(600)  # git runs five times per example
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=trees())
 def test_apply_patch_agrees_with_git_apply(tmp_path_factory, case):

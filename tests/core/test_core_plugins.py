@@ -87,11 +87,10 @@ async def test_programmatic_plugin_registers_a_tool_of_its_own():
 
 
 def test_import_tether_stays_light():
-    import subprocess
+    from tether.testing import assert_light_entry_point
 
-    code = "import sys, tether; heavy = [m for m in ('tree_sitter', 'pygls', 'jupyter_client', 'debugpy', 'mcp', 'tether.run') if m in sys.modules]; print(heavy)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert_light_entry_point("tether", forbidden=("tree_sitter", "pygls", "jupyter_client", "debugpy", "mcp", "tether.run",
+                                                  "cattrs"))
 
 
 async def test_a_harness_switches_a_family_off_with_no_resource(plugin_site):

@@ -153,6 +153,7 @@ def _fresh(base: Path, n: int) -> Path:
     return r
 
 
+@pytest.mark.timeout(600)  # one interpreter per kill point: slow on a busy machine
 async def test_a_sigkill_at_any_step_is_rolled_back_or_forward_by_the_next_run(tmp_path):
     base = tmp_path / "kills"
     base.mkdir()
@@ -321,3 +322,9 @@ def test_old_side_files_a_crash_left_beside_a_target_are_swept(root, monkeypatch
     monkeypatch.setattr(tether.atomic, "STALE_AFTER", -60.0)  # as if an hour had passed
     tether.atomic.write_all({root / "a.txt": b"AA\n"}, root=root)
     assert leftovers(root) == [".keep.tether-new.txt"] and (root / "a.txt").read_text() == "AA\n"
+
+
+def test_two_long_names_with_the_same_beginning_are_written_together(root):
+    long_a, long_b = "n" * 200 + "a.txt", "n" * 200 + "b.txt"
+    tether.atomic.write_all({root / long_a: b"a\n", root / long_b: b"b\n"}, root=root)
+    assert (root / long_a).read_text() == "a\n" and (root / long_b).read_text() == "b\n" and leftovers(root) == []

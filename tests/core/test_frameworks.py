@@ -155,3 +155,32 @@ async def test_openai_agents_through_mcp(tmp_path, no_leftover_processes):
     outputs = {i.raw_item["call_id"]: i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)}
     assert outputs["0"] == {"type": "text", "text": "     1\thello"}
     assert "no such file: 'missing.txt'" in json.dumps(outputs["1"])
+
+
+async def test_pydantic_ai_through_mcp(tmp_path, no_leftover_processes):
+    """pydantic-ai's MCP toolset (a FastMCP client) on `tether serve`: the model sees the text of the
+    result (this client would show it `structuredContent` instead, were `data` sent as that)."""
+    import sys
+
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    (tmp_path / "hello.txt").write_text("hello\n")
+
+    def script(messages, info):
+        if len(messages) == 1:
+            assert "read" in {t.name for t in info.function_tools}
+            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=str(i)) for i, (n, a) in enumerate(CALLS[:2])])
+        return ModelResponse(parts=[TextPart("done")])
+
+    serve = StdioTransport(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(tmp_path)])
+    async with Agent(FunctionModel(script), toolsets=[MCPToolset(Client(serve), tool_error_behavior="failed")]) as agent:
+        result = await agent.run("go")
+    assert result.output == "done"
+    returns = {p.tool_call_id: p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)}
+    assert returns["0"].content == "     1\thello"
+    assert returns["1"].outcome == "failed" and "no such file: 'missing.txt'" in str(returns["1"].content)

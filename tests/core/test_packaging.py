@@ -85,3 +85,13 @@ def test_the_meta_sdist_ships_only_what_it_needs(dist):
         shipped = {Path(m.name).relative_to(Path(m.name).parts[0]).as_posix() for m in t.getmembers() if m.isfile()}
     assert shipped <= {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "PKG-INFO", ".gitignore"}, shipped
     assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= shipped
+
+
+def test_basedpyright_is_an_extra_of_tether_lsp_that_the_meta_brings(dist):
+    lsp = [Requirement(r) for r in metadata(dist, "tether_lsp").get_all("Requires-Dist")]
+    (based,) = [r for r in lsp if r.name == "basedpyright"]
+    assert based.marker is not None and 'extra == "basedpyright"' in str(based.marker)
+    meta = [Requirement(r) for r in metadata(dist, "tether").get_all("Requires-Dist")]
+    for extra in ("lsp", "all"):
+        (needed,) = [r for r in meta if r.name == "tether-lsp" and f'extra == "{extra}"' in str(r.marker)]
+        assert needed.extras == {"basedpyright"}, needed

@@ -72,9 +72,9 @@ async def test_both_revisions_over_http_with_a_card_and_a_long_call(tmp_path, pl
             names = {t.name for t in (await c.list_tools()).tools}
             assert {"read", "ask_user", "proc_slow"} <= names
             read = await c.call_tool("read", {"path": "hello.txt"})
-            assert read.is_error is False and read.structured_content["total_lines"] == 1
+            assert read.is_error is False and read.meta["tether/data"]["total_lines"] == 1
             asked = await c.call_tool("ask_user", {"question": "Where?"})
-            assert asked.structured_content["text"] == "over http" and seen == ["Where?"]
+            assert asked.meta["tether/data"]["text"] == "over http" and seen == ["Where?"]
             slow = await c.call_tool("proc_slow", {"steps": 5}, progress_callback=on_progress)
             assert slow.content[0].text == "done after 5 steps" and progress == [1, 2, 3, 4, 5]
 
@@ -128,7 +128,7 @@ async def test_sigterm_mid_call_closes_the_run_and_reaps_every_child(tmp_path, p
 
     with http_server(tmp_path, PROCFAM_ON="1", TETHER_PLUGINS="procfam,askuser") as (proc, url):
         async with client(url, "legacy", elicitation_callback=never_answers) as c:
-            pid = (await c.call_tool("proc_spawn", {})).structured_content["pid"]
+            pid = (await c.call_tool("proc_spawn", {})).meta["tether/data"]["pid"]
             assert alive(pid)
             waiting = asyncio.create_task(c.call_tool("ask_user", {"question": "Still there?"}))
             await asyncio.wait_for(asked.wait(), 20)  # a call is in flight, its card open
@@ -139,3 +139,22 @@ async def test_sigterm_mid_call_closes_the_run_and_reaps_every_child(tmp_path, p
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid), "SIGTERM left the run's process tree behind"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--http", "8765"], "--http takes HOST:PORT"),
+    (["--http", "127.0.0.1:99999"], "--http takes HOST:PORT"),
+    (["--http", "0.0.0.0:0", "--token-file", "no-such-file"], "--token-file 'no-such-file' cannot be read"),
+    (["--token-file", "token"], "--token-file is for --http HOST:PORT"),
+])
+def test_bad_serve_arguments_are_one_line_usage_errors(tmp_path, args, said):
+    (tmp_path / "token").write_text(TOKEN)
+    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), *args], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and said in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_a_token_in_the_environment_does_not_stop_stdio(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path)], capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL, env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN))
+    assert out.returncode == 0 and out.stderr == ""  # end of input at once: served nothing, closed cleanly

@@ -39,7 +39,7 @@ def wait_gone(pid, seconds=15.0):
 
 
 @pytest.mark.parametrize("mode", REVISIONS)
-async def test_listing_a_call_structured_content_and_errors(tmp_path, mode, no_leftover_processes):
+async def test_listing_a_call_its_data_and_errors(tmp_path, mode, no_leftover_processes):
     (tmp_path / "hello.txt").write_text("hello\n")
     async with connect(tmp_path, mode) as client:
         assert client.server_info.name == "tether"
@@ -51,7 +51,9 @@ async def test_listing_a_call_structured_content_and_errors(tmp_path, mode, no_l
 
         result = await client.call_tool("read", {"path": "hello.txt"})
         assert result.is_error is False and result.content[0].text == "     1\thello"
-        assert result.structured_content["total_lines"] == 1
+        # data is for programs, in _meta: clients that find structuredContent show the model that instead
+        # of the content, and data is a summary (here without the file's lines)
+        assert result.meta["tether/data"]["total_lines"] == 1 and result.structured_content is None
 
         bad = await client.call_tool("read", {"path": "../outside"})
         assert bad.is_error is True and "outside the root" in bad.content[0].text
@@ -77,7 +79,7 @@ async def test_progress_annotations_by_tier_and_end_of_input_reaps_children(tmp_
 
         slow = await client.call_tool("proc_slow", {"steps": 3}, progress_callback=on_progress)
         assert slow.content[0].text == "done after 3 steps"
-        pid = (await client.call_tool("proc_spawn", {})).structured_content["pid"]
+        pid = (await client.call_tool("proc_spawn", {})).meta["tether/data"]["pid"]
         assert alive(pid)
     assert [p[0] for p in progress] == [1, 2, 3] and progress[-1] == (3, 3, "step 3")
     assert wait_gone(pid), "end of input must close the run and kill the tree it started"
@@ -111,7 +113,7 @@ def test_a_signal_closes_the_run_reaps_every_child_and_exits(tmp_path, plugin_si
         exchange(proc, *HELLO)
         [spawned] = exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                     "params": {"name": "proc_spawn", "arguments": {}}})
-        pid = spawned["result"]["structuredContent"]["pid"]
+        pid = spawned["result"]["_meta"]["tether/data"]["pid"]
         assert alive(pid)
         proc.send_signal(sig)  # stdin stays open: the client is still there
         assert proc.wait(timeout=20) == 0, proc.stderr.read()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 import tether
 from tether import hookimpl
+from tether.testing import assert_light_entry_point
 from tether_debug.adapters import BUILTIN, AdapterDef, LaunchRequest, Located
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
@@ -173,18 +173,17 @@ async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
         assert "debug" not in [t.name for t in run.tools()]
 
 
+HEAVY = ("debugpy", "tether_debug.session", "tether_debug.dap")
+
+
 def test_entry_point_imports_nothing_heavy(tmp_path):
-    code = (
-        "import sys, tether, tether_debug.plugin\n"
-        "heavy = ('debugpy', 'tether_debug.session', 'tether_debug.dap')\n"
-        "print([m for m in (*heavy, 'tether_debug.tool', 'psutil') if m in sys.modules])\n"
-        # registering the tool creates the supervisor: still nothing of a session before launch
+    assert_light_entry_point("tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tool", "psutil"))
+    # registering the tool creates the supervisor: still nothing of a session before launch
+    assert_light_entry_point("tether_debug.plugin", forbidden=HEAVY, then=(
+        "import tether\n"
         f"with tether.open_run_sync({str(tmp_path)!r}, conversation_id='c') as run:\n"
-        "    assert 'debug' in [t.name for t in run.tools()]\n"
-        "    print([m for m in heavy if m in sys.modules])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ}, timeout=60, check=False)
-    assert out.stdout.split() == ["[]", "[]"], out.stdout + out.stderr
+        "    assert 'debug' in [t.name for t in run.tools()]"
+    ))
 
 
 class SecondPython:

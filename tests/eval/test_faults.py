@@ -161,3 +161,112 @@ async def test_cancelled_call_interrupts_the_cell(tmp_path, fake_tools, no_lefto
             await call
         r = await asyncio.wait_for(cell(run, "state"), 10)  # not queued behind a 60 s sleep
         assert "'kept'" in r.plain
+
+
+# -- budgets: inactivity counts only output that changes something, and a cell has a total budget ---
+
+
+async def test_cell_that_prints_forever_stops_at_its_total_budget(tmp_path, fake_tools, no_leftover_processes):
+    import asyncio
+
+    async with open_run(tmp_path, fake_tools, eval_timeout=2.0, eval_total_timeout=3.0) as run:
+        await cell(run, "kept = 'after the flood'")
+        code = "import time\nn = 0\nwhile True:\n    n += 1\n    print('tick', n, flush=True)\n    time.sleep(0.02)"
+        r = await asyncio.wait_for(cell(run, code), 60)  # a failure is a failure, not a hang
+        assert r.is_error and r.data["status"] == "interrupted", r.plain
+        assert "ran for its total budget of 3 s (run option eval_total_timeout)" in r.plain
+        assert "tick 1\n" in r.plain and "state survive" in r.plain
+        r = await cell(run, "kept")
+        assert "'after the flood'" in r.plain and r.data["kernel"]["started"] is False
+
+
+async def test_total_budget_does_not_count_open_tool_calls(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools, eval_total_timeout=1.5) as run:
+        r = await cell(run, "tool('slow', {'seconds': 1.0})\ntool('slow', {'seconds': 1.0})\n'both'")
+        assert not r.is_error and "'both'" in r.plain, r.plain
+
+
+async def test_clear_output_flood_is_inactivity_and_is_not_kept(tmp_path, fake_tools, no_leftover_processes):
+    import asyncio
+
+    async with open_run(tmp_path, fake_tools, eval_timeout=1.5) as run:
+        code = "from IPython.display import clear_output\nprint('bef' + 'ore', flush=True)\nwhile True:\n    clear_output()"
+        r = await asyncio.wait_for(cell(run, code), 60)
+        assert r.is_error and r.data["status"] == "interrupted", r.plain
+        assert "showed no output for 1.5 s (run option eval_timeout)" in r.plain
+        assert "before" not in r.plain  # cleared, as a notebook shows it
+
+
+async def test_redrawn_output_keeps_the_last_frame(tmp_path, fake_tools, no_leftover_processes):
+    async with open_run(tmp_path, fake_tools) as run:
+        await cell(run, "started = True")  # the first cell's banner aside
+        # 400 frames are 800 messages: fewer than the kernel's PUB socket queues (1000), so none is dropped
+        # however busy the machine (a bigger flood may lose some and says so: see the test below)
+        r = await cell(
+            run,
+            "from IPython.display import clear_output\nfor i in range(400):\n    clear_output(wait=True)\n    print('frame', i)",
+        )
+        assert not r.is_error and r.plain.strip() == "frame 399", r.plain
+        # more redrawn displays than a cell keeps: the last one is still shown
+        r = await cell(
+            run,
+            "from IPython.display import clear_output, display\nfor i in range(120):\n    clear_output(wait=True)\n    display(i)",
+        )
+        assert r.plain.strip() == "119", r.plain
+        # clear_output(wait=True) with nothing after it: the output stays, as in Jupyter
+        r = await cell(run, "print('stays')\nclear_output(wait=True)")
+        assert r.plain.strip() == "stays", r.plain
+
+
+def test_output_that_changes_nothing_is_not_kept():
+    from tether_eval.kernel import CellEnd
+
+    end = CellEnd("ok", [])
+    empty = {"msg_type": "stream", "content": {"name": "stdout", "text": ""}}
+    clear = {"msg_type": "clear_output", "content": {"wait": False}}
+    text = {"msg_type": "stream", "content": {"name": "stdout", "text": "x\n"}}
+    assert not any(end.add(empty, 1000) for _ in range(150_000))
+    assert not any(end.add(clear, 1000) for _ in range(150_000))
+    assert end.messages == [] and not end.tail
+    assert end.add(text, 1000) and end.add(clear, 1000)  # clearing something is a change
+    for _ in range(150_000):
+        end.add(text, 1000)
+        end.add(clear, 1000)
+    end.add(text, 1000)
+    end.finish()
+    assert end.messages == [text]  # memory bounded by what is shown, not by what was sent
+
+
+async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing():
+    """ZeroMQ's PUB socket drops messages for a slow reader, the idle among them: a probe tells."""
+    import asyncio
+    import time
+    from pathlib import Path
+
+    from tether_eval.kernel import SETTLE, CellEnd, Kernel, KernelSpec
+
+    queue: asyncio.Queue = asyncio.Queue()
+    probe_idle = {"msg_type": "status", "parent_header": {"msg_id": "probe"}, "content": {"execution_state": "idle"}}
+
+    class Client:  # the kernel answers the probe (a kernel_info): its idle arrives, the cell's never will
+        probes = 0
+
+        def kernel_info(self):
+            self.probes += 1
+            queue.put_nowait(("iopub", probe_idle))
+            return "probe"
+
+    spec = KernelSpec("python", ("python",), "ipc", "python", "test", "host")
+    kernel = Kernel(spec, Path("unused"), Path("unused"), stop=None)  # only its message loop runs, on a queue fed here
+    kernel.kc = Client()
+    out = {"msg_type": "stream", "parent_header": {"msg_id": "cell"}, "content": {"name": "stdout", "text": "last words\n"}}
+    queue.put_nowait(("iopub", out))
+    queue.put_nowait(("shell", {"msg_type": "execute_reply", "content": {"status": "ok"}}))
+    end = CellEnd("ok", [])
+    t0 = time.monotonic()
+    await kernel._collect(queue, end, 300.0, None, extend=True, total=3600.0)
+    end.finish()
+    assert end.status == "ok" and end.idle_lost and kernel.kc.probes == 1
+    assert SETTLE <= time.monotonic() - t0 < 60
+    text = "".join(m["content"]["text"] for m in end.messages)
+    assert text.startswith("last words\n") and "output may be missing" in text

@@ -235,6 +235,12 @@ async def test_pager_text_is_shown(run, code, needle):
     assert "\x1b[" not in r.plain and "[no output]" not in r.plain
 
 
+async def test_load_shows_the_text_ipython_would_put_in_the_next_cell(run):
+    r = await cell(run, "%load data.csv")
+    assert not r.is_error, r.plain
+    assert "[IPython's text for the next cell; send it as a cell to run it]\n# %load data.csv\na,b\n1,2\n3,4" in r.plain, r.plain
+
+
 async def test_signature_is_in_the_help(run):
     r = await cell(run, "def documented_too(a, b=2):\n    'Add them.'\n    return a + b\ndocumented_too?")
     assert "documented_too(a, b=2)" in r.plain and "Add them." in r.plain, r.plain

@@ -146,3 +146,20 @@ async def test_an_approval_policy_sees_every_file_a_rename_would_write(py_root):
     assert r.is_error and "pkg/other.py is protected" in r.plain and "Nothing was written" in r.plain, r.plain
     assert asked == [["pkg/util.py"], ["pkg/main.py", "pkg/other.py", "pkg/util.py"]]
     assert snapshot(py_root) == before
+
+
+async def test_rename_counts_lines_as_the_server_does_not_at_form_feeds_or_line_separators(tmp_path):
+    # str.splitlines breaks at \x0c and U+2028; language servers (and now tether) only at \n, \r\n, \r
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "r"\nversion = "0"\n')
+    source = "def helper(x):\n    return x\n\ndef main():\n    # c\x0c p\n    # s \u2028 h\n    return helper(2)\n"
+    (root / "f.py").write_bytes(source.encode("utf-8"))
+    async with tether.open_run(root, plugins=[tether.files]) as run:
+        r = await run.call("lsp_rename", {"file": "f.py", "line": 1, "symbol": "helper", "new_name": "h2"})
+        assert not r.is_error, r.plain
+        assert (root / "f.py").read_bytes().decode("utf-8") == source.replace("helper", "h2")
+        r = await run.call("lsp", {"action": "references", "file": "f.py", "line": 7, "symbol": "h2"})
+        assert {(x["file"], x["line"]) for x in r.data["locations"]} == {("f.py", 1), ("f.py", 7)}, r.plain
+        r = await run.call("read", {"path": "f.py"})
+        assert "     7\t    return h2(2)" in r.plain, r.plain

@@ -124,7 +124,9 @@ async def test_binary_missing_is_reported_by_status(py_root):
     async with tether.open_run(py_root, plugins=[MissingBinary()]) as run:
         r = await run.call("lsp", {"action": "status"})
         bp = next(s for s in r.data["servers"] if s["id"] == "basedpyright")
-        assert bp["reason"] == "binary missing: no-such-langserver-xyz" and bp["root"] == "."
+        # tether-lsp alone does not bring basedpyright (and its Node): the reason names the extra that does
+        assert bp["reason"] == ('binary missing: no-such-langserver-xyz (pip install "tether-lsp[basedpyright]" '
+                                "(tether[lsp] and tether[all] include it))") and bp["root"] == "."
         r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
         assert r.is_error and "binary missing: no-such-langserver-xyz" in r.plain
 
@@ -268,3 +270,4 @@ async def test_a_binary_that_fails_its_version_query_is_not_usable(tmp_path, sam
                                   "error: Unknown binary 'rust-analyzer' in official toolchain 'stable'")
         r = await run.call("lsp", {"action": "hover", "file": "src/main.rs", "line": 1, "symbol": "main"})
         assert r.is_error and "fake-ra: binary does not work" in r.plain
+

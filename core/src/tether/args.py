@@ -120,7 +120,7 @@ def schema_for(cls: type) -> dict[str, Any]:
         prop.update(meta)
         if f.default is NOTHING:
             required.append(f.name)
-        elif not isinstance(f.default, attrs.Factory) and f.default is not None:
+        elif not isinstance(f.default, attrs.Factory) and f.default is not None:  # pyright: ignore[reportArgumentType] - a class at run time
             default = f.default.value if isinstance(f.default, enum.Enum) else f.default
             prop["default"] = default
         properties[f.name] = prop
@@ -221,7 +221,8 @@ def _converter() -> cattrs.Converter:
                 exc.__notes__ = [*getattr(exc, "__notes__", []), f"@index {i}"]
                 errors.append(exc)
         if errors:
-            raise IterableValidationError("item errors", errors, tp)
+            # cattrs' validation errors take the class too (ExceptionGroup's stub knows only two arguments)
+            raise IterableValidationError("item errors", errors, tp)  # pyright: ignore[reportCallIssue]
         return tuple(out) if typing.get_origin(tp) is tuple else out
 
     conv.register_structure_hook_func(is_seq, structure_seq)

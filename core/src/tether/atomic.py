@@ -217,15 +217,16 @@ def _overwrite_in_place(target: str, source: str) -> None:
         os.fsync(dst.fileno())
 
 
-def _side_name(target: Path, txid: str, suffix: str) -> str:
-    # the target's name is cut so the side name stays within NAME_MAX (255 bytes)
+def _side_name(target: Path, txid: str, n: int, suffix: str) -> str:
+    # the target's name is cut so the side name stays within NAME_MAX (255 bytes); n keeps two long
+    # names with the same beginning apart
     name = os.fsencode(target.name)[:180].decode(errors="ignore")
-    return str(target.with_name(f".{name}.{txid}{suffix}"))
+    return str(target.with_name(f".{name}.{txid}-{n}{suffix}"))
 
 
 def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_Entry]:
     entries = []
-    for target, content in changes.items():
+    for n, (target, content) in enumerate(changes.items()):
         try:
             st = os.stat(target)
         except FileNotFoundError:
@@ -235,11 +236,11 @@ def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_
             raise ToolError(f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"})
         if content is None:
             if st is not None:
-                entries.append(_Entry("delete", str(target), None, _side_name(target, txid, OLD_SUFFIX)))
+                entries.append(_Entry("delete", str(target), None, _side_name(target, txid, n, OLD_SUFFIX)))
             continue
         kind = "create" if st is None else "inplace" if st.st_nlink > 1 else "replace"
-        backup = None if st is None else _side_name(target, txid, OLD_SUFFIX)
-        entries.append(_Entry(kind, str(target), _side_name(target, txid, NEW_SUFFIX), backup))
+        backup = None if st is None else _side_name(target, txid, n, OLD_SUFFIX)
+        entries.append(_Entry(kind, str(target), _side_name(target, txid, n, NEW_SUFFIX), backup))
     return entries
 
 

@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from tether.options import OptionsError
+from tether.tools import Text
 
 
 class _Usage(Exception):
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tether", description="Run-bound tools for coding agents.")
-    p.add_argument("--version", action="version", version=f"tether {_version()}")
+    p.add_argument("--version", action=_Version, help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -71,6 +72,17 @@ def _parser() -> argparse.ArgumentParser:
 TOKEN_ENV = "TETHER_SERVE_TOKEN"
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (reading package metadata is not free at start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"tether {_version()}")
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import version
 
@@ -81,13 +93,13 @@ def _serve(ns: argparse.Namespace) -> int:
     """`tether serve`: the SDK is an extra of tether-core, so its absence is a usage error naming it."""
     run_kwargs = _run_kwargs(ns)
     http = _http_bind(ns.http) if ns.http else None
-    token = _token(ns)
+    if http is None and ns.token_file:
+        raise _Usage("--token-file is for --http HOST:PORT; stdio needs no token")
+    token = _token(ns) if http is not None else None
     if http is not None and token is None and not _loopback(http[0]):
         raise _Usage(f"--http {ns.http} listens beyond this machine, so clients must send a bearer token: set "
                      f"${TOKEN_ENV} or pass --token-file FILE (make one with: python -c \"import secrets; "
                      "print(secrets.token_urlsafe(32))\")")
-    if token is not None and http is None:
-        raise _Usage("a bearer token is for --http HOST:PORT; stdio needs none")
     from tether.run import Run
 
     Run(**run_kwargs)  # a bad option or surface stops the server before a client connects
@@ -242,7 +254,7 @@ async def _call(ns: argparse.Namespace) -> int:
         print(json.dumps(result.to_json()))
     else:
         for block in result.content:
-            if hasattr(block, "text"):
+            if isinstance(block, Text):
                 print(block.text)
             else:
                 print(f"[image: {block.mime_type}, {len(block.data)} bytes; use --json to get it]")
@@ -268,6 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`tether tools | head`): nothing more can be said on stdout, and a
+        # traceback on stderr would say nothing true; leave as `head`'s other writers do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by it
 
 
 if __name__ == "__main__":

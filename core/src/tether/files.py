@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,7 +137,7 @@ def _changed(run, exc: ChangedSince) -> ToolError:
 
 async def read(ctx, args: ReadArgs) -> ToolResult:
     _, rel, _, text = await asyncio.to_thread(_load, ctx.run, args.path)
-    lines = text.splitlines()
+    lines = split_lines(text)
     total = len(lines)
     if total and args.offset > total:
         raise ToolError(f"offset {args.offset} is past the end of '{rel}', which has {total} lines")
@@ -351,6 +352,16 @@ def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
     for line in src[pos:]:
         put(line)
     return "".join(out).encode("utf-8")
+
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` as language servers count them (LSP: "\n", "\r\n" and "\r" only; not the
+    form feeds, U+2028 and others where str.splitlines also breaks), without their endings."""
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _lines(text: str) -> list[str]:

@@ -176,10 +176,10 @@ class Run:
         """
         hook_name = hook if isinstance(hook, str) else hook.__name__
         if hook_name not in self._resources:
-            hook = getattr(self.hook, hook_name, None)
-            if hook is None:
+            caller = getattr(self.hook, hook_name, None)
+            if caller is None:
                 raise LookupError(f"no resource hook named {hook_name!r}")
-            handle = hook(run=self)
+            handle = caller(run=self)
             if handle is NO_RESOURCE:  # a harness switched the family off
                 handle = None
             self._resources[hook_name] = handle
@@ -614,14 +614,13 @@ def open_run_sync(
     load_entry_points: bool = True,
 ) -> Iterator[SyncRun]:
     """`open_run` for synchronous code: the run's event loop lives in a thread of its own."""
-    kwargs = dict(surface=surface, conversation_id=conversation_id, modes=modes, options=options,
-                  plugins=plugins, block=block, load_entry_points=load_entry_points)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="tether-run", daemon=True)
     thread.start()
 
     async def make() -> Run:
-        run = Run(root, **kwargs)
+        run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
+                  plugins=plugins, block=block, load_entry_points=load_entry_points)
         await run._open()
         return run
 

@@ -56,6 +56,7 @@ from tether.tools import Image, Tier, ToolResult
 log = logging.getLogger("tether.serve")
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+DATA_META_KEY = "tether/data"  # a result's `data`, in the result's `_meta`
 HEARTBEAT, HEARTBEAT_ENV = 10.0, "TETHER_SERVE_HEARTBEAT"  # seconds between "still running" reports
 # How long a finished call whose client never came back for its result is kept for a late retry.
 KEEP_UNCLAIMED = 600.0
@@ -82,13 +83,20 @@ def _mcp_tool(tool) -> types.Tool:
 
 
 def _mcp_result(result: ToolResult) -> types.CallToolResult:
+    """The result as MCP content, and `data` under `_meta` for programs, never as `structuredContent`.
+
+    Clients (Claude Code, Codex CLI, pydantic-ai) hand the model `structuredContent` instead of the
+    content when both are there, as the spec has the text be its serialization; tether's `data` is a
+    summary for programs (for `read`: the path and line numbers, not the lines), so the model would
+    lose the result."""
     blocks: list[Any] = []
     for b in result.content:
         if isinstance(b, Image):
             blocks.append(types.ImageContent(type="image", data=b.to_json()["data"], mime_type=b.mime_type))
         else:
             blocks.append(types.TextContent(type="text", text=b.text))
-    return types.CallToolResult(content=blocks, structured_content=result.data or None, is_error=result.is_error)
+    return types.CallToolResult(content=blocks, is_error=result.is_error,
+                                meta={DATA_META_KEY: result.data} if result.data else None)
 
 
 class _Card:

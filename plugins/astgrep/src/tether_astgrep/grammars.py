@@ -118,6 +118,10 @@ def builtin_grammars() -> list[Grammar]:
             # `map[string]string`, `[]string`; `$A.Buffer` is an expression and a type: both are searched
             Rung("type", "package _\nvar _ PATTERN", also=True),
             Rung("file"),
+            # fragments copied out of a larger construct: `(s, 0, 64)`, `{0, 1}`, `name, usage string`
+            Rung("arguments or elements", "package _\nvar _ = f__PATTERN"),  # of a call or a composite literal
+            Rung("parameters", "package _\nfunc f__PATTERN {}"),
+            Rung("parameter", "package _\nfunc f__(PATTERN) {}"),
         ), expando="µ"),
         Grammar("rust", (".rs",), _pack("rust"), (
             Rung("statement", "fn _() {\nPATTERN\n}"),

@@ -260,11 +260,12 @@ def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> lis
         found = QueryCursor(query).captures(root).get("c", [])
         found.sort(key=lambda n: (n.start_byte, -n.end_byte))
         return found
-    out = []  # a bare metavariable: every named node, pre-order
+    out = []  # a bare metavariable: every named node (every node for `$$A`), pre-order
+    tokens_too = pattern.root[0] == META and not pattern.root[3]
     cursor = root.walk()
     while True:
         node = cursor.node
-        if node.is_named:
+        if node.is_named or tokens_too:
             out.append(node)
         if cursor.goto_first_child() or cursor.goto_next_sibling():
             continue

@@ -8,8 +8,16 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
   cell's stream/execute_result AFTER its idle (measured: 18 of 100 `1+1` results), so for Deno a
   kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
   missed), then, if the run asks for it (`eval_drain`), a wait until iopub is quiet;
-- the inactivity budget is one ``asyncio.timeout`` rescheduled on every output and suspended while a
-  `tool()` call from the cell is open;
+- a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
+  the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
+  does not), the total one never; both stand still while a `tool()` call from the cell is open;
+- iopub may drop messages of a flood (ZeroMQ's queue limit: ours is raised to IOPUB_QUEUE, the
+  kernel's PUB side still has one), the idle among them: when the idle
+  has not come SETTLE seconds after the reply and the cell's last message, a kernel_info probe
+  follows; its idle arriving first proves ours was dropped, and the cell ends saying output may
+  be missing;
+- a ``clear_output`` drops what the cell showed before it (after the next output with ``wait=True``,
+  as Jupyter does), so a cell that clears and redraws keeps only its last frame;
 - the kernel's death is noticed through a pidfd (or a waiting thread) and ends the cell at once.
 """
 
@@ -35,6 +43,10 @@ MARKER = "\u2063tether-call:"  # the prefix of a tool() call's input_request (se
 PING = '{"ping": true}'  # the stdin probe at kernel start (answered here, never by a tool)
 _DIED = "died"
 MAX_DISPLAYS = 50  # display messages kept per cell (each may hold an image)
+# After the execute_reply, how long iopub may stay quiet before a probe asks whether the cell's idle
+# was lost (ZeroMQ's PUB socket drops messages once its queue for a slow reader is full).
+SETTLE = 2.0
+IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
 
 @attrs.frozen
@@ -75,10 +87,38 @@ class CellEnd:
     dropped_chars: int = 0
     displays: int = 0
     dropped_displays: int = 0
+    clear_pending: bool = False  # a clear_output(wait=True): clear when the next output arrives
+    spent: str = ""  # which budget ran out: inactivity | total
+    idle_lost: bool = False  # the reply came, the idle never did: iopub dropped messages of a flood
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
 
-    def add(self, msg: dict[str, Any], limit: int) -> None:
-        """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints."""
+    def add(self, msg: dict[str, Any], limit: int) -> bool:
+        """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
+
+        Returns whether what the model will see changed: an empty stream message or a clear of
+        nothing does not, so a flood of them neither grows the cell's memory nor counts as activity.
+        """
+        if msg["msg_type"] == "clear_output":
+            if msg["content"].get("wait"):
+                self.clear_pending = True
+                return False
+            return self._clear()
+        if msg["msg_type"] == "stream" and not msg["content"].get("text"):
+            return False
+        if self.clear_pending:
+            self._clear()
+        self._store(msg, limit)
+        return True
+
+    def _clear(self) -> bool:
+        had = bool(self.messages or self.tail or self.dropped_displays)
+        self.messages.clear()
+        self.tail.clear()
+        self.kept_chars = self.tail_chars = self.dropped_chars = self.displays = self.dropped_displays = 0
+        self.clear_pending = False
+        return had
+
+    def _store(self, msg: dict[str, Any], limit: int) -> None:
         keep = limit * 2 // 3 if not self.tail else limit // 3
         size = len(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else 0
         if msg["msg_type"] in ("display_data", "update_display_data"):
@@ -128,9 +168,59 @@ class CellEnd:
         if self.dropped_displays:
             note = f"[{self.dropped_displays} more display(s) not kept: the cell displayed more than {MAX_DISPLAYS}]\n"
             self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
+        if self.idle_lost:
+            note = (
+                "[the cell sent messages faster than they could be read and the kernel dropped some of them: "
+                "output may be missing here; print less often, or write it to a file]\n"
+            )
+            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
 
 
 Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
+
+
+class Budget:
+    """A cell's inactivity and total budgets (seconds, 0: none) as the deadline of one asyncio timeout.
+
+    After the execute_reply both end: the cell's code is done and only its idle is awaited, for
+    SETTLE seconds of quiet, then (see ``Kernel._collect``) for as long as the inactivity budget.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, idle: float, total: float) -> None:
+        self.loop, self.idle = loop, idle
+        self.total_end = loop.time() + total if total else None
+        self.quiet: float | None = None  # after the reply: how long iopub may be quiet
+        self.deadline: asyncio.Timeout | None = None
+
+    def until(self) -> float | None:
+        now = self.loop.time()
+        if self.quiet is not None:
+            return now + self.quiet
+        ends = [t for t in (now + self.idle if self.idle else None, self.total_end) if t is not None]
+        return min(ends) if ends else None
+
+    def restart(self) -> None:
+        """Output: the inactivity budget starts again (the total one goes on)."""
+        if self.deadline is not None:
+            self.deadline.reschedule(self.until())
+
+    def replied(self, quiet: float) -> None:
+        self.quiet = quiet
+        self.restart()
+
+    def pause(self) -> float:
+        if self.deadline is not None:
+            self.deadline.reschedule(None)
+        return self.loop.time()
+
+    def resume(self, since: float) -> None:
+        """After a tool() call: the total budget did not count its time, the inactivity one restarts."""
+        if self.total_end is not None:
+            self.total_end += self.loop.time() - since
+        self.restart()
+
+    def total_spent(self) -> bool:
+        return self.total_end is not None and self.loop.time() >= self.total_end
 
 
 class KernelDied(Exception):
@@ -160,6 +250,7 @@ class Kernel:
     # -- start ----------------------------------------------------------------------------------
 
     async def start(self, timeout: float, on_pid: Callable[[int], None]) -> None:
+        import zmq
         from jupyter_client import AsyncKernelManager
         from jupyter_client.kernelspec import KernelSpecManager
 
@@ -197,6 +288,9 @@ class Kernel:
         on_pid(proc.pid)
         self._watch_death(proc)
         kc = km.client()
+        # the kernel's PUB socket drops messages once ~1000 wait for a slow reader (a busy machine, a
+        # redraw loop sending two per frame); our sockets take more before it must (the default is 1000)
+        kc.context.setsockopt(zmq.RCVHWM, IOPUB_QUEUE)
         kc.start_channels(hb=False)
         self.kc = kc
         self._readers = [
@@ -332,8 +426,10 @@ class Kernel:
         silent: bool = False,
         keep_chars: int = 100_000,
         user_expressions: dict[str, str] | None = None,
+        total: float = 0.0,
     ) -> CellEnd:
-        """Run a cell to its end: reply and idle, or death, or the inactivity timeout.
+        """Run a cell to its end: reply and idle, or death, or the end of its inactivity ``timeout`` or
+        ``total`` budget (seconds; 0: none).
 
         On timeout the kernel is interrupted and given ``grace`` seconds to end the cell: the status is
         then "interrupted" (state kept) or "stuck" (the interrupt did not take; the caller restarts).
@@ -352,7 +448,7 @@ class Kernel:
         end = CellEnd("ok", [])
         self._keep = keep_chars
         try:
-            await self._collect(queue, end, timeout, bridge, extend=True)
+            await self._collect(queue, end, timeout, bridge, extend=True, total=total)
             if end.status == "timeout":
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.km.interrupt_kernel(), grace)
@@ -378,38 +474,65 @@ class Kernel:
         return end
 
     async def _collect(
-        self, queue: asyncio.Queue, end: CellEnd, timeout: float, bridge: Bridge | None, *, extend: bool
+        self,
+        queue: asyncio.Queue,
+        end: CellEnd,
+        timeout: float,
+        bridge: Bridge | None,
+        *,
+        extend: bool,
+        total: float = 0.0,
     ) -> None:
-        loop = asyncio.get_running_loop()
-
-        def later() -> float | None:
-            return loop.time() + timeout if timeout else None
-
+        budget = Budget(asyncio.get_running_loop(), timeout, total)
+        probe: str | None = None  # a kernel_info sent when the idle is late: its idle follows ours on iopub
         try:
-            async with asyncio.timeout_at(later()) as budget:
-                while not (end.replied and end.idle):
-                    channel, msg = await queue.get()
-                    if channel == _DIED:
-                        end.status = "died"
+            while end.status != "died" and not (end.replied and end.idle):
+                try:
+                    async with asyncio.timeout_at(budget.until()) as budget.deadline:
+                        await self._messages(queue, end, bridge, budget, extend, probe)
+                except TimeoutError:
+                    budget.deadline = None  # expired: the next wait enters a new one
+                    if not end.replied:
+                        end.status = "timeout"
+                        end.spent = "total" if budget.total_spent() else "inactivity"
                         return
-                    kind = msg["msg_type"]
-                    if channel == "shell":
-                        if kind == "execute_reply":
-                            end.replied = True
-                            end.reply = msg["content"]
-                            if self.spec.barrier and end.barrier is None:
-                                end.barrier = self._send_barrier()  # in flight while idle arrives
-                    elif channel == "stdin":
-                        if kind == "input_request":
-                            await self._answer(msg, end, bridge, budget if extend else None, later)
-                    elif kind == "status":
-                        end.idle = end.idle or msg["content"].get("execution_state") == "idle"
-                    else:  # output (the reader already dropped execute_input and busy)
-                        end.add(msg, self._keep)
-                        if extend:
-                            budget.reschedule(later())  # output: the cell is alive
-        except TimeoutError:
-            end.status = "timeout"
+                    if probe is not None:  # not even the probe's idle, for the whole inactivity budget
+                        end.idle_lost = True
+                        return
+                    probe = self.kc.kernel_info()
+                    self._waiters[probe] = queue
+                    budget.replied(max(timeout, SETTLE))
+        finally:
+            if probe is not None:
+                self._waiters.pop(probe, None)
+
+    async def _messages(
+        self, queue: asyncio.Queue, end: CellEnd, bridge: Bridge | None, budget: Budget, extend: bool, probe: str | None
+    ) -> None:
+        """The cell's messages until its reply and idle (or the probe's idle: then ours was dropped)."""
+        while not (end.replied and end.idle):
+            channel, msg = await queue.get()
+            if channel == _DIED:
+                end.status = "died"
+                return
+            kind = msg["msg_type"]
+            if channel == "shell":
+                if kind == "execute_reply":
+                    end.replied = True
+                    end.reply = msg["content"]
+                    budget.replied(SETTLE)
+                    if self.spec.barrier and end.barrier is None:
+                        end.barrier = self._send_barrier()  # in flight while idle arrives
+            elif channel == "stdin":
+                if kind == "input_request":
+                    await self._answer(msg, end, bridge, budget if extend else None)
+            elif kind == "status":
+                if probe is not None and msg["parent_header"].get("msg_id") == probe:
+                    end.idle = end.idle_lost = True  # iopub is in order: our idle was sent, and dropped
+                else:
+                    end.idle = end.idle or msg["content"].get("execution_state") == "idle"
+            elif (end.add(msg, self._keep) and extend) or end.replied:  # output that changed something
+                budget.restart()  # the cell is alive (or, after its reply, its output still arrives)
 
     async def _settle_cancelled(self, msg_id: str, queue: asyncio.Queue, end: CellEnd, grace: float) -> None:
         try:
@@ -419,14 +542,7 @@ class Kernel:
         finally:
             self._waiters.pop(msg_id, None)
 
-    async def _answer(
-        self,
-        msg: dict[str, Any],
-        end: CellEnd,
-        bridge: Bridge | None,
-        budget: Any,
-        later: Callable[[], float | None],
-    ) -> None:
+    async def _answer(self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Budget | None) -> None:
         prompt = str(msg["content"].get("prompt", ""))
         if prompt == MARKER + PING:
             answer = "pong"
@@ -437,13 +553,12 @@ class Kernel:
                     {"is_error": True, "text": "the cell was interrupted; tool() is not answered now"}
                 )
             else:
-                if budget is not None:
-                    budget.reschedule(None)  # a slow tool is not an idle cell: the budget waits
+                since = budget.pause() if budget is not None else 0.0  # a slow tool is not an idle cell
                 try:
                     answer = await bridge(prompt[len(MARKER) :])
                 finally:
                     if budget is not None:
-                        budget.reschedule(later())
+                        budget.resume(since)
                 end.tool_calls += 1
         else:
             end.inputs.append(prompt)

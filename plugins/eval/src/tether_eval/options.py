@@ -9,7 +9,12 @@ from tether import arg
 @attrs.frozen
 class EvalOptions:
     eval_enabled: bool = arg("whether the run offers kernels at all", default=True)
-    eval_timeout: float = arg("inactivity budget of a cell in seconds (output resets it)", default=300.0, minimum=0)
+    eval_timeout: float = arg(
+        "inactivity budget of a cell in seconds (output that changes what it shows resets it)", default=300.0, minimum=0
+    )
+    eval_total_timeout: float = arg(
+        "total budget of a cell in seconds, output or not (open tool() calls not counted)", default=3600.0, minimum=0
+    )
     eval_start_timeout: float = arg("seconds a kernel may take from start to ready", default=60.0, minimum=0)
     eval_interrupt_grace: float = arg("seconds a cell may take to stop after an interrupt", default=5.0, minimum=0)
     eval_drain: float = arg(

@@ -175,9 +175,6 @@ def render(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[s
             streams[name].append(strip_ansi(content.get("text", "")))
             continue
         flush_stream()
-        if kind == "clear_output":
-            parts.clear()
-            continue
         if kind in ("execute_result", "display_data", "update_display_data"):
             data = content.get("data") or {}
             image = next((m for m in ("image/png", "image/jpeg") if m in data), None)

@@ -18,8 +18,9 @@ DESCRIPTION = (
     "and loaded data persist between calls. The last expression is shown as a notebook shows it, display() "
     "works, a pandas DataFrame comes back as a text table and a matplotlib figure as an image. %pip, %cd, "
     "!cmd, %%bash, %%timeit and (Python) every IPython magic work; obj? shows a signature and docstring. "
-    "From the cell, tool(name, args) calls another tool of this run and returns its text (a refused or failed call raises). reset=true starts a clean interpreter first. A cell "
-    "that shows no output for the inactivity budget (5 minutes by default) is interrupted."
+    "From the cell, tool(name, args) calls another tool of this run and returns its text (a refused or failed "
+    "call raises). reset=true starts a clean interpreter first. A cell that shows no new output for the "
+    "inactivity budget (5 minutes by default), or runs past its total budget (1 hour), is interrupted."
 )
 
 
@@ -102,6 +103,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         end = await kernel.execute(
             code,
             timeout=option(run, "eval_timeout"),
+            total=option(run, "eval_total_timeout"),
             grace=option(run, "eval_interrupt_grace"),
             bridge=bridge,
             keep_chars=int(option(run, "eval_max_output_chars")),
@@ -116,15 +118,18 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     if status == "ok" and ((end.reply or {}).get("status") == "error" or shown.error):
         status = "error"
     tail: list[str] = []
-    budget = option(run, "eval_timeout")
+    if end.spent == "total":
+        why = f"ran for its total budget of {option(run, 'eval_total_timeout'):g} s (run option eval_total_timeout)"
+    else:
+        why = f"showed no output for {option(run, 'eval_timeout'):g} s (run option eval_timeout)"
     if end.status == "interrupted":
         tail.append(
-            f"[the cell showed no output for {budget:g} s and was interrupted; the kernel and its state survive. "
+            f"[the cell {why} and was interrupted; the kernel and its state survive. "
             "Print progress in long loops, or split the work into several cells]"
         )
     elif end.status == "stuck":
         tail.append(
-            f"[the cell showed no output for {budget:g} s and did not stop when interrupted, so the kernel was "
+            f"[the cell {why} and did not stop when interrupted, so the kernel was "
             "stopped: its state (variables, imports) was lost and the next call starts a fresh kernel]"
         )
     elif end.status == "died":
@@ -166,10 +171,12 @@ def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
     ]
     if python_note:
         notes.append(f"[{python_note}]")
-    if spec.project_paths:
+    found = kernel.installed.get("project_modules") or []
+    if found:
         where = " and ".join(_shown(run, p) for p in spec.project_paths)
+        names = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
         notes.append(
-            f"[the project's own code comes first on sys.path ({where}): its packages are imported from the project, "
+            f"[the project's own code comes first on sys.path ({where}): {names} are imported from the project, "
             f"not from {spec.environment}]"
         )
     early = kernel.installed.get("imported_before") or []

@@ -29,6 +29,7 @@ SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status
 SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
 POLL_INTERVAL = 1.0  # s between background scans of a large tree
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
+PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
 
 
 class ServerDied(Exception):
@@ -117,6 +118,7 @@ class Connection:
         self.analysed = False  # the first analysis of the project has ended (see first_round)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_mark: Mark | None = None  # the latest change (or the start): "settled" is a round newer than it
+        self.start_mark = Mark(0, 0, 0.0)
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
@@ -143,10 +145,10 @@ class Connection:
 
     @property
     def indexing(self) -> bool:
-        """The server is still analysing the project: work in progress, or its first round not yet begun."""
+        """The server is still analysing the project: work in progress, or its first round not yet done."""
         if self.progress_tokens or not self.quiescent:
             return True
-        return self.server.rounds == "progress" and self.begins == 0
+        return self.server.rounds == "progress" and self.begins == 0 and not self.round_done(self.start_mark)
 
     async def first_round(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
@@ -176,7 +178,7 @@ class Connection:
         self._register_handlers()
         env = dict(os.environ)
         self.started_at = time.monotonic()
-        self.last_mark = self.mark()
+        self.start_mark = self.last_mark = self.mark()
         try:
             await self.client.start_io(
                 self.binary, *self.server.command[1:], cwd=str(self.root), env=env, start_new_session=True
@@ -587,15 +589,23 @@ class Connection:
         mark and nothing in progress now. Their first publish after a change can be the previous
         version's list relabelled, and their cold start publishes empty placeholders before the
         first round: neither counts. A change that starts no round at all (the same text again) is
-        taken as done after PROGRESS_FALLBACK s of quiet, once the server has had a first round. "settle" servers: no publish for the
+        taken as done after PROGRESS_FALLBACK s of quiet; a small project is checked without any progress
+        at all, but while the server has published placeholders of other files (unversioned) and not yet
+        begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
         definition's settle_quiet seconds after the mark.
         """
         if self.progress_tokens or not self.quiescent:
             return False
         quiet = time.monotonic() - max(mark.at, self.last_event)
         if self.server.rounds == "progress":
-            # before its first round the server has published only placeholders: no fallback then
-            return self.begins > mark.begins or (self.begins > 0 and quiet >= PROGRESS_FALLBACK)
+            if self.begins > mark.begins:
+                return True
+            if self.begins == 0:
+                if not self.published:
+                    return False  # nothing checked yet
+                if any(p.version is None for p in self.published.values()):
+                    return quiet >= PROGRESS_COLD_QUIET  # placeholders of files not checked yet: the first round is to come
+            return quiet >= PROGRESS_FALLBACK
         return quiet >= self.server.settle_quiet
 
     def _next_check(self, mark: Mark) -> float:

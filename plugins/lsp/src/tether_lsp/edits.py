@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 from tether.atomic import Snapshot
+from tether.files import LINE_BREAK
 from tether.tools import ToolError
 
 from tether_lsp.positions import from_units
@@ -39,12 +40,17 @@ class PlannedEdit:
 
 
 def _offset(text: str, line: int, units: int, encoding: str) -> int:
-    """Offset in ``text`` of an LSP position (past-the-end lines clamp to the end, as the spec allows)."""
-    lines = text.splitlines(keepends=True)
-    if line >= len(lines):
-        return len(text)
-    start = sum(len(s) for s in lines[:line])
-    body = lines[line].rstrip("\r\n")
+    """Offset in ``text`` of an LSP position (past-the-end lines clamp to the end, as the spec allows).
+
+    Lines end at "\n", "\r\n" or "\r" only, as the server counts them: never at a form feed or U+2028."""
+    start = 0
+    for _ in range(line):
+        found = LINE_BREAK.search(text, start)
+        if found is None:
+            return len(text)
+        start = found.end()
+    end = LINE_BREAK.search(text, start)
+    body = text[start:end.start() if end else len(text)]
     return start + from_units(body, units, encoding)
 
 

@@ -8,6 +8,7 @@ refused with the occurrences listed instead of guessed.
 from __future__ import annotations
 
 import attrs
+from tether.files import split_lines
 from tether.tools import ToolError
 
 
@@ -23,7 +24,7 @@ class Spot:
 
 def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: str) -> Spot:
     """The position of ``symbol`` on 1-based ``line`` of ``text``, or a ToolError naming the fix."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     if line > len(lines):
         raise ToolError(
             f"line {line} is beyond the end of '{rel}', which has {len(lines)} line(s); give a line between 1 and {len(lines)}",

@@ -8,6 +8,7 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 from tether.diagnostics import Diagnostic
+from tether.files import split_lines
 
 from tether_lsp.positions import from_units
 
@@ -45,7 +46,7 @@ class Lines:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     text = ""
-            self._cache[path] = text.splitlines()
+            self._cache[path] = split_lines(text)
         lines = self._cache[path]
         return lines[line] if 0 <= line < len(lines) else ""
 

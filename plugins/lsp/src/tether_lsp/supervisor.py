@@ -75,7 +75,8 @@ class Supervisor:
         if root is None:
             problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
         if binary is None:
-            problems.append(note or f"binary missing: {server.command[0]}")
+            install = f" ({server.install})" if server.install else ""
+            problems.append(note or f"binary missing: {server.command[0]}{install}")
             note = None
         elif server.version_args is not None:
             if binary not in self._versions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -9,6 +10,7 @@ from typing import Any, Literal
 import attrs
 from tether.args import arg
 from tether.diagnostics import sort_diagnostics
+from tether.files import split_lines
 from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
@@ -90,7 +92,7 @@ def _need(args: Any, action: str, *names: str) -> None:
 
 
 def _position(conn: Any, text: str, spot: Spot) -> Any:
-    lines = text.splitlines()
+    lines = split_lines(text)
     source = lines[spot.line] if spot.line < len(lines) else ""
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
@@ -145,7 +147,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         if args.action == "references":
             params = lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))
         elif args.action == "code_actions":
-            source = doc.text.splitlines()[spot.line]
+            source = split_lines(doc.text)[spot.line]
             end = lsp.Position(line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding))
             on_line = [d for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
                        if d.range.start.line <= pos.line <= d.range.end.line]
@@ -175,9 +177,20 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         shown, note = cap_items(locs, REFERENCES_CAP, f"{noun}s", "Narrow down with definition, or look at one file's symbols.")
         head = f"{len(locs)} {noun}(s) of {where}:"
         body = "\n".join(loc.render() for loc in shown)
+        outside: list[tuple[str, int, str]] = []
+        if args.action == "references" and conn.server.publishes_program:
+            name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
+            program = {run.relpath(p) for p in (render.uri_to_path(u) for u in [*conn.published, *conn.docs]) if p is not None}
+            outside = await asyncio.to_thread(occurrences, conn, run, name, program | {loc.file for loc in locs})
+        more = []
+        if outside:
+            more = [f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files outside "
+                    f"{conn.server.id}'s program (not analysed, e.g. outside pyright's include); they may use this symbol:",
+                    *occurrence_lines(outside)]
         return ToolResult.text(
-            "\n".join(x for x in (head, body, note, analysing_note(conn)) if x),
-            {"locations": [loc.to_json() for loc in shown], "total": len(locs)},
+            "\n".join(x for x in (head, body, note, *more, analysing_note(conn)) if x),
+            {"locations": [loc.to_json() for loc in shown], "total": len(locs),
+             "outside_program": [{"file": f, "line": n} for f, n, _ in outside]},
         )
 
     return await sup.with_file(path, ask)
@@ -396,6 +409,55 @@ async def status(run: Any, sup: Any) -> ToolResult:
 
 
 IDENT_BREAK = re.compile(r"\s")
+IDENT_CHAR = re.compile(r"[\w$]")
+OCCURRENCES_SHOWN = 10
+SCAN_BYTES = 2_000_000  # a bigger file is not searched for leftover occurrences
+
+
+def identifier_at(source_line: str, char: int, symbol: str) -> str:
+    """The whole identifier the symbol (a substring) points into, e.g. 'iter_params' -> 'iter_params_for_processing'."""
+    start, end = char, char + len(symbol)
+    while start > 0 and IDENT_CHAR.match(source_line[start - 1]):
+        start -= 1
+    while end < len(source_line) and IDENT_CHAR.match(source_line[end]):
+        end += 1
+    return source_line[start:end] or symbol
+
+
+def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[str, int, str]]:
+    """(file, line, text) of every whole-word occurrence of ``name`` in the server's source files under
+    its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
+    pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    found = []
+    for path in sorted(conn._scan()):
+        rel = run.relpath(path)
+        if rel in skip:
+            continue
+        try:
+            if path.stat().st_size > SCAN_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if name not in text:
+            continue
+        for n, line in enumerate(split_lines(text), 1):
+            if pattern.search(line):
+                found.append((rel, n, line.strip()[:160]))
+    return found
+
+
+def occurrence_lines(found: list[tuple[str, int, str]]) -> list[str]:
+    """The first occurrences as file:line: text, then a count per file for the rest."""
+    lines = [f"  {f}:{n}: {text}" for f, n, text in found[:OCCURRENCES_SHOWN]]
+    rest: dict[str, int] = {}
+    for f, _, _ in found[OCCURRENCES_SHOWN:]:
+        rest[f] = rest.get(f, 0) + 1
+    if rest:
+        listed = ", ".join(f"{f} ({k})" for f, k in list(rest.items())[:20])
+        more = f" and {len(rest) - 20} more file(s)" if len(rest) > 20 else ""
+        lines.append(f"  ... {len(found) - OCCURRENCES_SHOWN} more: {listed}{more}")
+    return lines
 
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
@@ -413,6 +475,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         if not getattr(conn.capabilities, "rename_provider", None):
             raise ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"})
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
+        old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
         pos = _position(conn, doc.text, spot)
         params = lsp.RenameParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name)
         edit = await sup.request(conn, "textDocument/rename", params)
@@ -449,7 +512,18 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
-        return ToolResult.text("\n".join(lines), {"files": files, "edits": total, "operations": plan.operations})
+        # the server renames only what its program holds: say where the old name is still written
+        left = [] if old_name == args.new_name else await asyncio.to_thread(occurrences, conn, run, old_name, set())
+        if left:
+            lines.append(
+                f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
+                f"(files outside {conn.server.id}'s program, such as tests outside pyright's or tsconfig's include, or "
+                "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
+            )
+            lines += occurrence_lines(left)
+        data = {"files": files, "edits": total, "operations": plan.operations,
+                "not_renamed": [{"file": f, "line": n} for f, n, _ in left]}
+        return ToolResult.text("\n".join(lines), data)
 
     return await sup.with_file(path, rename)
 

@@ -163,8 +163,8 @@ def _said_exit_code(shell):
 def install(shell, project_paths=()):
     """Called once at kernel start: tool()/tool_result(), %pip, the table formatter, the project's paths.
 
-    Returns what the first cell's banner says: the interpreter the cell sees, and which of the
-    project's packages had been imported (from elsewhere) before its paths came first.
+    Returns what the first cell's banner says: the interpreter the cell sees, the project's modules
+    found on its paths, and which of them had been imported (from elsewhere) before they came first.
     """
     shell.user_ns["tool"] = tool
     shell.user_ns["tool_result"] = tool_result
@@ -175,13 +175,13 @@ def install(shell, project_paths=()):
     plain = shell.display_formatter.formatters["text/plain"]
     plain.for_type_by_name("pandas.core.frame", "DataFrame", _dataframe_text)
     sys.path[:0] = [p for p in project_paths if p not in sys.path]
-    early = sorted(
+    found = {name: path for path in reversed(project_paths) for name in _names_in(path)}
+    early = [
         name
-        for path in project_paths
-        for name in _names_in(path)
+        for name, path in found.items()
         if name in sys.modules and not str(getattr(sys.modules[name], "__file__", "") or "").startswith(path)
-    )
-    return {"executable": sys.executable, "imported_before": early}
+    ]
+    return {"executable": sys.executable, "project_modules": sorted(found), "imported_before": sorted(early)}
 
 
 def _names_in(path):
