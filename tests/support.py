@@ -21,3 +21,75 @@ def require_binary(name: str, *candidates: str) -> str:
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
+
+
+class Confined:
+    """A world to test the sandbox in: a fake HOME with a fake key, a listener on the host's loopback,
+    a secret-looking variable, and a git root with a pyproject.toml (see the `confined` fixture)."""
+
+    def __init__(self, tmp_path, monkeypatch) -> None:
+        import socket
+        import subprocess
+        import threading
+
+        from tether import sandbox
+
+        require_binary("bwrap")
+        sandbox.bwrap_problem.cache_clear()
+        self.home = tmp_path / "home"
+        (self.home / ".ssh").mkdir(parents=True)
+        self.key = self.home / ".ssh" / "id_ed25519"
+        self.key.write_text("-----BEGIN OPENSSH PRIVATE KEY----- fake\n")
+        (self.home / ".gitconfig").write_text("[user]\n\tname = readable\n")
+        monkeypatch.setenv("HOME", str(self.home))
+        monkeypatch.setenv("FAKE_SERVICE_TOKEN", "s3cret")
+        self.root = tmp_path / "root"
+        self.root.mkdir()
+        (self.root / "pyproject.toml").write_text("[project]\nname = 'confined'\nversion = '0'\n")
+        subprocess.run(["git", "init", "-q", str(self.root)], check=True, timeout=30)
+        self.outside = tmp_path / "outside.txt"  # a host path outside the root
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted = 0
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = self.listener.accept()
+                except OSError:
+                    return
+                self.accepted += 1
+                conn.close()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def build_wheel(out, version: str):
+    """A tiny pure-Python wheel (tinypkg) written by hand (correct RECORD), so no build backend or network is needed."""
+    import base64
+    import hashlib
+    import zipfile
+
+    name = "tinypkg"
+    dist_info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": f"VERSION = {version!r}\n".encode(),
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tether-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist_info}/top_level.txt": f"{name}\n".encode(),
+    }
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{dist_info}/RECORD,,")
+    files[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = out / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    return wheel

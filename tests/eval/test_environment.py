@@ -2,45 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import site
 import stat
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 import tether
 import tether_eval.plugin as eval_plugin
+from support import build_wheel
 from tether_eval.envelope import Envelope
 
 D = "check where and how the kernel runs"
-
-
-def build_wheel(out: Path, version: str) -> Path:
-    """A tiny pure-Python wheel written by hand (correct RECORD), so no build backend or network is needed."""
-    name = "tinypkg"
-    dist_info = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}/__init__.py": f"VERSION = {version!r}\n".encode(),
-        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tether-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{dist_info}/top_level.txt": f"{name}\n".encode(),
-    }
-    record = []
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(data)}")
-    record.append(f"{dist_info}/RECORD,,")
-    files[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
-    out.mkdir(parents=True, exist_ok=True)
-    wheel = out / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, data in files.items():
-            zf.writestr(path, data)
-    return wheel
 
 
 @pytest.fixture

@@ -37,8 +37,12 @@ def arg(
     min_items: int | None = None,
     max_items: int | None = None,
     examples: Sequence[Any] | None = None,
+    validator: Any = None,
 ) -> Any:
-    """An argument field: ``line: int = arg("1-based line number", minimum=1)``."""
+    """An argument field: ``line: int = arg("1-based line number", minimum=1)``.
+
+    ``validator`` is an attrs validator for what the schema cannot say; its ValueError is the problem's line.
+    """
     meta = {
         "description": description,
         "minimum": minimum,
@@ -51,8 +55,8 @@ def arg(
     }
     meta = {k: v for k, v in meta.items() if v is not None}
     if factory is not None:
-        return attrs.field(factory=factory, metadata={_META: meta}, kw_only=True)
-    return attrs.field(default=default, metadata={_META: meta}, kw_only=True)
+        return attrs.field(factory=factory, metadata={_META: meta}, kw_only=True, validator=validator)
+    return attrs.field(default=default, metadata={_META: meta}, kw_only=True, validator=validator)
 
 
 class ArgumentsError(Exception):

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tether.diagnostics import tether_post_write, tether_write_result  # noqa: F401 - what a write reports
 from tether.hookspecs import hookimpl
 from tether.options import CoreOptions
+from tether.sandbox import Envelope, SandboxOptions, builtin_envelope
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 
 @hookimpl
 def tether_addoptions(register) -> None:
     register(CoreOptions)
+    register(SandboxOptions)
+
+
+@hookimpl(trylast=True)
+def tether_envelope(run: Run, purpose: str) -> Envelope | None:
+    return builtin_envelope(run, purpose)

@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
                         help="whether the run may execute the root's code (its own binaries, checkers that "
                              "run it); default: trusted on the full surface, untrusted on plan and readonly")
+        sp.add_argument("--sandbox", action="store_true",
+                        help="run exec tools (eval, debug, vibe workers) inside the built-in bubblewrap sandbox "
+                             "(the sandbox_* options set its policy); they refuse to run when it cannot be had")
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -162,6 +165,8 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
             options[key] = value
     if ns.trust is not None:
         options["trust"] = ns.trust
+    if ns.sandbox:
+        options["sandbox"] = True
     plugins, block = _plugins(ns.plugin)
     return {
         "root": ns.root,
@@ -221,6 +226,7 @@ async def _tools(ns: argparse.Namespace) -> int:
         print("Installed but not available in this run:")
         for u in listing["unavailable"]:
             print(f"  {u['family']}: {u['reason']}")
+    print(f"Sandbox: {listing['sandbox']}")
     return 0
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
+    from tether.sandbox import Envelope
     from tether.surfaces import Surface
     from tether.tools import Tier, Tool, ToolResult
 
@@ -187,3 +188,13 @@ def tether_run_opened(run: Run) -> Awaitable[None] | None:
 @hookspec
 def tether_run_closing(run: Run) -> Awaitable[None] | None:
     """The run is closing: stop what you started. Processes tracked by the run are killed after this anyway."""
+
+
+@hookspec(firstresult=True)
+def tether_envelope(run: Run, purpose: str) -> Envelope | None:
+    """The envelope (a sandbox) exec tools start their processes in; stops at the first non-None result.
+
+    ``purpose`` is "kernel" (eval), "debug" (adapters and programs) or "worker" (vibe). A harness
+    answers with its own (its container, its VM); the core's answer, last, is the built-in bubblewrap
+    envelope when the run option ``sandbox`` is on, else None: processes run on the host.
+    """

@@ -47,7 +47,9 @@ T = TypeVar("T")
 
 PROJECT_FILE = "pyproject.toml"
 FROM_PROJECT = f" (from [tool.tether] in {PROJECT_FILE})"
-NOT_FROM_PROJECT = frozenset({"trust", "elicit"})  # a checkout must not decide these for itself
+NOT_FROM_PROJECT = frozenset({  # a checkout must not decide these for itself (nor loosen its own sandbox)
+    "trust", "elicit", "sandbox", "sandbox_network", "sandbox_worker_network", "sandbox_deny", "sandbox_sockets",
+    "sandbox_hide_env", "sandbox_pass_env"})
 
 
 class OptionsError(ValueError):

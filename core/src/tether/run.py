@@ -29,6 +29,7 @@ from tether.hookspecs import NO_RESOURCE
 from tether.diagnostics import DiagnosticRegistry, after_write, before_write
 from tether.options import CoreOptions, Options, OptionsError
 from tether.output import cap_text
+from tether.sandbox import status as sandbox_status
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
@@ -327,6 +328,7 @@ class Run:
             ],
             "unavailable": [{"family": u.family, "reason": u.reason} for u in self.unavailable],
             "options": self.option_registry.listing(),
+            "sandbox": sandbox_status(self),
         }
 
     def _unknown_tool(self, name: str) -> ToolResult:

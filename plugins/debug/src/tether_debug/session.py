@@ -14,12 +14,15 @@ import logging
 import os
 import re
 import signal
+import sys
 import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+
+from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
 from tether_debug.dap import DapClient, DapError
@@ -144,6 +147,7 @@ class Session:
         self._tasks: list[asyncio.Task] = []
         self._children: list[int] = []  # processes started for runInTerminal
         self._run: Any = None  # the run: tags, tracks and stops the processes started here
+        self.sandboxed = False  # the adapter (and so the program) runs inside the run's envelope
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -151,9 +155,17 @@ class Session:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
         self._run = run
         tcp = self.adapter.transport == "tcp"
+        argv = list(located.argv)
+        envelope = sandbox.envelope(run, "debug")
+        self.sandboxed = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
+        if self.sandboxed:
+            assert envelope is not None
+            if tcp and not envelope.shares_loopback:  # its port is not reachable from here: over stdio instead
+                argv, tcp = [sys.executable, "-I", sandbox.RELAY, "stdio", "--", *argv], False
+            argv = list(envelope.wrap(argv))
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *located.argv,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -262,7 +274,7 @@ class Session:
                         answers[i] = {**known, **bp}
 
     async def _on_reverse(self, command: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        if command == "runInTerminal":
+        if command == "runInTerminal" and not self.sandboxed:
             # We have no terminal: run it as a plain child of ours, tracked like the adapter.
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
@@ -278,7 +290,7 @@ class Session:
             if proc.stdout is not None:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
             return {"processId": proc.pid}
-        return None  # startDebugging and the rest: answered with a refusal, never left hanging
+        return None  # startDebugging, runInTerminal in a sandbox and the rest: refused, never left hanging
 
 
     # -- protocol ----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 A harness overrides either with ``@hookimpl(tryfirst=True)``. Answering `tether_eval_kernels` with
 `tether.NO_RESOURCE` leaves the run without the `eval` tool (an answer of None falls through to the
-family's default factory); None from `tether_eval_envelope` (the default) runs kernels on the host.
+family's default factory); `tether_eval_envelope` defaults to the run's envelope (the core's `tether_envelope`: a harness's, or the
+built-in bubblewrap one when the run option `sandbox` is on); None runs kernels on the host.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ class KernelSpec:
     interpreter: str  # shown to the model: which Python / Deno runs
     environment: str  # "the project's environment (.venv)", "tether's own environment", ...
     where: str  # "host" or "envelope 'name'"
+    policy: str = ""  # inside an envelope: what confines the kernel, in one line
     env: dict[str, str] = attrs.field(factory=dict)
     barrier: bool = False  # after reply+idle, a kernel_info round trip flushes output sent late (Deno)
     drain: float = (

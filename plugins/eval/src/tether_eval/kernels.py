@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import ToolError
+from tether.sandbox import RELAY
+
 from tether_eval.hookspecs import tether_eval_envelope
 
 if TYPE_CHECKING:
@@ -125,7 +127,7 @@ class KernelFactory:
         from tether_eval.kernel import KernelSpec
 
         envelope = self.run.resource(tether_eval_envelope)
-        inside = envelope is not None and await envelope.up()
+        inside = envelope is not None and await envelope.check()  # a ToolError when the run may not run on the host
         where = f"envelope '{envelope.name}'" if inside else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
@@ -156,18 +158,25 @@ class KernelFactory:
             # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
             argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
-            # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client
+            # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client.
+            # An envelope with a loopback of its own gets a relay: ipc sockets in the shared private
+            # directory on our side, Deno's tcp ports inside (tether.relay)
+            relayed = inside and not envelope.shares_loopback
+            if relayed:
+                tcp = "{connection_file}.tcp"
+                argv = [sys.executable, "-I", RELAY, "zmq", "{connection_file}", tcp, "--", *argv[:-1], tcp]
             spec = {
                 "interpreter": binary,
                 "environment": "Deno",
-                "transport": "tcp",
+                "transport": "ipc" if relayed else "tcp",
                 "drain": option(self.run, "eval_drain"),
                 "barrier": True,
                 "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             }
         if inside:
             argv = list(envelope.wrap(argv))
-        return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, **spec)
+        policy = envelope.policy if inside else ""
+        return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, policy=policy, **spec)
 
     def _private(self) -> Path:
         if self._dir is None:

@@ -118,6 +118,10 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     if status == "ok" and ((end.reply or {}).get("status") == "error" or shown.error):
         status = "error"
     tail: list[str] = []
+    if kernel.spec.policy:
+        from tether.sandbox import explain
+
+        tail += explain("\n".join(b.text for b in shown.blocks if isinstance(b, Text)), kernel.spec.policy)
     if end.spent == "total":
         why = f"ran for its total budget of {option(run, 'eval_total_timeout'):g} s (run option eval_total_timeout)"
     else:
@@ -164,13 +168,16 @@ def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
     """The first cell's notes: which interpreter the cell sees, where it runs, where the project's code comes from."""
     spec = kernel.spec
     if spec.language != "python":
-        return [f"[{spec.language} kernel started: {_shown(run, spec.interpreter)}, on the {spec.where} ({kernel.started_in:.1f} s)]"]
+        started = f"[{spec.language} kernel started: {_shown(run, spec.interpreter)}, on the {spec.where} ({kernel.started_in:.1f} s)]"
+        return [started, f"[sandboxed: {spec.policy}]"] if spec.policy else [started]
     notes = [
         f"[python kernel started: {_shown(run, kernel.installed.get('executable') or spec.interpreter)} (sys.executable) in {spec.environment}, "
         f"on the {spec.where} ({kernel.started_in:.1f} s)]"
     ]
     if python_note:
         notes.append(f"[{python_note}]")
+    if spec.policy:
+        notes.append(f"[sandboxed: {spec.policy}]")
     found = kernel.installed.get("project_modules") or []
     if found:
         where = " and ".join(_shown(run, p) for p in spec.project_paths)

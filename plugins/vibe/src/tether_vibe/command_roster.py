@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 import attrs
+from tether import sandbox
 from tether.output import Tail
 from tether.tools import ToolError
 
@@ -186,9 +187,12 @@ class CommandRoster:
             "TETHER_VIBE_TIER": worker.tier,
             "TETHER_VIBE_LABEL": worker.label,
         })
+        envelope = sandbox.envelope(self.run, "worker")
+        inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
+        argv = envelope.wrap(worker.argv) if envelope is not None and inside else worker.argv
         try:
             proc = await asyncio.create_subprocess_exec(
-                *worker.argv,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

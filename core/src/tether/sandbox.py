@@ -1,0 +1,297 @@
+"""The exec tier's envelope: where eval's kernels, debug's adapters and vibe's workers run.
+
+A harness offers its own envelope (its container, its VM) through the ``tether_envelope`` hook. When
+it offers none and the run asks for one (``sandbox=true``: `tether serve|call --sandbox`, or the run
+option), the built-in one below confines every process an exec tool starts with bubblewrap:
+
+- filesystem: everything read-only; the root read-write, except its ``.git`` hooks and config (a
+  written hook would run at the user's next commit); a private, empty ``/tmp``; a deny list that
+  is not even readable (by default ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.gnupg``,
+  ``~/.netrc``, ``~/.docker``, ``~/.kube``, shell histories, ...; ``sandbox_deny`` adds more);
+- network: a network namespace of its own with only a loopback (``sandbox_network="on"`` shares
+  the host's); vibe's workers follow ``sandbox_worker_network`` (an agent CLI needs its model's API);
+- local sockets: none of the host's (``/run``, ``/tmp`` and ``/var/tmp`` are empty, abstract sockets
+  stay in the host's network namespace) except those named in ``sandbox_sockets``;
+- environment: secret-looking variables (``*_TOKEN``, ``*_KEY``, ``*_SECRET``, ``AWS_*``, ...) are
+  not passed in (``sandbox_hide_env`` adds patterns, ``sandbox_pass_env`` names exceptions);
+- processes: a pid namespace of their own, killed with the envelope (``--die-with-parent``); no
+  capabilities, no new privileges, even when tether runs as root.
+
+Fail closed: when the run asks for the sandbox and bubblewrap or user namespaces are missing, the
+built-in envelope carries a refusal that every exec tool returns instead of running anything.
+
+TCP between the host and the inside (Deno's kernel, delve) does not cross a network namespace: it is
+relayed through `tether.relay`, over Unix sockets in the run's private directory or over stdio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import functools
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from tether.args import arg
+from tether.tools import ToolError
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
+
+DEFAULT_DENY = (
+    "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.netrc", "~/.git-credentials",
+    "~/.docker", "~/.kube", "~/.config/gh", "~/.pypirc",
+    "~/.bash_history", "~/.zsh_history", "~/.sh_history", "~/.history", "~/.local/share/fish/fish_history",
+    "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history", "~/.lesshst",
+)
+DEFAULT_HIDE_ENV = (
+    "*_TOKEN", "*_TOKEN_*", "*_KEY", "*_KEY_*", "*_SECRET", "*_SECRET_*", "*_PASSWORD", "*_PASSWD",
+    "*_CREDENTIALS", "*_AUTH", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS",
+    "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+    "DOCKER_HOST",
+)
+EMPTIED = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # the host's sockets live here: none of them inside
+INSTALL = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
+           "Arch: pacman -S bubblewrap)")
+
+
+def _absolute(instance, attribute, value) -> None:
+    for p in value:
+        if not os.path.isabs(os.path.expanduser(p)):
+            raise ValueError(f"'{p}' is not an absolute path; give it as /abs/path or ~/path")
+
+
+@attrs.frozen
+class SandboxOptions:
+    sandbox: bool = arg(
+        "run the exec tools (eval kernels and their shell idioms, debug adapters and programs, vibe workers) "
+        "inside the built-in bubblewrap envelope, unless the harness offers its own; they refuse to run "
+        "when it cannot be had", default=False)
+    sandbox_network: Literal["off", "on"] = arg(
+        "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off")
+    sandbox_worker_network: Literal["same", "off", "on"] = arg(
+        "network of vibe workers inside the sandbox (an agent CLI needs its model's API): same as "
+        "sandbox_network, off or on", default="same")
+    sandbox_deny: list[str] = arg(
+        "absolute paths (or ~/...) not even readable inside, added to the defaults", factory=list, validator=_absolute)
+    sandbox_sockets: list[str] = arg(
+        "host Unix sockets passed in (e.g. a docker.sock you mean to share)", factory=list, validator=_absolute)
+    sandbox_hide_env: list[str] = arg(
+        "more environment variable name patterns (fnmatch) not passed in, added to the defaults", factory=list)
+    sandbox_pass_env: list[str] = arg(
+        "environment variables passed in although they look secret (e.g. an agent worker's API key)", factory=list)
+
+
+@attrs.frozen
+class Envelope:
+    """Where an exec tool's processes run: how to start one inside, and what that means.
+
+    ``wrap`` turns a host command line into one that runs inside (``["bwrap", ..., *argv]``,
+    ``["docker", "exec", "-i", name, *argv]``); the inside must share the run's root, its private
+    directory (`Run.private_dir`) and the interpreters' paths with the host. ``shares_loopback``
+    says whether a TCP port opened inside is reachable from the host (False: tether relays).
+    ``refusal``, when set, is what an exec tool answers instead of running (the run asked for a
+    sandbox it cannot have).
+    """
+
+    name: str
+    wrap: Callable[[Sequence[str]], Sequence[str]]
+    is_up: Callable[[], bool | Awaitable[bool]] = lambda: True
+    python: str | None = None  # the interpreter with ipykernel inside; None: the same choice as on the host
+    deno: str | None = None  # the deno binary inside; None: the one tether ships
+    policy: str = ""  # what confines a process inside, in one line, for the model
+    shares_loopback: bool = True
+    required: bool = False  # the run asked for confinement: when down, exec tools refuse, never run on the host
+    refusal: str | None = None
+
+    async def up(self, timeout: float = 5.0) -> bool:
+        """Whether the envelope is up; a check that fails or hangs counts as down."""
+        try:
+            value = self.is_up()
+            if inspect.isawaitable(value):
+                value = await asyncio.wait_for(value, timeout)
+            return bool(value)
+        except Exception:  # noqa: BLE001 - a broken check means we cannot count on the envelope
+            return False
+
+    async def check(self) -> bool:
+        """True to run inside, False to run on the host; a ToolError when neither is allowed."""
+        if self.refusal:
+            raise ToolError(self.refusal, {"error": "sandbox_unavailable"})
+        if await self.up():
+            return True
+        if self.required:
+            raise ToolError(
+                f"the envelope '{self.name}' is not up, and this run runs exec tools only inside one; start it "
+                "(or open the run without sandbox) and call again", {"error": "sandbox_unavailable"})
+        return False
+
+    def describe(self) -> str:
+        return f"sandboxed in {self.name}" + (f" ({self.policy})" if self.policy else "")
+
+
+def envelope(run: Run, purpose: Literal["kernel", "debug", "worker"]) -> Envelope | None:
+    """The envelope for ``purpose`` in this run: the harness's, else the built-in one when asked for."""
+    return run.hook.tether_envelope(run=run, purpose=purpose)
+
+
+def status(run: Run) -> str:
+    """One line for `tether tools` and the eval banner: do exec tools run sandboxed, under what policy."""
+    env = envelope(run, "kernel")
+    if env is None:
+        return "exec tools run unsandboxed on the host (turn the sandbox on with --sandbox or the run option sandbox=true)"
+    if env.refusal:
+        return f"exec tools refuse to run: {env.refusal}"
+    return f"exec tools run {env.describe()}"
+
+
+# -- the built-in envelope -------------------------------------------------------------------------
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """None when bubblewrap can confine a process here; else what is missing and how to get it."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return f"the run asks for the sandbox, but bubblewrap (bwrap) is not on PATH: {INSTALL}. Nothing was run."
+    try:
+        probe = subprocess.run(
+            [binary, "--unshare-user", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--ro-bind", "/", "/",
+             "--proc", "/proc", "--dev", "/dev", "true"],
+            capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the run asks for the sandbox, but bubblewrap does not run ({exc}): {INSTALL}. Nothing was run."
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        return (f"the run asks for the sandbox, but bubblewrap cannot create its namespaces here ({why}): allow "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ also "
+                "kernel.apparmor_restrict_unprivileged_userns=0) or run tether where they are allowed. Nothing was run.")
+    return None
+
+
+@attrs.frozen
+class Policy:
+    root: Path
+    private: Callable[[], Path]  # the run's private directory, created when a process is first wrapped
+    network: bool
+    deny: tuple[str, ...]
+    sockets: tuple[str, ...]
+    hide_env: tuple[str, ...]
+    pass_env: tuple[str, ...]
+
+    def describe(self) -> str:
+        deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
+        net = "network on" if self.network else "no network"
+        sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
+        return (f"root read-write except .git hooks and config, everything else read-only, "
+                f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden")
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        out = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
+               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        if not self.network:
+            out.append("--unshare-net")
+        out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for d in EMPTIED:
+            if os.path.isdir(d) and not os.path.islink(d):
+                out += ["--tmpfs", d]
+        for keep in _kept_readable():  # the home and interpreters, where an emptied directory hid them
+            out += ["--ro-bind-try", keep, keep]
+        private = str(self.private())
+        out += ["--bind", str(self.root), str(self.root), "--bind", private, private]
+        for path in _git_protected(self.root):
+            out += ["--ro-bind", path, path]
+        for path in self.deny:
+            if os.path.isdir(path):
+                out += ["--tmpfs", path, "--remount-ro", path]
+            elif os.path.lexists(path):
+                out += ["--ro-bind", "/dev/null", path]
+        for sock in self.sockets:
+            out += ["--bind-try", sock, sock]
+        for name in os.environ:
+            if _hidden(name, self.hide_env) and name not in self.pass_env:
+                out += ["--unsetenv", name]
+        # a host pid means nothing in a pid namespace (ipykernel would take its parent for gone)
+        # and caches (pip, uv, deno) go to the private /tmp: the home is read-only
+        out += ["--unsetenv", "JPY_PARENT_PID", "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
+                "--chdir", str(self.root), "--"]
+        return out + list(argv)
+
+
+def _hidden(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+
+
+def _kept_readable() -> list[str]:
+    keep = {os.path.expanduser("~"), sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted(k for k in keep if any(k == d or k.startswith(d + os.sep) for d in EMPTIED))
+
+
+def _git_protected(root: Path) -> list[str]:
+    """The root's git hooks and config: bound read-only over the writable root."""
+    git = root / ".git"
+    if not git.is_dir():
+        return []
+    hooks = git / "hooks"
+    hooks.mkdir(exist_ok=True)  # else a hook could be created under the writable .git
+    out = [str(hooks)] + [str(p) for p in (git / "config",) if p.exists()]
+    try:
+        custom = subprocess.run(["git", "config", "--file", str(git / "config"), "--get", "core.hooksPath"],
+                                capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        custom = ""
+    if custom:
+        path = (root / os.path.expanduser(custom)).resolve()
+        if path.is_relative_to(root) and path.is_dir():
+            out.append(str(path))
+    return out
+
+
+def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
+    """The built-in bubblewrap envelope when the run asks for the sandbox (see the module docstring)."""
+    opts = run.options.of(SandboxOptions)
+    if not opts.sandbox:
+        return None
+    problem = bwrap_problem()
+    if problem is not None:
+        return Envelope("bubblewrap", wrap=list, required=True, refusal=problem)
+    network = opts.sandbox_network == "on"
+    if purpose == "worker" and opts.sandbox_worker_network != "same":
+        network = opts.sandbox_worker_network == "on"
+    deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
+    policy = Policy(run.root, run.private_dir, network, tuple(os.path.normpath(p) for p in deny),
+                    tuple(opts.sandbox_sockets), (*DEFAULT_HIDE_ENV, *opts.sandbox_hide_env), tuple(opts.sandbox_pass_env))
+    return Envelope("bubblewrap", wrap=policy.argv, policy=policy.describe(), shares_loopback=network, required=True)
+
+
+def explain(text: str, policy: str) -> list[str]:
+    """Notes for output that shows the sandbox refusing something, so the model learns the rule, not retries."""
+    notes = []
+    if "Read-only file system" in text:
+        notes.append("[sandbox: only the root is writable (not its .git hooks or config); everything else is "
+                     "read-only here: write under the root instead]")
+    if "no network" in policy and any(m in text for m in (
+            "Network is unreachable", "Connection refused", "name resolution", "Name or service not known",
+            "nodename nor servname", "ConnectionRefused")):
+        notes.append("[sandbox: there is no network here, not even the host's loopback services; the run option "
+                     "sandbox_network=\"on\" allows it: do not retry the connection unchanged]")
+    if "No such file or directory" in text and any(_home_relative(os.path.expanduser(p))[1:] in text or
+                                                   os.path.expanduser(p) in text for p in DEFAULT_DENY):
+        notes.append("[sandbox: credentials and histories (~/.ssh, ~/.aws, ...) are hidden here on purpose; "
+                     "do not look for them elsewhere]")
+    return notes

@@ -1,0 +1,89 @@
+"""debug inside the built-in sandbox (real bubblewrap): the adapter and the program run confined.
+
+debugpy's adapter runs inside too (it talks to its debuggee over the sandbox's own loopback); delve
+listens on TCP, which tether relays over stdio from inside.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import tether
+from support import require_binary
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+PROBE = """\
+import os, socket
+
+def attempt(f):
+    try:
+        return f()
+    except Exception as e:
+        return type(e).__name__
+
+key = attempt(lambda: open({key!r}).read())
+outside = attempt(lambda: open({home_file!r}, "w").write("x"))
+inside = attempt(lambda: open("made-by-debuggee.txt", "w").write("ok"))
+hook = attempt(lambda: open(".git/hooks/pre-commit", "w").write("#!/bin/sh\\n"))
+connect = attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=5))
+secret = os.environ.get("FAKE_SERVICE_TOKEN")
+print("done")
+"""
+
+
+async def test_a_debugged_python_program_is_confined(confined):
+    (confined.root / "probe.py").write_text(PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"),
+                                                         port=confined.port))
+    async with tether.open_run(confined.root, conversation_id="c", options={"sandbox": True}) as run:
+        await run.call("debug", {"action": "breakpoints", "file": "probe.py", "lines": [15]})
+        launched = await run.call("debug", {"action": "launch", "program": "probe.py"})
+        assert not launched.is_error and launched.data["stopped"]["line"] == 15, launched.plain
+        seen = {}
+        for name in ("key", "outside", "inside", "hook", "connect", "secret"):
+            r = await run.call("debug", {"action": "evaluate", "expression": f"str({name})"})
+            seen[name] = r.data["result"]
+        assert seen == {"key": "'FileNotFoundError'", "outside": "'OSError'", "inside": "'2'", "hook": "'OSError'",
+                        "connect": "'ConnectionRefusedError'", "secret": "'None'"}
+        await run.call("debug", {"action": "terminate"})
+    assert confined.accepted == 0 and not (confined.home / "x").exists()
+    assert (confined.root / "made-by-debuggee.txt").read_text() == "ok"
+
+
+async def test_delve_is_relayed_from_inside_the_sandbox(confined):
+    require_binary("dlv")
+    require_binary("go")
+    (confined.root / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
+    (confined.root / "main.go").write_text(
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nfunc main() {\n'
+        f'\t_, err := os.ReadFile("{confined.key}")\n'
+        '\tfmt.Println("read:", err != nil)\n}\n')
+    async with tether.open_run(confined.root, conversation_id="c", options={
+            "sandbox": True, "debug_stop_timeout": 120, "debug_launch_timeout": 240}) as run:
+        await run.call("debug", {"action": "breakpoints", "file": "main.go", "lines": [10]})
+        launched = await run.call("debug", {"action": "launch", "program": "."})
+        assert not launched.is_error and launched.data["stopped"]["line"] == 10, launched.plain
+        err = await run.call("debug", {"action": "evaluate", "expression": "err != nil"})
+        assert err.data["result"] == "true", err.plain
+        ended = await run.call("debug", {"action": "continue"})
+        assert "read: true" in ended.data["output"], ended.plain
+
+
+async def test_without_bubblewrap_a_sandboxed_launch_is_refused(confined, monkeypatch, tmp_path):
+    from tether import sandbox
+
+    (confined.root / "app.py").write_text("open('ran.txt', 'w')\n")
+    empty = tmp_path / "bin"  # python3, no bwrap
+    empty.mkdir()
+    (empty / "python3").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(empty))
+    sandbox.bwrap_problem.cache_clear()
+    try:
+        async with tether.open_run(confined.root, conversation_id="c", options={"sandbox": True}) as run:
+            refused = await run.call("debug", {"action": "launch", "program": "app.py"})
+    finally:
+        sandbox.bwrap_problem.cache_clear()
+    assert refused.is_error and refused.data["error"] == "sandbox_unavailable", refused.plain
+    assert "bubblewrap (bwrap) is not on PATH" in refused.plain and "Traceback" not in refused.plain
+    assert not (confined.root / "ran.txt").exists()
