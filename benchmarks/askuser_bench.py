@@ -71,7 +71,10 @@ async def harness(root: str, n: int = 5000) -> tuple[float, float]:
     from tether_askuser import plugin as askuser_plugin
 
     async with tether.open_run(
-        root, plugins=[NoopFamily(), askuser_plugin], load_entry_points=False, options={"ask_user_port": human}
+        root,
+        plugins=[NoopFamily(), askuser_plugin],
+        load_entry_points=False,
+        options={"ask_user_port": human},
     ) as run:
         for _ in range(500):
             await run.call("ask_user", QUESTION)
@@ -96,7 +99,9 @@ async def approval(root: str, n: int = 2000) -> tuple[float, float]:
     times = {}
     for on in (True, False):
         options = {"ask_user_port": human, "approval_by_card": on}
-        async with tether.open_run(root, plugins=[tether.files, askuser_plugin], load_entry_points=False, options=options) as run:
+        async with tether.open_run(
+            root, plugins=[tether.files, askuser_plugin], load_entry_points=False, options=options
+        ) as run:
             for _ in range(200):
                 await run.call("write", {"path": "w.txt", "content": "x"})
             got = []
@@ -150,7 +155,11 @@ def terminal_round_trips(script: str, root: str, n: int) -> float:
     path.write_text(script)
     proc = subprocess.Popen(
         [sys.executable, str(path), root, str(n), json.dumps(QUESTION)],
-        stdin=slave, stdout=subprocess.PIPE, stderr=slave, start_new_session=True, preexec_fn=_take_ctty,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=_take_ctty,
     )
     os.close(slave)
     screen, times = b"", []
@@ -189,21 +198,25 @@ async def mcp_round_trips(root: str, n: int = 100) -> tuple[float, float]:
 
     (Path(root) / "hello.txt").write_text("hello\n")
     env = dict(os.environ, TETHER_PLUGINS="askuser")
-    server = StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=env)
-    async with stdio_client(server) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=accept) as session:
-            await session.initialize()
-            ask, anchor = [], []
-            for i in range(n + 10):
-                t0 = time.perf_counter_ns()
-                r = await session.call_tool("ask_user", QUESTION)
-                t1 = time.perf_counter_ns()
-                p = await session.call_tool("read", {"path": "hello.txt"})
-                t2 = time.perf_counter_ns()
-                assert r.meta["tether/data"]["selected"] == ["SQLite"] and not p.is_error
-                if i >= 10:
-                    ask.append(t1 - t0)
-                    anchor.append(t2 - t1)
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=env
+    )
+    async with (
+        stdio_client(server) as (read, write),
+        ClientSession(read, write, elicitation_callback=accept) as session,
+    ):
+        await session.initialize()
+        ask, anchor = [], []
+        for i in range(n + 10):
+            t0 = time.perf_counter_ns()
+            r = await session.call_tool("ask_user", QUESTION)
+            t1 = time.perf_counter_ns()
+            p = await session.call_tool("read", {"path": "hello.txt"})
+            t2 = time.perf_counter_ns()
+            assert r.meta["tether/data"]["selected"] == ["SQLite"] and not p.is_error
+            if i >= 10:
+                ask.append(t1 - t0)
+                anchor.append(t2 - t1)
     return statistics.median(ask) / 1e6, statistics.median(anchor) / 1e6
 
 
@@ -217,12 +230,16 @@ def main() -> None:
         added = ask_us - noop_us
         print(f"harness port: ask_user round trip      {ask_us:8.1f} µs median (n=5000)")
         print(f"  anchor: no-op tool via run.call       {noop_us:8.1f} µs median")
-        print(f"  added by ask_user {added:6.1f} µs, ratio {ask_us / noop_us:.2f}x   target < 100 µs added: {verdict(added < 100)}")
+        print(
+            f"  added by ask_user {added:6.1f} µs, ratio {ask_us / noop_us:.2f}x   target < 100 µs added: {verdict(added < 100)}"
+        )
 
         on_us, off_us = asyncio.run(approval(root))
         print(f"approval by card: write approved       {on_us:8.1f} µs median (n=2000)")
         print(f"  anchor: same write, approval off      {off_us:8.1f} µs median")
-        print(f"  added by the card {on_us - off_us:6.1f} µs, ratio {on_us / off_us:.2f}x   target < 150 µs added: {verdict(on_us - off_us < 150)}")
+        print(
+            f"  added by the card {on_us - off_us:6.1f} µs, ratio {on_us / off_us:.2f}x   target < 150 µs added: {verdict(on_us - off_us < 150)}"
+        )
 
         n = 30
         tty_ms = terminal_round_trips(TETHER_CHILD, root, n)
@@ -230,8 +247,10 @@ def main() -> None:
         ratio = tty_ms / raw_ms
         print(f"terminal: keystroke -> result          {tty_ms:8.2f} ms median (n={n - 3})")
         print(f"  anchor: plain readline() on the tty   {raw_ms:8.2f} ms median")
-        print(f"  ratio {ratio:.2f}x, added {tty_ms - raw_ms:.2f} ms   target ratio <= 2.0 or < 5 ms added: "
-              f"{verdict(ratio <= 2.0 or tty_ms - raw_ms < 5)}")
+        print(
+            f"  ratio {ratio:.2f}x, added {tty_ms - raw_ms:.2f} ms   target ratio <= 2.0 or < 5 ms added: "
+            f"{verdict(ratio <= 2.0 or tty_ms - raw_ms < 5)}"
+        )
 
         mcp_ask, mcp_read = asyncio.run(mcp_round_trips(root))
         ratio = mcp_ask / mcp_read

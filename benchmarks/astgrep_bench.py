@@ -72,7 +72,11 @@ def rxjs_corpus(dest: Path) -> tuple[int, int, str]:
     cache.mkdir(parents=True, exist_ok=True)
     tgz = cache / "rxjs-7.8.2.tgz"
     if not tgz.exists():
-        subprocess.run(["npm", "pack", RXJS, "--pack-destination", str(cache), "--silent"], check=True, capture_output=True)
+        subprocess.run(
+            ["npm", "pack", RXJS, "--pack-destination", str(cache), "--silent"],
+            check=True,
+            capture_output=True,
+        )
     unpacked = Path(tempfile.mkdtemp(prefix="rxjs-", dir=dest.parent))
     with tarfile.open(tgz) as tar:
         tar.extractall(unpacked, filter="data")
@@ -97,7 +101,12 @@ def sg_binary() -> str:
 
 def run_sg(query, language: str, corpus: Path) -> tuple[float, set]:
     if isinstance(query, dict):
-        cmd = [sg_binary(), "scan", "--inline-rules", json.dumps({"id": "bench", "language": language, "rule": query})]
+        cmd = [
+            sg_binary(),
+            "scan",
+            "--inline-rules",
+            json.dumps({"id": "bench", "language": language, "rule": query}),
+        ]
     else:
         cmd = [sg_binary(), "run", "-p", query, "-l", language]
     t0 = time.perf_counter()
@@ -151,7 +160,9 @@ async def main() -> None:
         for name, corpus in corpora.items():  # warm the OS file cache for both tools
             row = next(r for r in ROWS if r[0] == name)
             run_sg(row[2], row[1], corpus)
-        print(f"{'corpus':7} {'pattern or rule':34} {'ast-grep':>9} {'cold':>8} {'ratio':>6} {'repeat':>8} {'ratio':>6}  matches  same")
+        print(
+            f"{'corpus':7} {'pattern or rule':34} {'ast-grep':>9} {'cold':>8} {'ratio':>6} {'repeat':>8} {'ratio':>6}  matches  same"
+        )
         for name, language, query in ROWS:
             corpus = corpora[name]
             sg_times, cold_times, warm_times = [], [], []
@@ -168,9 +179,13 @@ async def main() -> None:
             sg_med, cold, warm = (statistics.median(x) for x in (sg_times, cold_times, warm_times))
             same = "yes" if ours == sg_found else f"NO (+{len(ours - sg_found)} -{len(sg_found - ours)})"
             shown = ("rule: print inside a def" if isinstance(query, dict) else query)[:34]
-            print(f"{name:7} {shown:34} {sg_med:8.2f}s {cold:7.2f}s {cold / sg_med:5.2f}x {warm:7.3f}s {warm / sg_med:5.2f}x"
-                  f"  {len(ours):7}  {same}")
-        print("targets: cold <= 1.00x the ast-grep CLI, repeated <= 0.05x; 'same' compares (file, byte range) sets")
+            print(
+                f"{name:7} {shown:34} {sg_med:8.2f}s {cold:7.2f}s {cold / sg_med:5.2f}x {warm:7.3f}s {warm / sg_med:5.2f}x"
+                f"  {len(ours):7}  {same}"
+            )
+        print(
+            "targets: cold <= 1.00x the ast-grep CLI, repeated <= 0.05x; 'same' compares (file, byte range) sets"
+        )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ class PtyProcess:
         while True:
             m = re.search(pattern, self.screen)
             if m:
-                self.screen = self.screen[m.end():]
+                self.screen = self.screen[m.end() :]
                 return m
             if time.monotonic() > deadline:
                 raise AssertionError(f"terminal never showed {pattern!r}; it showed:\n{self.screen}")

@@ -140,17 +140,23 @@ async def test_always_allow_lets_later_calls_of_that_tool_through_for_this_run_o
         again = await asyncio.wait_for(run.call("write", {"path": "more.txt", "content": "y"}), 5)
         assert not again.is_error and port.questions.empty()
         # another tool still needs its own card
-        other = asyncio.create_task(run.call("edit", {"path": "more.txt", "old_string": "y", "new_string": "z"}))
+        other = asyncio.create_task(
+            run.call("edit", {"path": "more.txt", "old_string": "y", "new_string": "z"})
+        )
         card = await asyncio.wait_for(port.questions.get(), 5)
         assert card.question.question.startswith("Allow the agent to call edit")
         card.choose("Deny")
         assert (await other).is_error
-    async with opened(tmp_path, ask_user_port=QueuePort(), approval_by_card=True, approval_timeout=0.2) as run:
+    async with opened(
+        tmp_path, ask_user_port=QueuePort(), approval_by_card=True, approval_timeout=0.2
+    ) as run:
         fresh = await run.call("write", WRITE)  # a new run asks again (and nobody answers here)
     assert fresh.is_error and "nobody answered" in fresh.plain
 
 
-@pytest.mark.parametrize("env, gated", [("1", True), ("write,exec", True), ("exec", False), ("0", False), ("", False)])
+@pytest.mark.parametrize(
+    "env, gated", [("1", True), ("write,exec", True), ("exec", False), ("0", False), ("", False)]
+)
 async def test_environment_switch_for_the_commands(tmp_path, monkeypatch, env, gated):
     async def deny(q):
         return Answer.choose("Deny")

@@ -25,7 +25,10 @@ async def run(tmp_path):
     "args, expected",
     [
         ({"question": "BAD", "allow_free_text": False}, "there are no options and allow_free_text is false"),
-        ({"question": "BAD", "options": [{"label": "Yes"}, {"label": "yes "}]}, 'options[1].label "yes " duplicates options[0].label'),
+        (
+            {"question": "BAD", "options": [{"label": "Yes"}, {"label": "yes "}]},
+            'options[1].label "yes " duplicates options[0].label',
+        ),
         ({"question": "BAD", "multi_select": True}, "multi_select needs options"),
         ({"question": "   "}, "question is empty"),
         ({"question": ""}, "question: must not be empty"),
@@ -36,7 +39,10 @@ async def run(tmp_path):
         ({"question": "BAD", "multi_select": "yes"}, "multi_select: expected boolean"),
         ({"question": "BAD", "options": [{"label": str(i)} for i in range(21)]}, "takes at most 20 items"),
         ({"questions": "BAD"}, "did you mean 'question'"),
-        ({"question": "BAD", "options": [{"label": "x" * 201}]}, "options[0].label: must be at most 200 characters, got 201"),
+        (
+            {"question": "BAD", "options": [{"label": "x" * 201}]},
+            "options[0].label: must be at most 200 characters, got 201",
+        ),
         ({"question": "BAD" * 700}, "question: must be at most 2000 characters"),
         ({}, "missing required argument 'question'"),
     ],

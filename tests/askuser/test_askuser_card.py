@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tether_askuser.card import Answer, check_answer, make_question, parse_typed
 
 OPTS = [("Postgres", None), ("SQLite", None), ("Redis", "cache")]
@@ -39,7 +38,12 @@ def test_free_text_question_without_options_takes_digits_as_text():
     assert parse_typed(q, "4") == Answer.typed("4")
 
 
-labels = st.lists(st.text(min_size=1, max_size=12).filter(str.strip), min_size=1, max_size=6, unique_by=lambda s: " ".join(s.split()).casefold())
+labels = st.lists(
+    st.text(min_size=1, max_size=12).filter(str.strip),
+    min_size=1,
+    max_size=6,
+    unique_by=lambda s: " ".join(s.split()).casefold(),
+)
 
 
 @given(labels=labels, multi=st.booleans(), free=st.booleans(), line=st.text(max_size=20))

@@ -44,11 +44,21 @@ async def ask(tmp_path, elicit, args):
 
 async def test_accept_single_choice(tmp_path):
     elicit, sent = elicit_replying(("accept", {"choice": "SQLite"}))
-    result = await ask(tmp_path, elicit, {"question": "Which DB?", "context": "for tests", "options": OPTIONS})
-    assert result.data == {"status": "answered", "selected": ["SQLite"], "text": None, "port": "MCP client (elicitation)"}
+    result = await ask(
+        tmp_path, elicit, {"question": "Which DB?", "context": "for tests", "options": OPTIONS}
+    )
+    assert result.data == {
+        "status": "answered",
+        "selected": ["SQLite"],
+        "text": None,
+        "port": "MCP client (elicitation)",
+    }
     message, schema = sent[0]
     assert message == "Which DB?\n\nfor tests"
-    assert schema["properties"]["choice"]["oneOf"][0] == {"const": "Postgres", "title": "1. Postgres - production default"}
+    assert schema["properties"]["choice"]["oneOf"][0] == {
+        "const": "Postgres",
+        "title": "1. Postgres - production default",
+    }
     assert "required" not in schema  # free text is allowed, so neither field is required
 
 
@@ -92,15 +102,24 @@ def test_schemas_are_flat_forms():
     single_only = requested_schema(make_question("q", None, [("a", None), ("b", "bee")], False, False))
     assert single_only == {
         "type": "object",
-        "properties": {"choice": {"type": "string", "title": "Choose one", "oneOf": [
-            {"const": "a", "title": "1. a"}, {"const": "b", "title": "2. b - bee"}]}},
+        "properties": {
+            "choice": {
+                "type": "string",
+                "title": "Choose one",
+                "oneOf": [{"const": "a", "title": "1. a"}, {"const": "b", "title": "2. b - bee"}],
+            }
+        },
         "required": ["choice"],
     }
     multi_only = requested_schema(make_question("q", None, [("a", None)], False, True))
     assert multi_only["properties"]["choices"]["items"] == {"anyOf": [{"const": "a", "title": "1. a"}]}
     assert multi_only["properties"]["choices"]["minItems"] == 1 and multi_only["required"] == ["choices"]
     text_only = requested_schema(make_question("q", None, [], True, False))
-    assert text_only == {"type": "object", "properties": {"answer": {"type": "string", "title": "Your answer"}}, "required": ["answer"]}
+    assert text_only == {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "title": "Your answer"}},
+        "required": ["answer"],
+    }
     both = requested_schema(make_question("q", None, [("a", None)], True, True))
     assert set(both["properties"]) == {"choices", "answer"} and "required" not in both
     for schema in (single_only, multi_only, text_only, both):
@@ -113,7 +132,9 @@ def test_schemas_are_flat_forms():
 
 def server(root, **extra_env):
     env = dict(os.environ, TETHER_PLUGINS="askuser", **extra_env)
-    return StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)], env=env
+    )
 
 
 def answering(*results):
@@ -137,46 +158,49 @@ async def test_serve_with_elicitation_asks_through_the_client(tmp_path, no_lefto
         types.ElicitResult(action="cancel"),
         types.ErrorData(code=types.INTERNAL_ERROR, message="the window was closed"),
     )
-    async with stdio_client(server(tmp_path)) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=callback) as session:
-            await session.initialize()
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert tools["ask_user"].annotations.read_only_hint is True
+    async with (
+        stdio_client(server(tmp_path)) as (read, write),
+        ClientSession(read, write, elicitation_callback=callback) as session,
+    ):
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["ask_user"].annotations.read_only_hint is True
 
-            first = await session.call_tool("ask_user", {"question": "Which DB?", "options": OPTIONS})
-            assert first.is_error is False
-            assert first.meta["tether/data"]["selected"] == ["Postgres"]
-            assert '["Postgres"]' in first.content[0].text
-            assert seen[0].message == "Which DB?"
-            assert seen[0].requested_schema["properties"]["choice"]["oneOf"][1]["const"] == "SQLite"
+        first = await session.call_tool("ask_user", {"question": "Which DB?", "options": OPTIONS})
+        assert first.is_error is False
+        assert first.meta["tether/data"]["selected"] == ["Postgres"]
+        assert '["Postgres"]' in first.content[0].text
+        assert seen[0].message == "Which DB?"
+        assert seen[0].requested_schema["properties"]["choice"]["oneOf"][1]["const"] == "SQLite"
 
-            multi = await session.call_tool("ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True})
-            assert multi.meta["tether/data"]["selected"] == ["SQLite"]
-            assert multi.meta["tether/data"]["text"] == "and a cache"
+        multi = await session.call_tool(
+            "ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True}
+        )
+        assert multi.meta["tether/data"]["selected"] == ["SQLite"]
+        assert multi.meta["tether/data"]["text"] == "and a cache"
 
-            for _ in ("decline", "cancel"):
-                skipped = await session.call_tool("ask_user", {"question": "Name?"})
-                assert skipped.is_error is False and skipped.meta["tether/data"]["status"] == "skipped"
+        for _ in ("decline", "cancel"):
+            skipped = await session.call_tool("ask_user", {"question": "Name?"})
+            assert skipped.is_error is False and skipped.meta["tether/data"]["status"] == "skipped"
 
-            failed = await session.call_tool("ask_user", {"question": "Name?"})
-            assert failed.is_error is True
-            assert failed.meta["tether/data"]["status"] == "disconnected"
-            assert "the window was closed" in failed.content[0].text
+        failed = await session.call_tool("ask_user", {"question": "Name?"})
+        assert failed.is_error is True
+        assert failed.meta["tether/data"]["status"] == "disconnected"
+        assert "the window was closed" in failed.content[0].text
 
-            bad = await session.call_tool("ask_user", {"question": "Name?", "multi_select": True})
-            assert bad.is_error is True and "multi_select needs options" in bad.content[0].text
-            assert len(seen) == 5  # the bad call never reached the human
+        bad = await session.call_tool("ask_user", {"question": "Name?", "multi_select": True})
+        assert bad.is_error is True and "multi_select needs options" in bad.content[0].text
+        assert len(seen) == 5  # the bad call never reached the human
 
 
 async def test_serve_without_elicitation_capability_has_no_ask_user(tmp_path, no_leftover_processes):
-    async with stdio_client(server(tmp_path)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            names = [t.name for t in (await session.list_tools()).tools]
-            assert "ask_user" not in names
-            result = await session.call_tool("ask_user", {"question": "Anyone?"})
-            assert result.is_error is True
-            assert "askuser: no human is reachable" in result.content[0].text
+    async with stdio_client(server(tmp_path)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        names = [t.name for t in (await session.list_tools()).tools]
+        assert "ask_user" not in names
+        result = await session.call_tool("ask_user", {"question": "Anyone?"})
+        assert result.is_error is True
+        assert "askuser: no human is reachable" in result.content[0].text
 
 
 async def test_client_leaving_mid_question_ends_the_server(tmp_path, no_leftover_processes):
@@ -213,15 +237,17 @@ async def test_serve_timeout_is_an_error_and_the_form_is_withdrawn(tmp_path, no_
             raise
 
     callback, _ = answering(slow_human)
-    async with stdio_client(server(tmp_path, TETHER_ASK_USER_TIMEOUT="0.5")) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=callback) as session:
-            await session.initialize()
-            t0 = time.monotonic()
-            result = await asyncio.wait_for(session.call_tool("ask_user", {"question": "Anyone?"}), 15)
-            assert time.monotonic() - t0 < 5
-            assert result.is_error is True and result.meta["tether/data"]["status"] == "timeout"
-            assert "nobody answered within 0.5 s" in result.content[0].text
-            await asyncio.wait_for(withdrawn.wait(), 5)
+    async with (
+        stdio_client(server(tmp_path, TETHER_ASK_USER_TIMEOUT="0.5")) as (read, write),
+        ClientSession(read, write, elicitation_callback=callback) as session,
+    ):
+        await session.initialize()
+        t0 = time.monotonic()
+        result = await asyncio.wait_for(session.call_tool("ask_user", {"question": "Anyone?"}), 15)
+        assert time.monotonic() - t0 < 5
+        assert result.is_error is True and result.meta["tether/data"]["status"] == "timeout"
+        assert "nobody answered within 0.5 s" in result.content[0].text
+        await asyncio.wait_for(withdrawn.wait(), 5)
 
 
 async def test_serve_approval_by_card_through_elicitation(tmp_path, no_leftover_processes):
@@ -230,19 +256,24 @@ async def test_serve_approval_by_card_through_elicitation(tmp_path, no_leftover_
         types.ElicitResult(action="decline"),
         types.ElicitResult(action="accept", content={"answer": "use b.txt instead"}),
     )
-    async with stdio_client(server(tmp_path, TETHER_APPROVAL_BY_CARD="write")) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=callback) as session:
-            await session.initialize()
-            allowed = await session.call_tool("write", {"path": "a.txt", "content": "x"})
-            assert allowed.is_error is False and (tmp_path / "a.txt").read_text() == "x"
-            assert seen[0].message.startswith("Permission needed: Allow the agent to call write (write)?")
-            assert '"path": "a.txt"' in seen[0].message
-            assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == [
-                "Allow", "Deny", "Always allow"]
-            declined = await session.call_tool("write", {"path": "c.txt", "content": "x"})
-            assert declined.is_error is True and "skipped the approval card" in declined.content[0].text
-            told = await session.call_tool("write", {"path": "c.txt", "content": "x"})
-            assert told.is_error is True and 'said: "use b.txt instead"' in told.content[0].text
-            assert not (tmp_path / "c.txt").exists()
-            read_result = await session.call_tool("read", {"path": "a.txt"})  # read tier is not gated here
-            assert read_result.is_error is False and len(seen) == 3
+    async with (
+        stdio_client(server(tmp_path, TETHER_APPROVAL_BY_CARD="write")) as (read, write),
+        ClientSession(read, write, elicitation_callback=callback) as session,
+    ):
+        await session.initialize()
+        allowed = await session.call_tool("write", {"path": "a.txt", "content": "x"})
+        assert allowed.is_error is False and (tmp_path / "a.txt").read_text() == "x"
+        assert seen[0].message.startswith("Permission needed: Allow the agent to call write (write)?")
+        assert '"path": "a.txt"' in seen[0].message
+        assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == [
+            "Allow",
+            "Deny",
+            "Always allow",
+        ]
+        declined = await session.call_tool("write", {"path": "c.txt", "content": "x"})
+        assert declined.is_error is True and "skipped the approval card" in declined.content[0].text
+        told = await session.call_tool("write", {"path": "c.txt", "content": "x"})
+        assert told.is_error is True and 'said: "use b.txt instead"' in told.content[0].text
+        assert not (tmp_path / "c.txt").exists()
+        read_result = await session.call_tool("read", {"path": "a.txt"})  # read tier is not gated here
+        assert read_result.is_error is False and len(seen) == 3

@@ -20,7 +20,9 @@ async def test_callable_port_gets_the_card_and_its_answer_comes_back(tmp_path):
         return Answer.choose("SQLite")
 
     async with tether.open_run(tmp_path, options={"ask_user_port": human}) as run:
-        result = await run.call("ask_user", {"question": " Which DB? ", "context": "migrations", "options": OPTIONS})
+        result = await run.call(
+            "ask_user", {"question": " Which DB? ", "context": "migrations", "options": OPTIONS}
+        )
     assert not result.is_error
     assert result.data == {"status": "answered", "selected": ["SQLite"], "text": None, "port": "harness"}
     assert seen[0].question == "Which DB?"
@@ -136,7 +138,9 @@ async def test_typed_text_when_free_text_not_allowed_fails_closed(tmp_path):
         return Answer.typed("whatever")
 
     async with tether.open_run(tmp_path, options={"ask_user_port": typer}) as run:
-        result = await run.call("ask_user", {"question": "Which?", "options": OPTIONS, "allow_free_text": False})
+        result = await run.call(
+            "ask_user", {"question": "Which?", "options": OPTIONS, "allow_free_text": False}
+        )
     assert result.is_error and "free text was not allowed" in result.plain
 
 
@@ -210,7 +214,7 @@ async def test_progress_heartbeat_while_the_human_thinks(tmp_path):
         count = len(beats)
         await asyncio.sleep(0.2)
     assert len(beats) == count  # the heartbeat stops with the answer
-    assert beats[0][1] == 30 and "waiting for the human's answer (30 s left)" == beats[0][2]
+    assert beats[0][1] == 30 and beats[0][2] == "waiting for the human's answer (30 s left)"
     assert beats[-1][0] > beats[0][0]
 
 

@@ -33,8 +33,11 @@ def answering(*replies):
 
 @asynccontextmanager
 async def connect(root, mode, callback=None, **env):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)],
-                                   env=dict(os.environ, TETHER_PLUGINS="askuser", **env))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tether.cli", "serve", "--root", str(root)],
+        env=dict(os.environ, TETHER_PLUGINS="askuser", **env),
+    )
     async with Client(params, mode=mode, elicitation_callback=callback) as client:
         assert client.protocol_version == REVISIONS[mode]
         yield client
@@ -53,13 +56,23 @@ async def test_accept_decline_cancel_and_a_refused_form(tmp_path, mode, no_lefto
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert tools["ask_user"].annotations.read_only_hint is True
 
-        first = await client.call_tool("ask_user", {"question": "Which DB?", "context": "for tests", "options": OPTIONS})
+        first = await client.call_tool(
+            "ask_user", {"question": "Which DB?", "context": "for tests", "options": OPTIONS}
+        )
         assert first.is_error is False and first.meta["tether/data"]["selected"] == ["Postgres"]
         assert seen[0].message == "Which DB?\n\nfor tests"
-        assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == ["Postgres", "SQLite"]
+        assert [o["const"] for o in seen[0].requested_schema["properties"]["choice"]["oneOf"]] == [
+            "Postgres",
+            "SQLite",
+        ]
 
-        multi = await client.call_tool("ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True})
-        assert multi.meta["tether/data"]["selected"] == ["SQLite"] and multi.meta["tether/data"]["text"] == "and a cache"
+        multi = await client.call_tool(
+            "ask_user", {"question": "Which?", "options": OPTIONS, "multi_select": True}
+        )
+        assert (
+            multi.meta["tether/data"]["selected"] == ["SQLite"]
+            and multi.meta["tether/data"]["text"] == "and a cache"
+        )
         for _ in ("decline", "cancel"):
             skipped = await client.call_tool("ask_user", {"question": "Name?"})
             assert skipped.is_error is False and skipped.meta["tether/data"]["status"] == "skipped"
@@ -80,7 +93,9 @@ async def test_without_elicitation_in_the_request_meta_there_is_no_ask_user(tmp_
         assert result.is_error is True and "askuser: no human is reachable" in result.content[0].text
 
 
-async def test_a_retry_resumes_the_same_question_and_a_card_is_never_asked_twice(tmp_path, no_leftover_processes):
+async def test_a_retry_resumes_the_same_question_and_a_card_is_never_asked_twice(
+    tmp_path, no_leftover_processes
+):
     callback, seen = answering()
     async with connect(tmp_path, "auto", callback) as client:
         args = {"question": "Which DB?", "options": OPTIONS}
@@ -90,29 +105,47 @@ async def test_a_retry_resumes_the_same_question_and_a_card_is_never_asked_twice
         assert form.params.message == "Which DB?" and "choice" in form.params.requested_schema["properties"]
 
         answer = {key: types.ElicitResult(action="accept", content={"choice": "SQLite"})}
-        done = await client.session.call_tool("ask_user", args, input_responses=answer,
-                                              request_state=asked.request_state, allow_input_required=True)
+        done = await client.session.call_tool(
+            "ask_user",
+            args,
+            input_responses=answer,
+            request_state=asked.request_state,
+            allow_input_required=True,
+        )
         assert done.is_error is False and done.meta["tether/data"]["selected"] == ["SQLite"]
 
         # the same state again: the question was answered, it is not put to the human a second time
-        again = await client.session.call_tool("ask_user", args, input_responses=answer,
-                                               request_state=asked.request_state, allow_input_required=True)
+        again = await client.session.call_tool(
+            "ask_user",
+            args,
+            input_responses=answer,
+            request_state=asked.request_state,
+            allow_input_required=True,
+        )
         assert again.is_error is True and "a card is never asked twice" in again.content[0].text
 
         # the state is sealed and bound to the call: another call's arguments, or a forged state, are refused
         with pytest.raises(MCPError, match="Invalid or expired requestState"):
-            await client.session.call_tool("ask_user", {"question": "Other?"}, input_responses=answer,
-                                           request_state=asked.request_state, allow_input_required=True)
+            await client.session.call_tool(
+                "ask_user",
+                {"question": "Other?"},
+                input_responses=answer,
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
         with pytest.raises(MCPError, match="Invalid or expired requestState"):
-            await client.session.call_tool("ask_user", args, request_state='{"call": "x"}', allow_input_required=True)
+            await client.session.call_tool(
+                "ask_user", args, request_state='{"call": "x"}', allow_input_required=True
+            )
     assert seen == []  # every round above was driven by hand
 
 
 async def test_a_retry_without_the_answer_fails_the_card_closed(tmp_path, no_leftover_processes):
     async with connect(tmp_path, "auto", answering()[0]) as client:
         asked = await client.session.call_tool("ask_user", {"question": "Name?"}, allow_input_required=True)
-        retried = await client.session.call_tool("ask_user", {"question": "Name?"}, request_state=asked.request_state,
-                                                 allow_input_required=True)
+        retried = await client.session.call_tool(
+            "ask_user", {"question": "Name?"}, request_state=asked.request_state, allow_input_required=True
+        )
         assert retried.is_error is True and retried.meta["tether/data"]["status"] == "disconnected"
         assert "retried the call without answering the card" in retried.content[0].text
 
@@ -122,8 +155,12 @@ async def test_a_client_that_never_retries_meets_the_timeout(tmp_path, no_leftov
         asked = await client.session.call_tool("ask_user", {"question": "Name?"}, allow_input_required=True)
         await asyncio.sleep(1.0)  # the client keeps the form for longer than the card's timeout
         late = await client.session.call_tool(
-            "ask_user", {"question": "Name?"}, allow_input_required=True, request_state=asked.request_state,
-            input_responses={"card1": types.ElicitResult(action="accept", content={"answer": "too late"})})
+            "ask_user",
+            {"question": "Name?"},
+            allow_input_required=True,
+            request_state=asked.request_state,
+            input_responses={"card1": types.ElicitResult(action="accept", content={"answer": "too late"})},
+        )
         assert late.is_error is True and late.meta["tether/data"]["status"] == "timeout"
         assert "nobody answered within 0.3 s" in late.content[0].text
 

@@ -22,7 +22,9 @@ QUESTION = {
 
 
 def call(pty_spawn, tmp_path, args: dict, env: dict | None = None, stdin_tty: bool = True):
-    return pty_spawn([TETHER, "call", "ask_user", json.dumps(args), "--root", str(tmp_path), "--json"], env, stdin_tty)
+    return pty_spawn(
+        [TETHER, "call", "ask_user", json.dumps(args), "--root", str(tmp_path), "--json"], env, stdin_tty
+    )
 
 
 def result_of(p) -> dict:
@@ -68,7 +70,10 @@ def test_free_text_answer(pty_spawn, tmp_path):
     p.type('billing "v2", please\n')
     result = result_of(p)
     assert result["data"] == {
-        "status": "answered", "selected": [], "text": 'billing "v2", please', "port": "terminal"
+        "status": "answered",
+        "selected": [],
+        "text": 'billing "v2", please',
+        "port": "terminal",
     }
     assert 'Typed answer (JSON string): "billing \\"v2\\", please"' in result["content"][0]["text"]
 
@@ -146,7 +151,9 @@ def test_terminal_hang_up_mid_question_is_an_error_not_a_hang(pty_spawn, tmp_pat
     result = json.loads(out)
     assert result["is_error"] is True
     assert result["data"]["status"] == "disconnected"
-    assert "terminal" in result["content"][0]["text"] and "Do not ask this again" in result["content"][0]["text"]
+    assert (
+        "terminal" in result["content"][0]["text"] and "Do not ask this again" in result["content"][0]["text"]
+    )
 
 
 def test_cli_process_on_a_hung_up_terminal_ends(pty_spawn, tmp_path):
@@ -155,7 +162,10 @@ def test_cli_process_on_a_hung_up_terminal_ends(pty_spawn, tmp_path):
     p.hang_up()
     code, out = p.finish(timeout=20)
     # the kernel hangs up the session (SIGHUP) or the port reports the disconnect: either way it ends, no answer
-    assert code == -signal.SIGHUP or (code == 1 and json.loads(out)["data"]["status"] == "disconnected"), (code, out)
+    assert code == -signal.SIGHUP or (code == 1 and json.loads(out)["data"]["status"] == "disconnected"), (
+        code,
+        out,
+    )
 
 
 def test_not_registered_when_stdin_is_not_a_tty(pty_spawn, tmp_path):
@@ -179,7 +189,10 @@ def test_registered_with_a_tty(pty_spawn, tmp_path):
 
 
 def test_escape_sequences_from_the_model_are_shown_not_obeyed(pty_spawn, tmp_path):
-    sneaky = {"question": "Delete the cache?\x1b[2J\x1b[Hplease say yes", "options": [{"label": "yes\x1b[8m hidden"}]}
+    sneaky = {
+        "question": "Delete the cache?\x1b[2J\x1b[Hplease say yes",
+        "options": [{"label": "yes\x1b[8m hidden"}],
+    }
     p = call(pty_spawn, tmp_path, sneaky)
     p.expect(r"Delete the cache\?\\x1b\[2J\\x1b\[Hplease say yes")
     p.expect(r"1\. yes\\x1b\[8m hidden")
@@ -201,7 +214,9 @@ def test_background_job_refuses_instead_of_being_stopped_by_the_terminal(pty_spa
     script = tmp_path / "bg.py"
     script.write_text(BACKGROUND_SCRIPT)
     args = json.dumps({"question": "Which?", "options": QUESTION["options"]})
-    p = pty_spawn([sys.executable, str(script), TETHER, "call", "ask_user", args, "--root", str(tmp_path), "--json"])
+    p = pty_spawn(
+        [sys.executable, str(script), TETHER, "call", "ask_user", args, "--root", str(tmp_path), "--json"]
+    )
     code, out = p.finish(timeout=30)
     assert code == 0
     result = json.loads(out)
@@ -233,7 +248,9 @@ def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
     p.expect(r"Permission needed")
     p.expect(r"Allow the agent to call write \(write\)\?")
     p.expect(r'"path": "a.txt"')
-    p.expect(r"1\. Allow - run this call\s+2\. Deny - refuse this call\s+3\. Always allow - run this and every later write call")
+    p.expect(
+        r"1\. Allow - run this call\s+2\. Deny - refuse this call\s+3\. Always allow - run this and every later write call"
+    )
     p.expect(r"\n> ")
     p.type("1\n")
     p.expect(r'"path": "b.txt"')
@@ -243,7 +260,10 @@ def test_approval_card_on_the_terminal(pty_spawn, tmp_path):
     assert code == 0
     first, second = (json.loads(line) for line in out.splitlines())
     assert first["is_error"] is False and (tmp_path / "a.txt").read_text() == "x"
-    assert second["is_error"] is True and 'the human refused it and said: "not b, please"' in second["content"][0]["text"]
+    assert (
+        second["is_error"] is True
+        and 'the human refused it and said: "not b, please"' in second["content"][0]["text"]
+    )
     assert not (tmp_path / "b.txt").exists()
 
 

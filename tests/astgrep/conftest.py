@@ -26,7 +26,9 @@ def sg():
     return lambda *a, **k: _run_sg(binary, *a, **k)
 
 
-def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = None, update: bool = False) -> list[dict]:
+def _run_sg(
+    sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = None, update: bool = False
+) -> list[dict]:
     """ast-grep's matches as JSON objects (with --rewrite, its replacements)."""
     cmd = [sg, "run", "-p", pattern, "-l", lang, "--json=stream"]
     if rewrite is not None:
@@ -34,7 +36,9 @@ def _run_sg(sg: str, pattern: str, path: Path, lang: str, rewrite: str | None = 
     if update:
         cmd = [sg, "run", "-p", pattern, "-l", lang, "-r", rewrite or "", "-U"]
     cmd.append(str(path))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False
+    )
     # exit 1 is "no match" and a pattern ast-grep cannot parse finds nothing there either; any other
     # failure (a bad flag, an unreadable path) must not pass as an empty result
     refused = "Cannot parse query as a valid pattern" in proc.stderr
@@ -54,7 +58,9 @@ def sg_scan():
     def scan(config: dict, path: Path, update: bool = False) -> list[dict]:
         cmd = [binary, "scan", "--inline-rules", json.dumps({"id": "t", **config})]
         cmd += ["-U", str(path)] if update else ["--json=stream", str(path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False
+        )
         assert proc.returncode in (0, 1) and "error" not in proc.stderr.lower(), (
             f"ast-grep scan failed (exit {proc.returncode}): {proc.stderr.strip()}"
         )

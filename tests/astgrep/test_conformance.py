@@ -14,10 +14,29 @@ import pytest
 import tether
 
 EXT = {
-    "python": "py", "javascript": "js", "typescript": "ts", "tsx": "tsx", "go": "go", "rust": "rs", "php": "php",
-    "solidity": "sol", "nix": "nix", "bash": "sh", "css": "css", "csharp": "cs", "kotlin": "kt", "lua": "lua",
-    "swift": "swift", "ruby": "rb", "scala": "scala", "elixir": "ex", "haskell": "hs", "hcl": "tf", "json": "json",
-    "yaml": "yaml", "html": "html",
+    "python": "py",
+    "javascript": "js",
+    "typescript": "ts",
+    "tsx": "tsx",
+    "go": "go",
+    "rust": "rs",
+    "php": "php",
+    "solidity": "sol",
+    "nix": "nix",
+    "bash": "sh",
+    "css": "css",
+    "csharp": "cs",
+    "kotlin": "kt",
+    "lua": "lua",
+    "swift": "swift",
+    "ruby": "rb",
+    "scala": "scala",
+    "elixir": "ex",
+    "haskell": "hs",
+    "hcl": "tf",
+    "json": "json",
+    "yaml": "yaml",
+    "html": "html",
 }
 
 # (language, pattern, source)
@@ -32,15 +51,27 @@ SEARCH = [
     ("python", "foo($$$A, last)", "foo(last)\nfoo(1, last)\nfoo(1, 2)\nfoo(1, last, 2)\n"),
     ("python", "foo($$$A, b, $$$C)", "foo(b)\nfoo(a, b)\nfoo(a, b, c)\nfoo(a, c)\n"),
     ("python", "$A == $A", "x == x\nx == y\nf(1) == f( 1 )\na.b == a . b\n"),
-    ("python", "def $F($$$ARGS): $$$BODY", "def f(a, b):\n    return 1\n\nasync def g(): pass\n\ndef h() -> int:\n    pass\n\nclass C:\n    def m(self):\n        def inner(): pass\n"),
+    (
+        "python",
+        "def $F($$$ARGS): $$$BODY",
+        "def f(a, b):\n    return 1\n\nasync def g(): pass\n\ndef h() -> int:\n    pass\n\nclass C:\n    def m(self):\n        def inner(): pass\n",
+    ),
     ("python", "foo($A, $B)", "foo(a, # first\n    b)\nfoo(a,b)\nfoo(a, b, c)\n"),
     ("python", "foo(a, b)", "foo(a, # note\n    b)\nfoo(a, b)\n"),
     ("python", "if $C:\n    $$$B", "if x:\n    a()\n    b()\nif y: pass\nif z:\n    c()\nelse:\n    d()\n"),
-    ("python", "class $C($$$BASES):\n    $$$BODY", "class A(B, C):\n    x = 1\n\nclass D:\n    pass\n\nclass E(F):\n    def g(self): pass\n"),
+    (
+        "python",
+        "class $C($$$BASES):\n    $$$BODY",
+        "class A(B, C):\n    x = 1\n\nclass D:\n    pass\n\nclass E(F):\n    def g(self): pass\n",
+    ),
     ("python", "return $A", "def f():\n    return 1\n    return\n    return a, b\n"),
     ("python", "$A = $B", "x = 1\ny: int = 2\na, b = 1, 2\nc = d = 3\nz += 1\n"),
     ("python", "lambda $$$A: $B", "f = lambda: 0\ng = lambda x, y: x + y\n"),
-    ("python", "with open($F) as $H:\n    $$$B", "with open('a') as f:\n    f.read()\nwith open('b', 'w') as g:\n    pass\n"),
+    (
+        "python",
+        "with open($F) as $H:\n    $$$B",
+        "with open('a') as f:\n    f.read()\nwith open('b', 'w') as g:\n    pass\n",
+    ),
     ("python", "[$X for $X in $Y]", "[a for a in b]\n[a for c in b]\n[f(a) for a in b]\n"),
     ("python", "import $M", "import os\nimport os.path\nimport a, b\nfrom x import y\n"),
     ("python", "$F(x=$V)", "f(x=1)\ng(y=1)\nh(x=1, y=2)\n"),
@@ -49,7 +80,11 @@ SEARCH = [
     ("python", "$A.$B($$$)", "a.b()\nc.d(1, 2)\ne()\n"),
     ("python", "raise $E($$$)", "raise ValueError('x')\nraise KeyError\nraise E()\n"),
     ("python", "assert $A, $B", "assert x, 'msg'\nassert y\n"),
-    ("python", "try:\n    $$$A\nexcept $E:\n    $$$B", "try:\n    a()\nexcept ValueError:\n    b()\ntry:\n    c()\nexcept (A, B) as e:\n    d()\n"),
+    (
+        "python",
+        "try:\n    $$$A\nexcept $E:\n    $$$B",
+        "try:\n    a()\nexcept ValueError:\n    b()\ntry:\n    c()\nexcept (A, B) as e:\n    d()\n",
+    ),
     # -- javascript
     ("javascript", "console.log($$$A)", "console.log();\nconsole.log(1, 'two', x);\nconsole.error(1);\n"),
     ("javascript", "foo($A, b)", "foo(a, /* why */ b);\nfoo(a, b);\nfoo(a, c);\n"),
@@ -59,18 +94,30 @@ SEARCH = [
     ("python", "$F($$$A)", "x = re.compile \\\n  (1)\ny = g(2)\n"),
     ("javascript", "const $A = $B", "const a = 1;\nlet b = 2;\nconst c = 3, d = 4;\n"),
     ("javascript", "$A === $A", "x === x;\nx === y;\nf(1) === f(1);\n"),
-    ("javascript", "function $F($$$P) { $$$B }", "function f(a, b) { return a; }\nfunction g() {}\nconst h = function () {};\n"),
+    (
+        "javascript",
+        "function $F($$$P) { $$$B }",
+        "function f(a, b) { return a; }\nfunction g() {}\nconst h = function () {};\n",
+    ),
     ("javascript", "($P) => $F($P)", "(x) => bar(x);\n(x) => bar(y);\n"),
     ("javascript", "bar($A)", 'foo("bar(1)");\nbar(2);\n// bar(3)\n'),
     ("javascript", "new $C($$$)", "new Map();\nnew Set([1, 2]);\nMap();\n"),
     ("javascript", "if ($C) { $$$B }", "if (a) { b(); }\nif (c) d();\nif (e) { f(); } else { g(); }\n"),
-    ("javascript", "try {\n  $$$A\n} catch ($E) {\n  $$$B\n}", "try {\n  a();\n} catch (e) {\n  b();\n}\ntry { c(); } finally { d(); }\n"),
+    (
+        "javascript",
+        "try {\n  $$$A\n} catch ($E) {\n  $$$B\n}",
+        "try {\n  a();\n} catch (e) {\n  b();\n}\ntry { c(); } finally { d(); }\n",
+    ),
     ("javascript", "await $P", "async function f() {\n  await g();\n  const x = await h;\n}\n"),
     ("javascript", "$A && $A.b", "x && x.b;\nx && y.b;\n"),
     ("javascript", "$A.then($B)", "p.then(f);\np.then(f, g);\nq.catch(h);\n"),
     # -- typescript
     ("typescript", "let $A: $T = $V", "let a: number = 1;\nlet b = 2;\nlet c: string[] = [];\n"),
-    ("typescript", "function $F($$$P): $R { $$$B }", "function f(a: number): string { return ''; }\nfunction g() {}\n"),
+    (
+        "typescript",
+        "function $F($$$P): $R { $$$B }",
+        "function f(a: number): string { return ''; }\nfunction g() {}\n",
+    ),
     ("typescript", "interface $I { $$$B }", "interface A { x: number }\ninterface B extends A {}\n"),
     ("typescript", "$A as $T", "const x = y as string;\nconst z = <string>w;\n"),
     ("typescript", "type $T = $U", "type A = string;\ntype B<T> = T[];\n"),
@@ -78,10 +125,22 @@ SEARCH = [
     ("typescript", "enum $E { $$$M }", "enum Color { Red, Green }\nconst enum D { A = 1 }\n"),
     ("typescript", "$A?.$B", "a?.b;\na.b;\nc?.d?.e;\n"),
     # -- go
-    ("go", "if err != nil { $$$B }", "package main\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\tif x != nil { return nil }\n\treturn nil\n}\n"),
-    ("go", "func $F($$$P) $R { $$$B }", "package main\nfunc f(a int) int { return a }\nfunc g() {}\nfunc h() (int, error) { return 0, nil }\n"),
+    (
+        "go",
+        "if err != nil { $$$B }",
+        "package main\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\tif x != nil { return nil }\n\treturn nil\n}\n",
+    ),
+    (
+        "go",
+        "func $F($$$P) $R { $$$B }",
+        "package main\nfunc f(a int) int { return a }\nfunc g() {}\nfunc h() (int, error) { return 0, nil }\n",
+    ),
     ("go", "$A := $B", "package main\nfunc f() {\n\ta := 1\n\tb, c := 2, 3\n\td = 4\n}\n"),
-    ("go", "for $I := 0; $I < $N; $I++ { $$$B }", "package main\nfunc f() {\n\tfor i := 0; i < n; i++ {\n\t\tg(i)\n\t}\n\tfor j := 0; k < n; j++ {}\n}\n"),
+    (
+        "go",
+        "for $I := 0; $I < $N; $I++ { $$$B }",
+        "package main\nfunc f() {\n\tfor i := 0; i < n; i++ {\n\t\tg(i)\n\t}\n\tfor j := 0; k < n; j++ {}\n}\n",
+    ),
     ("go", "return $A, nil", "package main\nfunc f() (int, error) {\n\treturn 1, nil\n\treturn 0, err\n}\n"),
     ("go", "defer $F()", "package main\nfunc f() {\n\tdefer g()\n\tdefer h(1)\n}\n"),
     ("go", "$X.Close()", "package main\nfunc f() {\n\tf.Close()\n\tdefer g.Close()\n\tf.Open()\n}\n"),
@@ -90,47 +149,71 @@ SEARCH = [
     # -- rust
     ("rust", "let $A = $B;", "fn main() {\n    let x = 1;\n    let mut y = 2;\n    let z: u8 = 3;\n}\n"),
     ("rust", "println!($$$A)", 'fn main() {\n    println!("{}", x);\n    println!();\n    print!("x");\n}\n'),
-    ("rust", "fn $F($$$P) -> $R { $$$B }", "fn f(a: u8) -> u8 { a }\nfn g() {}\nfn h() -> Result<(), E> { Ok(()) }\n"),
-    ("rust", "$A.unwrap()", "fn main() {\n    let a = b.unwrap();\n    c.d().unwrap();\n    e.expect(\"x\");\n}\n"),
+    (
+        "rust",
+        "fn $F($$$P) -> $R { $$$B }",
+        "fn f(a: u8) -> u8 { a }\nfn g() {}\nfn h() -> Result<(), E> { Ok(()) }\n",
+    ),
+    (
+        "rust",
+        "$A.unwrap()",
+        'fn main() {\n    let a = b.unwrap();\n    c.d().unwrap();\n    e.expect("x");\n}\n',
+    ),
     ("rust", "match $X { $$$ARMS }", "fn main() {\n    match x { 1 => a(), _ => b() }\n}\n"),
     ("rust", "impl $T for $U { $$$B }", "impl Display for Foo {\n    fn fmt(&self) {}\n}\nimpl Foo {}\n"),
     ("rust", "Some($A)", "fn main() {\n    let a = Some(1);\n    if let Some(x) = y {}\n    None;\n}\n"),
     ("rust", "$A?", "fn f() -> R {\n    let a = g()?;\n    h(x?)\n}\n"),
     ("rust", "use $P;", "use std::fmt;\nuse a::{b, c};\n"),
-    ("rust", "if let Some($X) = $Y { $$$B }", "fn main() {\n    if let Some(x) = y { z(x); }\n    if let Ok(x) = y {}\n}\n"),
+    (
+        "rust",
+        "if let Some($X) = $Y { $$$B }",
+        "fn main() {\n    if let Some(x) = y { z(x); }\n    if let Ok(x) = y {}\n}\n",
+    ),
     # -- the other languages ast-grep has built in (PHP as PHP code, Solidity/bash with `$`, Nix with `_`)
     ("php", "$A->foo($B)", "<?php\n$x->foo(1);\n$y->bar(2);\nfunction f($a) { return $a->foo(3); }\n"),
     ("php", "function $F($$$P) { $$$B }", "<?php\nfunction f($a) { return 1; }\nfunction g() {}\n"),
     ("php", "echo $A;", "<?php\necho 'hi';\necho $x;\nprint 1;\n"),
-    ("solidity", "event $E($$$P);", "contract C {\n    event Transfer(address indexed from, uint256 value);\n    function f() public { emit Transfer(a, 1); }\n}\n"),
+    (
+        "solidity",
+        "event $E($$$P);",
+        "contract C {\n    event Transfer(address indexed from, uint256 value);\n    function f() public { emit Transfer(a, 1); }\n}\n",
+    ),
     ("nix", "lib.mkIf $C $B", "{ config, lib, ... }:\n{\n  x = lib.mkIf config.enable { a = 1; };\n}\n"),
     ("nix", "$A + $B", "{ x = 1 + 2; y = a + b; }\n"),
-    ("bash", "echo \"hi $A\"", "echo \"hi $name\"\necho \"hi\"\nfoo $x\n"),
+    ("bash", 'echo "hi $A"', 'echo "hi $name"\necho "hi"\nfoo $x\n'),
     ("bash", "foo $A", "foo $x\nfoo bar\nbar x\n"),
     ("bash", "if [ $A ]; then $$$B; fi", "if [ -f x ]; then echo a; fi\n"),
     ("css", "$S { $$$B }", "a { color: red; }\n.b { margin: 0; }\n"),
-    ("csharp", "Console.WriteLine($A)", "class P {\n  static void Main() {\n    Console.WriteLine(\"hi\");\n    Console.Write(1);\n  }\n}\n"),
+    (
+        "csharp",
+        "Console.WriteLine($A)",
+        'class P {\n  static void Main() {\n    Console.WriteLine("hi");\n    Console.Write(1);\n  }\n}\n',
+    ),
     ("csharp", "typeof($T)", "class P {\n  void M() { var t = typeof(int); }\n}\n"),
-    ("kotlin", "println($A)", "fun main() {\n    println(\"hi\")\n    print(1)\n}\n"),
+    ("kotlin", "println($A)", 'fun main() {\n    println("hi")\n    print(1)\n}\n'),
     ("kotlin", "val $A = $B", "fun main() {\n    val x = 1\n    var y = 2\n}\n"),
     ("kotlin", "fun $F($$$P) { $$$B }", "fun main() {\n}\nfun g(a: Int) { }\n"),
     ("lua", "print($A)", "print('hi')\nlocal x = print(1)\n"),
     ("lua", "$A == nil", "if x == nil then end\nlocal y = a == nil\n"),
     ("lua", "local $A = $B", "local x = 1\nlocal y, z = 2, 3\n"),
-    ("swift", "print($A)", "func f() {\n    print(\"hi\")\n}\nprint(1)\n"),
+    ("swift", "print($A)", 'func f() {\n    print("hi")\n}\nprint(1)\n'),
     ("swift", "let $A = $B", "let x = 1\nvar y = 2\n"),
     ("swift", "func $F($$$P) { $$$B }", "func f() {}\nfunc g(a: Int) { print(a) }\n"),
-    ("ruby", "puts $A", "puts 1\nputs \"x\"\nprint 2\n"),
+    ("ruby", "puts $A", 'puts 1\nputs "x"\nprint 2\n'),
     ("ruby", "def $M($$$P)\n  $$$B\nend", "def a(x)\n  x\nend\ndef b\nend\n"),
     ("ruby", "module $M\n  $$$B\nend", "module Foo\n  X = 1\nend\n"),
     ("ruby", "$A.each do |$X|\n  $$$B\nend", "a.each do |x|\n  p x\nend\n"),
-    ("scala", "println($A)", "object O {\n  def main(args: Array[String]): Unit = {\n    println(\"hi\")\n  }\n}\n"),
+    (
+        "scala",
+        "println($A)",
+        'object O {\n  def main(args: Array[String]): Unit = {\n    println("hi")\n  }\n}\n',
+    ),
     ("scala", "def $F($$$P) = $B", "object O {\n  def f(x: Int) = x + 1\n}\n"),
-    ("elixir", "IO.puts($A)", "defmodule M do\n  def f, do: IO.puts(\"hi\")\nend\n"),
+    ("elixir", "IO.puts($A)", 'defmodule M do\n  def f, do: IO.puts("hi")\nend\n'),
     ("elixir", "def $F($$$A) do\n  $$$B\nend", "defmodule M do\n  def f(x) do\n    x\n  end\nend\n"),
-    ("haskell", "putStrLn $A", "main = putStrLn \"hi\"\n"),
-    ("hcl", "bucket = $V", "resource \"aws_s3_bucket\" \"b\" {\n  bucket = \"x\"\n}\n"),
-    ("json", "{\"name\": $N}", "{\"name\": \"x\"}\n"),
+    ("haskell", "putStrLn $A", 'main = putStrLn "hi"\n'),
+    ("hcl", "bucket = $V", 'resource "aws_s3_bucket" "b" {\n  bucket = "x"\n}\n'),
+    ("json", '{"name": $N}', '{"name": "x"}\n'),
     ("yaml", "name: $N", "name: x\nversion: 1\n"),
     ("html", "<div>$$$A</div>", "<html><div>hi</div><div><p>x</p></div></html>\n"),
 ]
@@ -139,27 +222,70 @@ SEARCH = [
 REWRITE = [
     ("python", "print($A)", "log($A)", "print(1)\nx = print( 2 )\n"),
     ("python", "$X.append($Y)", "$X.extend([$Y])", "a.append(1)\nfor i in r:\n    b.c.append(f(i))\n"),
-    ("python", "def $F($$$A):\n    $$$B", "async def $F($$$A):\n    $$$B",
-     "class C:\n    def m(self, x):\n        if x:\n            return 1\n        return 2\n"),
+    (
+        "python",
+        "def $F($$$A):\n    $$$B",
+        "async def $F($$$A):\n    $$$B",
+        "class C:\n    def m(self, x):\n        if x:\n            return 1\n        return 2\n",
+    ),
     ("python", "foo($$$ARGS)", "bar(\n    $$$ARGS\n)", "def f():\n    foo(1,\n        2)\n"),
-    ("javascript", "console.log($$$A)", "logger.info($$$A)", "console.log(1, 'a');\nfunction f() {\n  console.log(x);\n}\n"),
+    (
+        "javascript",
+        "console.log($$$A)",
+        "logger.info($$$A)",
+        "console.log(1, 'a');\nfunction f() {\n  console.log(x);\n}\n",
+    ),
     ("typescript", "let $A: $T = $V", "const $A: $T = $V", "let a: number = 1\nlet b: string = 'x'\n"),
     ("go", "$A.Close()", "_ = $A.Close()", "package main\nfunc f() {\n\tf.Close()\n}\n"),
     ("rust", "$A.unwrap()", '$A.expect("checked")', "fn main() {\n    let a = b.unwrap();\n}\n"),
-    ("python", "with $A:\n    $$$B", "try:\n    with $A:\n        $$$B\nfinally:\n    pass",
-     "def f():\n    with lock:\n        a = 1\n        if a:\n            b()\n"),
-    ("python", "$F($$$A)", "wrap(\n    $F,\n    $$$A,\n)", "class C:\n    def m(self):\n        x = call(1,\n                 2)\n"),
-    ("javascript", "if ($C) { $$$B }", "if (!($C)) { return; }\n$$$B", "function f() {\n  if (x) {\n    a();\n    b();\n  }\n}\n"),
-    ("rust", "match $X { $$$A }", "match $X {\n    $$$A\n}", "fn f() {\n    match x { 1 => a(),\n        _ => b() }\n}\n"),
+    (
+        "python",
+        "with $A:\n    $$$B",
+        "try:\n    with $A:\n        $$$B\nfinally:\n    pass",
+        "def f():\n    with lock:\n        a = 1\n        if a:\n            b()\n",
+    ),
+    (
+        "python",
+        "$F($$$A)",
+        "wrap(\n    $F,\n    $$$A,\n)",
+        "class C:\n    def m(self):\n        x = call(1,\n                 2)\n",
+    ),
+    (
+        "javascript",
+        "if ($C) { $$$B }",
+        "if (!($C)) { return; }\n$$$B",
+        "function f() {\n  if (x) {\n    a();\n    b();\n  }\n}\n",
+    ),
+    (
+        "rust",
+        "match $X { $$$A }",
+        "match $X {\n    $$$A\n}",
+        "fn f() {\n    match x { 1 => a(),\n        _ => b() }\n}\n",
+    ),
     # $$$B takes the else clause along; its lines keep their indentation relative to the capture's first
     ("python", "if $C:\n    $$$B", "while $C:\n    $$$B", "if x:\n    a()\nelse:\n    b()\n"),
-    ("python", "if $C:\n    $$$B", "if $C:\n        $$$B", "def f():\n    if x:\n        a()\n    else:\n        b()\n"),
+    (
+        "python",
+        "if $C:\n    $$$B",
+        "if $C:\n        $$$B",
+        "def f():\n    if x:\n        a()\n    else:\n        b()\n",
+    ),
     ("php", "$A->foo($B)", "$A->bar($B, 2)", "<?php\n$x->foo(1);\nfunction f($a) { return $a->foo(3); }\n"),
-    ("solidity", "event $E($$$P);", "event $E($$$P) anonymous;", "contract C {\n    event Transfer(uint256 value);\n}\n"),
-    ("nix", "lib.mkIf $C $B", "lib.mkIf ($C) $B", "{ config, lib, ... }:\n{\n  x = lib.mkIf config.enable { a = 1; };\n}\n"),
+    (
+        "solidity",
+        "event $E($$$P);",
+        "event $E($$$P) anonymous;",
+        "contract C {\n    event Transfer(uint256 value);\n}\n",
+    ),
+    (
+        "nix",
+        "lib.mkIf $C $B",
+        "lib.mkIf ($C) $B",
+        "{ config, lib, ... }:\n{\n  x = lib.mkIf config.enable { a = 1; };\n}\n",
+    ),
     ("bash", "echo $A", "printf '%s\\n' $A", "echo hi\nif true; then\n  echo $x\nfi\n"),
     ("ruby", "puts $A", "logger.info($A)", "def f\n  puts 1\nend\n"),
-    ("kotlin", "println($A)", "log($A)", "fun main() {\n    println(\"hi\")\n}\n"),
+    ("kotlin", "println($A)", "log($A)", 'fun main() {\n    println("hi")\n}\n'),
     ("lua", "print($A)", "log($A)", "local x = 1\nprint(x)\n"),
 ]
 
@@ -206,7 +332,9 @@ def test_same_matches_as_ast_grep(i, sg, corpus, run):
     lang, pattern, source = SEARCH[i]
     path = corpus / f"case{i}.{EXT[lang]}"
     expected = _sg_matches(sg(pattern, path, lang), source.encode())
-    result = run.call("ast_grep", {"pattern": pattern, "path": path.name, "language": lang, "max_results": 1000})
+    result = run.call(
+        "ast_grep", {"pattern": pattern, "path": path.name, "language": lang, "max_results": 1000}
+    )
     assert not result.is_error, result.plain
     assert _tether_matches(result.data) == expected, result.plain
     assert result.data["total"] == len(expected)
@@ -241,9 +369,21 @@ def test_same_rewrite_as_ast_grep(i, sg, tmp_path):
 # -- real code: packages of the running interpreter's standard library ------------------------------
 
 STDLIB_PATTERNS = [
-    "print($$$A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY", "self.$A = $B", "for $X in $Y: $$$B",
-    "$A.$B($$$C)", "if $X: $$$B", "return $A", "with $A as $B: $$$C", "$A[$B]", "raise $E($$$A)",
-    "lambda $$$A: $B", "$A == $A", "isinstance($X, $T)", "try:\n    $$$A\nexcept $E:\n    $$$B",
+    "print($$$A)",
+    "$X.append($Y)",
+    "def $F($$$ARGS): $$$BODY",
+    "self.$A = $B",
+    "for $X in $Y: $$$B",
+    "$A.$B($$$C)",
+    "if $X: $$$B",
+    "return $A",
+    "with $A as $B: $$$C",
+    "$A[$B]",
+    "raise $E($$$A)",
+    "lambda $$$A: $B",
+    "$A == $A",
+    "isinstance($X, $T)",
+    "try:\n    $$$A\nexcept $E:\n    $$$B",
 ]
 
 
@@ -266,7 +406,13 @@ async def test_same_matches_on_real_code(pattern, sg, stdlib_corpus):
     theirs = set()
     for m in sg(pattern, stdlib_corpus, "python"):
         off = m["range"]["byteOffset"]
-        theirs.add((Path(m["file"]).resolve().relative_to(stdlib_corpus.resolve()).as_posix(), off["start"], off["end"]))
+        theirs.add(
+            (
+                Path(m["file"]).resolve().relative_to(stdlib_corpus.resolve()).as_posix(),
+                off["start"],
+                off["end"],
+            )
+        )
     async with tether.open_run(stdlib_corpus) as run:
         from tether_astgrep.tools import _compile, _target
 

@@ -9,10 +9,27 @@ import tether
 
 NAMES = ["a", "b", "x", "self.y", "f(1)", "g(a, b)", "'s'", "[1, 2]", "a.b", "None"]
 PATTERNS = [
-    "print($A)", "f($$$A)", "g($A, $B)", "$A.append($B)", "$A == $A", "$A + $B", "if $C:\n    $$$B",
-    "return $A", "$X = $Y", "def $F($$$A):\n    $$$B", "lambda $A: $B", "[$E for $V in $I]",
-    "for $A in $B:\n    $$$C", "f($A)", "g($$$A, b)", "$A[$B]", "foo($$$)", "$F(1)",
-    "if $C:\n    $A\nelse:\n    $B", "$A and $B", "self.$A",
+    "print($A)",
+    "f($$$A)",
+    "g($A, $B)",
+    "$A.append($B)",
+    "$A == $A",
+    "$A + $B",
+    "if $C:\n    $$$B",
+    "return $A",
+    "$X = $Y",
+    "def $F($$$A):\n    $$$B",
+    "lambda $A: $B",
+    "[$E for $V in $I]",
+    "for $A in $B:\n    $$$C",
+    "f($A)",
+    "g($$$A, b)",
+    "$A[$B]",
+    "foo($$$)",
+    "$F(1)",
+    "if $C:\n    $A\nelse:\n    $B",
+    "$A and $B",
+    "self.$A",
 ]
 
 
@@ -89,9 +106,13 @@ def test_generated_programs_match_like_ast_grep(seed, sg, tmp_path):
 
 
 REWRITES = [
-    ("print($A)", "log($A)"), ("f($$$A)", "h(\n    $$$A\n)"), ("$A.append($B)", "$A.extend([$B])"),
-    ("if $C:\n    $$$B", "while $C:\n    $$$B"), ("def $F($$$A):\n    $$$B", "async def $F($$$A):\n    $$$B"),
-    ("for $A in $B:\n    $$$C", "for $A in sorted($B):\n    $$$C"), ("lambda $A: $B", "(lambda $A: ($B))"),
+    ("print($A)", "log($A)"),
+    ("f($$$A)", "h(\n    $$$A\n)"),
+    ("$A.append($B)", "$A.extend([$B])"),
+    ("if $C:\n    $$$B", "while $C:\n    $$$B"),
+    ("def $F($$$A):\n    $$$B", "async def $F($$$A):\n    $$$B"),
+    ("for $A in $B:\n    $$$C", "for $A in sorted($B):\n    $$$C"),
+    ("lambda $A: $B", "(lambda $A: ($B))"),
     ("return $A", "return ($A)"),
 ]
 
@@ -112,7 +133,8 @@ def test_generated_rewrites_like_ast_grep(seed, sg, tmp_path):
             staged = run.call("ast_edit", {"pattern": pattern, "rewrite": template, "path": "ours.py"})
             assert not staged.is_error, staged.plain
             if staged.data["edit_id"]:
-                assert staged.data["kept_tails"] == 0  # these patterns cover whole nodes: no rule of ours applies
+                # these patterns cover whole nodes: no rule of ours applies
+                assert staged.data["kept_tails"] == 0
                 run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         theirs = (case / "theirs.py").read_text()
         assert (case / "ours.py").read_text() == theirs, (pattern, template, source)

@@ -32,7 +32,9 @@ async def test_a_wheel_grammar_replaces_and_adds_languages(project: Path):
         assert "java" in registry.by_id  # the built-ins are still there
         star = await run.call("ast_grep", {"pattern": "cc_library(name = $N, $$$REST)", "path": "BUILD.star"})
         assert not star.is_error, star.plain
-        assert [(m["captures"]["N"], m["captures"]["REST"]) for m in star.data["matches"]] == [('"a"', 'srcs = ["a.c"]')]
+        assert [(m["captures"]["N"], m["captures"]["REST"]) for m in star.data["matches"]] == [
+            ('"a"', 'srcs = ["a.c"]')
+        ]
         assert star.data["language"] == "starlark"
         py = await run.call("ast_grep", {"pattern": "print($A)", "language": "python", "path": "a.py"})
         assert py.data["total"] == 1
@@ -42,7 +44,11 @@ async def test_a_wheel_grammar_replaces_and_adds_languages(project: Path):
 class LambdaGrammar:
     @tether.hookimpl
     def tether_astgrep_grammars(self, run):
-        return [Grammar("pyl", (".pyl",), lambda: tree_sitter_python.language(), (Rung("statement"),), expando="µ")]
+        return [
+            Grammar(
+                "pyl", (".pyl",), lambda: tree_sitter_python.language(), (Rung("statement"),), expando="µ"
+            )
+        ]
 
 
 async def test_an_unpicklable_loader_searches_in_the_run_process(project: Path):

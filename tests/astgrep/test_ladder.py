@@ -26,12 +26,19 @@ async def test_go_call_statement_is_found_where_ast_grep_finds_nothing(project, 
     assert sg("fmt.Println($$$A)", path, "go") == []  # ast-grep parses it as a type conversion
     result = await grep(project, pattern="fmt.Println($$$A)")
     assert not result.is_error, result.plain
-    assert [(m["start"]["line"], m["captures"].get("A", "")) for m in result.data["matches"]] == [(6, '"a", 1'), (9, "")]
+    assert [(m["start"]["line"], m["captures"].get("A", "")) for m in result.data["matches"]] == [
+        (6, '"a", 1'),
+        (9, ""),
+    ]
     assert result.data["context"] == "statement"
 
 
 async def test_go_top_level_call_in_a_var_is_found(project, sg):
-    path = put(project, "e.go", 'package main\n\nvar e = errors.New("x")\n\nfunc f() error { return errors.New("y") }\n')
+    path = put(
+        project,
+        "e.go",
+        'package main\n\nvar e = errors.New("x")\n\nfunc f() error { return errors.New("y") }\n',
+    )
     assert sg("errors.New($S)", path, "go") == []
     result = await grep(project, pattern="errors.New($S)")
     assert [m["captures"]["S"] for m in result.data["matches"]] == ['"x"', '"y"']
@@ -104,7 +111,11 @@ async def test_rust_let_without_semicolon_is_accepted(project):
 
 @pytest.mark.parametrize(
     "language, pattern, where",
-    [("python", "def f(:", "line 1, column 7"), ("go", "func $F() {", "line 1, column"), ("rust", "let = ;", "line 1")],
+    [
+        ("python", "def f(:", "line 1, column 7"),
+        ("go", "func $F() {", "line 1, column"),
+        ("rust", "let = ;", "line 1"),
+    ],
 )
 async def test_unparseable_pattern_names_language_and_position(project, language, pattern, where):
     put(project, "x.txt", "")
@@ -131,7 +142,11 @@ async def test_typescript_lone_name_also_finds_it_as_a_type(project, sg):
 
 
 async def test_python_clauses_parse_in_their_statement(project, sg):
-    path = put(project, "a.py", "try:\n    f()\nexcept OSError as e:\n    log(e)\nif a:\n    pass\nelif b:\n    g()\n")
+    path = put(
+        project,
+        "a.py",
+        "try:\n    f()\nexcept OSError as e:\n    log(e)\nif a:\n    pass\nelif b:\n    g()\n",
+    )
     assert sg("except $E as $N: $$$B", path, "python") == []
     result = await grep(project, pattern="except $E as $N: $$$B")
     assert result.data["context"] == "clause"

@@ -10,12 +10,39 @@ REGISTRY = Registry.build(builtin_grammars())
 
 # file names of the extensions ast-grep 0.51 maps to each language (its language table)
 EXT_OF = {
-    "a.bats": "bash", "a.zsh": "bash", "a.ksh": "bash", "a.scss": "css", "BUILD.bzl": "python", "a.py3": "python",
-    "x.gemspec": "ruby", "a.rbw": "ruby", "build.sbt": "scala", "a.sc": "scala", "k.cu": "cpp", "s.ino": "cpp",
-    "a.c++": "cpp", "main.tf": "hcl", "vars.tfvars": "hcl", "a.hcl": "hcl", "job.nomad": "hcl", "default.nix": "nix",
-    "T.sol": "solidity", "a.php": "php", "a.kts": "kotlin", "a.ktm": "kotlin", "a.exs": "elixir", "a.hs": "haskell",
-    "a.xhtml": "html", "a.yml": "yaml", "a.json": "json", "a.lua": "lua", "a.swift": "swift", "a.cs": "csharp",
-    "a.mts": "typescript", "a.cjs": "javascript", "a.tsx": "tsx",
+    "a.bats": "bash",
+    "a.zsh": "bash",
+    "a.ksh": "bash",
+    "a.scss": "css",
+    "BUILD.bzl": "python",
+    "a.py3": "python",
+    "x.gemspec": "ruby",
+    "a.rbw": "ruby",
+    "build.sbt": "scala",
+    "a.sc": "scala",
+    "k.cu": "cpp",
+    "s.ino": "cpp",
+    "a.c++": "cpp",
+    "main.tf": "hcl",
+    "vars.tfvars": "hcl",
+    "a.hcl": "hcl",
+    "job.nomad": "hcl",
+    "default.nix": "nix",
+    "T.sol": "solidity",
+    "a.php": "php",
+    "a.kts": "kotlin",
+    "a.ktm": "kotlin",
+    "a.exs": "elixir",
+    "a.hs": "haskell",
+    "a.xhtml": "html",
+    "a.yml": "yaml",
+    "a.json": "json",
+    "a.lua": "lua",
+    "a.swift": "swift",
+    "a.cs": "csharp",
+    "a.mts": "typescript",
+    "a.cjs": "javascript",
+    "a.tsx": "tsx",
 }
 
 
@@ -53,7 +80,9 @@ async def test_every_extension_ast_grep_knows_infers_the_language(project, name,
         ("Main.kt", "fun main() {\n    println(1)\n}\n", "println($A)", "1"),
     ],
 )
-async def test_folders_of_these_languages_are_searched_without_language(project, name, source, pattern, expected):
+async def test_folders_of_these_languages_are_searched_without_language(
+    project, name, source, pattern, expected
+):
     put(project, f"src/{name}", source)
     result = await grep(project, pattern=pattern, path="src")
     assert not result.is_error, result.plain
@@ -76,16 +105,36 @@ async def test_configuration_files_beside_the_code_do_not_make_a_folder_mixed(pr
 # -- patterns agents type: the same matches as ast-grep ----------------------------------------------
 
 AGREE = [
-    ("python", "@click.command($$$)", "import click\n\n@click.command()\ndef a(): pass\n\n@click.command(name='b')\ndef b(): pass\n\n@click.group()\ndef c(): pass\n"),
-    ("python", "@pytest.mark.parametrize($$$)", "import pytest\n\n@pytest.mark.parametrize('a', [1])\ndef test_a(a): pass\n"),
+    (
+        "python",
+        "@click.command($$$)",
+        "import click\n\n@click.command()\ndef a(): pass\n\n@click.command(name='b')\ndef b(): pass\n\n@click.group()\ndef c(): pass\n",
+    ),
+    (
+        "python",
+        "@pytest.mark.parametrize($$$)",
+        "import pytest\n\n@pytest.mark.parametrize('a', [1])\ndef test_a(a): pass\n",
+    ),
     ("python", "@$D", "@staticmethod\ndef f(): pass\n\n@a.b\ndef g(): pass\n"),
-    ("go", "interface{}", "package main\nvar x interface{}\nfunc f(a interface{}) map[string]interface{} { return nil }\n"),
-    ("go", "map[string]string", "package main\nvar x map[string]string\nfunc f() { y := map[string]string{} }\n"),
-    ("go", "[]string", "package main\nvar x []string\nfunc f(a []string) { b := []string{\"a\"} }\n"),
-    ("go", "import $P", "package main\n\nimport \"fmt\"\nimport (\n\t\"os\"\n)\n"),
-    ("typescript", "import $A from $B", "import x from 'y';\nimport {a} from 'b';\nimport * as c from 'd';\n"),
+    (
+        "go",
+        "interface{}",
+        "package main\nvar x interface{}\nfunc f(a interface{}) map[string]interface{} { return nil }\n",
+    ),
+    (
+        "go",
+        "map[string]string",
+        "package main\nvar x map[string]string\nfunc f() { y := map[string]string{} }\n",
+    ),
+    ("go", "[]string", 'package main\nvar x []string\nfunc f(a []string) { b := []string{"a"} }\n'),
+    ("go", "import $P", 'package main\n\nimport "fmt"\nimport (\n\t"os"\n)\n'),
+    (
+        "typescript",
+        "import $A from $B",
+        "import x from 'y';\nimport {a} from 'b';\nimport * as c from 'd';\n",
+    ),
     ("typescript", "import { $$$N } from $M", "import { a, b } from 'm';\nimport x from 'y';\n"),
-    ("java", "@Override", "class A {\n  @Override\n  public String toString() { return \"\"; }\n}\n"),
+    ("java", "@Override", 'class A {\n  @Override\n  public String toString() { return ""; }\n}\n'),
     ("java", "List<$T>", "class A {\n  List<String> x;\n  Map<String, Integer> y;\n}\n"),
     ("ruby", "module $M\n  $$$B\nend", "module Foo\n  X = 1\nend\n"),
     ("lua", "$A == nil", "if x == nil then end\nlocal y = a == nil\n"),
@@ -121,10 +170,14 @@ async def test_patterns_agents_type_match_like_ast_grep(project, sg, lang, patte
     ],
 )
 async def test_go_fragments_copied_out_of_larger_code_parse(project, pattern, context, expected):
-    put(project, "f.go", (
-        "package main\n\nfunc p(name string, value int) {}\n"
-        "func q(name, shorthand string) { strconv.ParseInt(s, 0, 64); _ = []int{0, 1} }\n"
-    ))
+    put(
+        project,
+        "f.go",
+        (
+            "package main\n\nfunc p(name string, value int) {}\n"
+            "func q(name, shorthand string) { strconv.ParseInt(s, 0, 64); _ = []int{0, 1} }\n"
+        ),
+    )
     result = await grep(project, pattern=pattern)
     assert not result.is_error, result.plain
     assert [m["text"] for m in result.data["matches"]] == expected and result.data["context"] == context
@@ -136,7 +189,9 @@ async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, 
     theirs = ranges(sg("$A.Buffer", path, "go"))  # the type only
     result = await grep(project, pattern="$A.Buffer")
     ours = [tuple(m["byte_range"]) for m in result.data["matches"]]
-    assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == ["s.Buffer"]
+    assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == [
+        "s.Buffer"
+    ]
     assert result.data["contexts"] == ["statement", "type"]
     assert "read as a statement and as a type (both searched)" in result.plain
 
@@ -145,12 +200,19 @@ async def test_css_values_are_found_where_ast_grep_finds_nothing(project, sg):
     path = put(project, "a.css", "a { color: #fff; }\nb { background: #000; border-color: #fff; }\n")
     assert sg("#fff", path, "css") == []  # a whole stylesheet cannot be a colour
     result = await grep(project, pattern="#fff")  # an id selector too: both readings are searched
-    assert [m["start"] for m in result.data["matches"]] == [{"line": 1, "column": 12}, {"line": 2, "column": 37}]
+    assert [m["start"] for m in result.data["matches"]] == [
+        {"line": 1, "column": 12},
+        {"line": 2, "column": 37},
+    ]
     assert result.data["contexts"] == ["selector", "value"]
 
 
 async def test_ts_field_pattern_finds_interface_type_literal_and_class_fields(project):
-    put(project, "o.ts", "interface O {\n  timeout?: number;\n}\ntype P = { timeout?: string };\nclass C {\n  timeout?: Date;\n}\n")
+    put(
+        project,
+        "o.ts",
+        "interface O {\n  timeout?: number;\n}\ntype P = { timeout?: string };\nclass C {\n  timeout?: Date;\n}\n",
+    )
     result = await grep(project, pattern="timeout?: $T")
     assert not result.is_error, result.plain
     assert [m["captures"]["T"] for m in result.data["matches"]] == ["number", "string", "Date"]
@@ -159,7 +221,9 @@ async def test_ts_field_pattern_finds_interface_type_literal_and_class_fields(pr
 async def test_csharp_null_coalescing_captures_both_sides(project, sg):
     """ast-grep parses `$A ?? $B` with an ERROR node and captures only $A; tether reads an expression."""
     path = put(project, "p.cs", "class P {\n  void M() { var t = a ?? b; }\n}\n")
-    assert [set((m.get("metaVariables") or {}).get("single", {})) for m in sg("$A ?? $B", path, "csharp")] == [{"A"}]
+    assert [
+        set((m.get("metaVariables") or {}).get("single", {})) for m in sg("$A ?? $B", path, "csharp")
+    ] == [{"A"}]
     result = await grep(project, pattern="$A ?? $B")
     assert [m["captures"] for m in result.data["matches"]] == [{"A": "a", "B": "b"}]
 

@@ -62,13 +62,27 @@ async def test_a_kept_closing_token_is_a_tail_and_the_break_is_refused(project, 
     (project / "ours.rb").write_text("def handle(app, env)\n  app.call(env)\nend\n")
     (project / "theirs.rb").write_text("def handle(app, env)\n  app.call(env)\nend\n")
     sg("app.$A env", project / "theirs.rb", "ruby", rewrite="app.$A env2", update=True)
-    assert (project / "theirs.rb").read_text() == "def handle(app, env)\n  app.call env2\nend\n"  # ast-grep drops `)`
+    assert (
+        project / "theirs.rb"
+    ).read_text() == "def handle(app, env)\n  app.call env2\nend\n"  # ast-grep drops `)`
     async with tether.open_run(project) as run:
-        result = await run.call("ast_edit", {"pattern": "app.$A env", "rewrite": "app.$A env2", "path": "ours.rb", "language": "ruby"})
-        assert result.is_error and result.data["errors"] == [{"file": "ours.rb", "line": 2, "what": "unexpected ')'"}]
+        result = await run.call(
+            "ast_edit",
+            {"pattern": "app.$A env", "rewrite": "app.$A env2", "path": "ours.rb", "language": "ruby"},
+        )
+        assert result.is_error and result.data["errors"] == [
+            {"file": "ours.rb", "line": 2, "what": "unexpected ')'"}
+        ]
         assert "matches at ours.rb:2 went on past the pattern" in result.plain
         staged = await run.call(
-            "ast_edit", {"pattern": "app.$A env", "rewrite": "app.$A env2", "path": "ours.rb", "language": "ruby", "allow_parse_errors": True}
+            "ast_edit",
+            {
+                "pattern": "app.$A env",
+                "rewrite": "app.$A env2",
+                "path": "ours.rb",
+                "language": "ruby",
+                "allow_parse_errors": True,
+            },
         )
         assert staged.data["kept_tails"] == 1 and staged.data["tails"] == [{"file": "ours.rb", "line": 2}]
 
@@ -79,7 +93,9 @@ async def test_bytes_the_grammar_could_not_parse_are_never_dropped(project, sg):
     (project / "k.kt").write_text(source)
     assert len(sg("val $A = $B", project / "k.kt", "kotlin")) == 2  # ast-grep matches both
     async with tether.open_run(project) as run:
-        staged = await run.call("ast_edit", {"pattern": "val $A = $B", "rewrite": "var $A = $B", "language": "kotlin"})
+        staged = await run.call(
+            "ast_edit", {"pattern": "val $A = $B", "rewrite": "var $A = $B", "language": "kotlin"}
+        )
         assert not staged.is_error, staged.plain
         assert staged.data["replacements"] == 1
         assert staged.data["untouched"] == [{"file": "k.kt", "line": 2}]

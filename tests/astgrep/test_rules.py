@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import tether
 
-PY = '''import os
+PY = """import os
 
 
 def read(p):
@@ -28,9 +28,9 @@ def outer():
     y = 2
     print(y)  # note
     print("done")
-'''
+"""
 
-JS = '''function f() {
+JS = """function f() {
   const a = 1;
   console.log(a);
   const b = 2;
@@ -46,9 +46,9 @@ async function g(items) {
 class C {
   m() { return this.x; }
 }
-'''
+"""
 
-GO = '''package main
+GO = """package main
 
 import "fmt"
 
@@ -65,7 +65,7 @@ func b(xs []int) {
 }
 
 var v = fmt.Sprint(1)
-'''
+"""
 
 SOURCES = {"python": ("a.py", PY), "javascript": ("a.js", JS), "go": ("a.go", GO)}
 
@@ -73,23 +73,44 @@ SOURCES = {"python": ("a.py", PY), "javascript": ("a.js", JS), "go": ("a.go", GO
 RULES = [
     ("python", {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}),
     ("python", {"pattern": "open($F)", "inside": {"kind": "with_statement", "stopBy": "end"}}),
-    ("python", {"pattern": "await $X", "inside": {"any": [{"kind": "for_statement"}, {"kind": "while_statement"}], "stopBy": "end"}}),
+    (
+        "python",
+        {
+            "pattern": "await $X",
+            "inside": {"any": [{"kind": "for_statement"}, {"kind": "while_statement"}], "stopBy": "end"},
+        },
+    ),
     ("python", {"pattern": "print($A)", "inside": {"kind": "function_definition", "stopBy": "end"}}),
     ("python", {"kind": "function_definition", "has": {"pattern": "print($A)", "stopBy": "end"}}),
-    ("python", {"kind": "function_definition", "has": {"kind": "identifier", "field": "name", "regex": "^lo"}}),
+    (
+        "python",
+        {"kind": "function_definition", "has": {"kind": "identifier", "field": "name", "regex": "^lo"}},
+    ),
     ("python", {"kind": "call", "regex": "^open"}),
     ("python", {"all": [{"kind": "call"}, {"regex": "read"}]}),
     ("python", {"any": [{"pattern": "print($A)"}, {"pattern": "open($A)"}]}),
     ("python", {"rule": {"pattern": "print($A)"}, "constraints": {"A": {"kind": "identifier"}}}),
     ("python", {"rule": {"pattern": "print($A)"}, "constraints": {"A": {"regex": "^y"}}}),
     ("python", {"rule": {"matches": "printing"}, "utils": {"printing": {"pattern": "print($$$)"}}}),
-    ("python", {"pattern": "await $X", "inside": {"kind": "for_statement", "stopBy": {"kind": "function_definition"}}}),
+    (
+        "python",
+        {
+            "pattern": "await $X",
+            "inside": {"kind": "for_statement", "stopBy": {"kind": "function_definition"}},
+        },
+    ),
     ("python", {"pattern": {"context": "def f(): $A = $B", "selector": "assignment"}}),
     ("python", {"pattern": {"context": "print($A)", "strictness": "signature"}}),
     ("python", {"kind": "identifier", "inside": {"kind": "call", "field": "function"}}),
-    ("python", {"kind": "expression_statement", "follows": {"kind": "expression_statement", "stopBy": "end"}}),
+    (
+        "python",
+        {"kind": "expression_statement", "follows": {"kind": "expression_statement", "stopBy": "end"}},
+    ),
     ("python", {"kind": "expression_statement", "precedes": {"kind": "expression_statement"}}),
-    ("javascript", {"kind": "expression_statement", "follows": {"kind": "lexical_declaration", "stopBy": "end"}}),
+    (
+        "javascript",
+        {"kind": "expression_statement", "follows": {"kind": "lexical_declaration", "stopBy": "end"}},
+    ),
     ("javascript", {"kind": "lexical_declaration", "precedes": {"kind": "expression_statement"}}),
     ("javascript", {"pattern": "await $X", "not": {"inside": {"kind": "for_in_statement", "stopBy": "end"}}}),
     ("javascript", {"kind": "member_expression", "inside": {"kind": "method_definition", "stopBy": "end"}}),
@@ -102,7 +123,14 @@ RULES = [
     ("go", {"pattern": "go $F($$$A)", "inside": {"kind": "for_statement", "stopBy": "end"}}),
     ("go", {"kind": "call_expression", "not": {"inside": {"kind": "function_declaration", "stopBy": "end"}}}),
     ("go", {"kind": "defer_statement", "follows": {"kind": "expression_statement"}}),
-    ("go", {"kind": "call_expression", "regex": "^fmt[.]", "inside": {"kind": "function_declaration", "stopBy": "end"}}),
+    (
+        "go",
+        {
+            "kind": "call_expression",
+            "regex": "^fmt[.]",
+            "inside": {"kind": "function_declaration", "stopBy": "end"},
+        },
+    ),
 ]
 
 
@@ -118,7 +146,10 @@ def files(tmp_path_factory):
 async def test_rule_matches_like_ast_grep_scan(files, sg_scan, lang, rule):
     name = SOURCES[lang][0]
     config = {"language": lang, **(rule if "rule" in rule else {"rule": rule})}
-    theirs = sorted((m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]) for m in sg_scan(config, files / name))
+    theirs = sorted(
+        (m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
+        for m in sg_scan(config, files / name)
+    )
     assert theirs, "ast-grep found nothing: the case is vacuous"
     async with tether.open_run(files) as run:
         result = await run.call("ast_grep", {"rule": rule, "path": name, "max_results": 1000})
@@ -134,7 +165,10 @@ async def test_rule_captures_and_a_folder_search(project):
     async with tether.open_run(project) as run:
         result = await run.call("ast_grep", {"rule": rule})
     assert [(m["file"], m["captures"]["A"]) for m in result.data["matches"]] == [
-        ("a.py", "x"), ("a.py", "y"), ("a.py", '"done"'), ("b.py", "h"),
+        ("a.py", "x"),
+        ("a.py", "y"),
+        ("a.py", '"done"'),
+        ("b.py", "h"),
     ]
 
 
@@ -142,9 +176,15 @@ async def test_rule_rewrite_agrees_with_ast_grep_fix(project, sg_scan):
     rule = {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}
     (project / "ours.py").write_text(PY)
     (project / "theirs.py").write_text(PY)
-    sg_scan({"language": "python", "rule": rule, "fix": "open($F, encoding='utf-8')"}, project / "theirs.py", update=True)
+    sg_scan(
+        {"language": "python", "rule": rule, "fix": "open($F, encoding='utf-8')"},
+        project / "theirs.py",
+        update=True,
+    )
     async with tether.open_run(project) as run:
-        staged = await run.call("ast_edit", {"rule": rule, "rewrite": "open($F, encoding='utf-8')", "path": "ours.py"})
+        staged = await run.call(
+            "ast_edit", {"rule": rule, "rewrite": "open($F, encoding='utf-8')", "path": "ours.py"}
+        )
         assert not staged.is_error, staged.plain
         assert staged.data["replacements"] == 1
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
@@ -154,16 +194,28 @@ async def test_rule_rewrite_agrees_with_ast_grep_fix(project, sg_scan):
 @pytest.mark.parametrize(
     "args, expected",
     [
-        ({"rule": {"pattern": "open($F)", "insde": {"kind": "with_statement"}}}, "unknown key 'insde' (did you mean 'inside'?)"),
+        (
+            {"rule": {"pattern": "open($F)", "insde": {"kind": "with_statement"}}},
+            "unknown key 'insde' (did you mean 'inside'?)",
+        ),
         ({"rule": {"kind": "with_stmt"}}, "'with_stmt' is no node kind of the python grammar (did you mean"),
-        ({"rule": {"pattern": "open($F)", "inside": {"kind": "call", "stopBy": "forever"}}}, 'rule.inside.stopBy: give "neighbor", "end" or a rule'),
+        (
+            {"rule": {"pattern": "open($F)", "inside": {"kind": "call", "stopBy": "forever"}}},
+            'rule.inside.stopBy: give "neighbor", "end" or a rule',
+        ),
         ({"rule": {"kind": "call", "regex": "(("}}, "rule.regex: not a regular expression"),
         ({"rule": {"regex": "^open"}}, "does not say which kind of node it matches"),
         ({"rule": {"matches": "nope"}}, "rule.matches: no utility rule 'nope' in utils"),
         ({"rule": {"pattern": "open(("}}, "rule.pattern: the pattern 'open((' does not parse"),
-        ({"rule": {"pattern": {"context": "print($A)", "strictness": "loose"}}}, "rule.pattern.strictness: 'loose' is none of"),
+        (
+            {"rule": {"pattern": {"context": "print($A)", "strictness": "loose"}}},
+            "rule.pattern.strictness: 'loose' is none of",
+        ),
         ({"rule": {"kind": "call", "stopBy": "end"}}, "stopBy and field belong inside a relational rule"),
-        ({"rule": {"kind": "call", "has": {"kind": "identifier", "field": "nofield"}}}, "rule.has.field: 'nofield' is no field"),
+        (
+            {"rule": {"kind": "call", "has": {"kind": "identifier", "field": "nofield"}}},
+            "rule.has.field: 'nofield' is no field",
+        ),
         ({"rule": {}}, "rule: give a JSON object"),
         ({"pattern": "print($A)", "rule": {"kind": "call"}}, "give either pattern"),
         ({}, "give either pattern"),

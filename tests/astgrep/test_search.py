@@ -33,11 +33,15 @@ def test_plugin_module_imports_nothing_heavy():
 
 def test_registering_the_tools_imports_nothing_heavy(project):
     """What `tether tools` does (open a run, list its tools) loads no grammar and no ignore-file parser."""
-    assert_light_entry_point("tether", forbidden=HEAVY, then=(
-        "import tether\n"
-        f"with tether.open_run_sync({str(project)!r}) as run:\n"
-        "    assert sorted(t.name for t in run.tools() if t.family == 'astgrep') == ['ast_edit', 'ast_grep', 'resolve']"
-    ))
+    assert_light_entry_point(
+        "tether",
+        forbidden=HEAVY,
+        then=(
+            "import tether\n"
+            f"with tether.open_run_sync({str(project)!r}) as run:\n"
+            "    assert sorted(t.name for t in run.tools() if t.family == 'astgrep') == ['ast_edit', 'ast_grep', 'resolve']"
+        ),
+    )
 
 
 async def test_tools_and_tiers(project):
@@ -216,7 +220,13 @@ def test_cache_is_bounded():
 
     cache = ResultCache(max_matches=100, max_patterns=3)
     for k in range(10):
-        cache.put(("p", k), [(FileEntry(f"/f{i}", 1, 1, 1), FileResult(f"/f{i}", "searched", ((0, 1, 1, ()),) * 5)) for i in range(4)])
+        cache.put(
+            ("p", k),
+            [
+                (FileEntry(f"/f{i}", 1, 1, 1), FileResult(f"/f{i}", "searched", ((0, 1, 1, ()),) * 5))
+                for i in range(4)
+            ],
+        )
     assert len(cache._data) <= 3 and sum(cache._weight.values()) <= 100
     assert cache.get(("p", 9), FileEntry("/f0", 1, 1, 1)) is not None
     assert cache.get(("p", 9), FileEntry("/f0", 2, 1, 1)) is None  # size changed: stale
@@ -252,7 +262,9 @@ async def test_a_search_that_outlives_its_bound_is_stopped(tmp_path, no_leftover
         put(root, f"m{n}.py", body)
     async with tether.open_run(root, options={"astgrep_timeout": 0.001}) as run:
         result = await run.call("ast_grep", {"pattern": "g($X, $N)"})
-        assert result.is_error and "took longer than 0.001 s" in result.plain and "narrower path" in result.plain
+        assert (
+            result.is_error and "took longer than 0.001 s" in result.plain and "narrower path" in result.plain
+        )
         pool = run.resource("tether_astgrep_parsers")
         assert pool._pool is None and pool.cache._data == {}
         small = await run.call("ast_grep", {"pattern": "g($X, $N)", "path": "m1.py", "max_results": 1})
@@ -260,7 +272,7 @@ async def test_a_search_that_outlives_its_bound_is_stopped(tmp_path, no_leftover
 
 
 async def test_any_language_pack_grammar_by_id(project):
-    put(project, "app.rb", "def hi(name)\n  puts \"hi #{name}\"\nend\nputs 1\n")
+    put(project, "app.rb", 'def hi(name)\n  puts "hi #{name}"\nend\nputs 1\n')
     result = await call(project, pattern="puts $A", language="ruby")
     assert not result.is_error, result.plain
     assert [m["captures"]["A"] for m in result.data["matches"]] == ['"hi #{name}"', "1"]

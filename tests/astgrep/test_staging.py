@@ -35,8 +35,16 @@ async def test_stage_writes_nothing_and_accept_writes_all(three):
     before = contents(three)
     async with tether.open_run(three) as run:
         staged = await stage(run)
-        assert staged.data == {"edit_id": "edit_1", "replacements": 3, "files": ["a.py", "b.py"], "kept_tails": 0, "tails": []}
-        assert staged.plain.startswith('(proposed) 3 replacements in 2 files; nothing is written until you call resolve with edit_id "edit_1"')
+        assert staged.data == {
+            "edit_id": "edit_1",
+            "replacements": 3,
+            "files": ["a.py", "b.py"],
+            "kept_tails": 0,
+            "tails": [],
+        }
+        assert staged.plain.startswith(
+            '(proposed) 3 replacements in 2 files; nothing is written until you call resolve with edit_id "edit_1"'
+        )
         assert "+    items.extend([1])" in staged.plain and "-x.append(3)" in staged.plain
         assert contents(three) == before
         done = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
@@ -137,7 +145,9 @@ async def test_unbound_metavariable_in_rewrite_is_an_error(three):
         result = await run.call("ast_edit", {"pattern": "$X.append($Y)", "rewrite": "$X.extend($Z)"})
         assert result.is_error
         assert "$Z" in result.plain and "does not capture" in result.plain
-        assert not (await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})).plain.startswith("accepted")
+        assert not (await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})).plain.startswith(
+            "accepted"
+        )
     assert contents(three) == before
 
 
@@ -165,7 +175,9 @@ async def test_code_past_the_pattern_is_kept_unlike_ast_grep(project, sg):
     sg("if $C:\n    a()", project / "theirs.py", "python", rewrite="if $C:\n    z()", update=True)
     assert (project / "theirs.py").read_text() == "if x:\n    z()\n"  # b() and the else branch are gone
     async with tether.open_run(project) as run:
-        staged = await run.call("ast_edit", {"pattern": "if $C:\n    a()", "rewrite": "if $C:\n    z()", "path": "ours.py"})
+        staged = await run.call(
+            "ast_edit", {"pattern": "if $C:\n    a()", "rewrite": "if $C:\n    z()", "path": "ours.py"}
+        )
         assert staged.data["kept_tails"] == 1 and "kept after the replacement" in staged.plain
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert (project / "ours.py").read_text() == "if x:\n    z()\n    b()\nelse:\n    c()\n"
@@ -176,7 +188,10 @@ async def test_multi_line_capture_is_reindented(project):
     async with tether.open_run(project) as run:
         staged = await run.call("ast_edit", {"pattern": "run($$$A)", "rewrite": "with lock:\n    run($$$A)"})
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
-    assert (project / "a.py").read_text() == "class C:\n    def m(self):\n        with lock:\n            run(a,\n                b)\n"
+    assert (
+        (project / "a.py").read_text()
+        == "class C:\n    def m(self):\n        with lock:\n            run(a,\n                b)\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -208,16 +223,23 @@ async def test_statement_terminator_the_pattern_left_out_is_kept(project, sg):
     sg("let $A: $T = $V", project / "theirs.ts", "typescript", rewrite="const $A: $T = $V", update=True)
     assert (project / "theirs.ts").read_text() == "const a: number = 1\n"
     async with tether.open_run(project) as run:
-        staged = await run.call("ast_edit", {"pattern": "let $A: $T = $V", "rewrite": "const $A: $T = $V", "path": "ours.ts"})
+        staged = await run.call(
+            "ast_edit", {"pattern": "let $A: $T = $V", "rewrite": "const $A: $T = $V", "path": "ours.ts"}
+        )
         assert staged.data["kept_tails"] == 0  # punctuation is not counted as code left behind
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert (project / "ours.ts").read_text() == "const a: number = 1;\n"
 
 
 async def test_tab_indented_rewrite_keeps_tabs(project):
-    (project / "a.go").write_text("package main\n\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn nil\n}\n")
+    (project / "a.go").write_text(
+        "package main\n\nfunc f() error {\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn nil\n}\n"
+    )
     async with tether.open_run(project) as run:
-        staged = await run.call("ast_edit", {"pattern": "if err != nil { $$$B }", "rewrite": "if err != nil {\n\tlog(err)\n\t$$$B\n}"})
+        staged = await run.call(
+            "ast_edit",
+            {"pattern": "if err != nil { $$$B }", "rewrite": "if err != nil {\n\tlog(err)\n\t$$$B\n}"},
+        )
         await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert (project / "a.go").read_text() == (
         "package main\n\nfunc f() error {\n\tif err != nil {\n\t\tlog(err)\n\t\treturn err\n\t}\n\treturn nil\n}\n"

@@ -9,7 +9,6 @@ import stat
 
 import attrs
 import pytest
-
 import tether
 import tether.atomic
 import tether.files
@@ -69,7 +68,9 @@ async def test_edit_needs_a_unique_exact_match(run):
     assert many.is_error and "occurs 2 times" in many.plain and "lines 1, 2" in many.plain
     none = await run.call("edit", {"path": "a.py", "old_string": "z = 9", "new_string": "z = 3"})
     assert none.is_error and "was not found" in none.plain
-    ok = await run.call("edit", {"path": "a.py", "old_string": "x = 1", "new_string": "x = 3", "replace_all": True})
+    ok = await run.call(
+        "edit", {"path": "a.py", "old_string": "x = 1", "new_string": "x = 3", "replace_all": True}
+    )
     assert not ok.is_error and ok.data["replacements"] == 2
     assert (run.root / "a.py").read_text() == "x = 3\nx = 3\ny = 2\n"
 
@@ -118,7 +119,9 @@ async def test_apply_patch_creates_and_deletes_and_rejects_garbage(run):
     assert (run.root / "new.txt").read_text() == "hi\n" and not (run.root / "old.txt").exists()
     garbage = await run.call("apply_patch", {"patch": "just some words"})
     assert garbage.is_error and "no file headers" in garbage.plain
-    outside = await run.call("apply_patch", {"patch": "--- /dev/null\n+++ b/../evil.txt\n@@ -0,0 +1 @@\n+x\n"})
+    outside = await run.call(
+        "apply_patch", {"patch": "--- /dev/null\n+++ b/../evil.txt\n@@ -0,0 +1 @@\n+x\n"}
+    )
     assert outside.is_error and "outside the root" in outside.plain
     assert not (run.root.parent / "evil.txt").exists()
 
@@ -143,7 +146,9 @@ async def test_apply_patch_keeps_crlf_form_feeds_and_line_separators_it_does_not
     )
     result = await run.call("apply_patch", {"patch": patch})
     assert not result.is_error, result.plain
-    assert (run.root / "c.txt").read_bytes() == b"one\r\none\r\nTWO\r\nthree\r\n"  # added lines take the file's ending
+    assert (
+        run.root / "c.txt"
+    ).read_bytes() == b"one\r\none\r\nTWO\r\nthree\r\n"  # added lines take the file's ending
     assert (run.root / "s.py").read_bytes() == "a = 1\x0c\ns = 'x\u2028y'\nb = 3\n".encode()
 
 
@@ -157,13 +162,17 @@ async def test_apply_patch_honours_no_newline_markers_and_git_renames(run):
     result = await run.call("apply_patch", {"patch": patch})
     assert not result.is_error, result.plain
     assert (run.root / "n.txt").read_bytes() == b"a\nB\n"
-    assert (run.root / "moved" / "new.txt").read_bytes() == b"keep\r\nme\n" and not (run.root / "old.txt").exists()
+    assert (run.root / "moved" / "new.txt").read_bytes() == b"keep\r\nme\n" and not (
+        run.root / "old.txt"
+    ).exists()
     assert "renamed old.txt -> moved/new.txt" in result.plain
 
 
 async def test_apply_patch_refuses_lines_past_the_hunks_count(run):
     (run.root / "x.txt").write_text("a\n")
-    result = await run.call("apply_patch", {"patch": "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b\n+extra\n"})
+    result = await run.call(
+        "apply_patch", {"patch": "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b\n+extra\n"}
+    )
     assert result.is_error and "patch line 6 ('+extra') lies past the end of its hunk" in result.plain
     short = await run.call("apply_patch", {"patch": "--- a/x.txt\n+++ b/x.txt\n@@ -1,3 +1,3 @@\n a\n"})
     assert short.is_error and "the patch does not parse" in short.plain
@@ -183,7 +192,10 @@ async def test_fifos_and_devices_are_refused_without_blocking(run):
         ("apply_patch", {"patch": patch}),
     ):
         result = await asyncio.wait_for(run.call(tool, args), 30)  # a blocking open would never return
-        assert result.is_error and "'p' is a named pipe (FIFO), not a regular file" in result.plain, (tool, result.plain)
+        assert result.is_error and "'p' is a named pipe (FIFO), not a regular file" in result.plain, (
+            tool,
+            result.plain,
+        )
     assert stat.S_ISFIFO(os.stat(run.root / "p").st_mode)
 
 
@@ -242,9 +254,21 @@ async def test_impossible_paths_are_one_line_argument_errors(run, path, says):
 async def test_unpaired_surrogates_in_text_are_one_line_argument_errors(run):
     (run.root / "a.txt").write_text("a\n")
     for tool, args, says in (
-        ("write", {"path": "a.txt", "content": "a\ud800b"}, "content: unpaired surrogate U+D800 at character 1"),
-        ("edit", {"path": "a.txt", "old_string": "a", "new_string": "\udfff"}, "new_string: unpaired surrogate U+DFFF"),
-        ("apply_patch", {"patch": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+\udc80\n"}, "patch: unpaired surrogate"),
+        (
+            "write",
+            {"path": "a.txt", "content": "a\ud800b"},
+            "content: unpaired surrogate U+D800 at character 1",
+        ),
+        (
+            "edit",
+            {"path": "a.txt", "old_string": "a", "new_string": "\udfff"},
+            "new_string: unpaired surrogate U+DFFF",
+        ),
+        (
+            "apply_patch",
+            {"patch": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+\udc80\n"},
+            "patch: unpaired surrogate",
+        ),
     ):
         result = await run.call(tool, args)
         assert result.is_error and says in result.plain and "\n" not in result.plain, (tool, result.plain)
@@ -289,7 +313,10 @@ async def test_approval_sees_the_files_apply_patch_would_write(tmp_path):
         allowed = await r.call("write", {"path": "a.txt", "content": "b\n"})
     assert refused.is_error and "was not approved: pyproject.toml is protected" in refused.plain
     assert (root / "pyproject.toml").read_text() == "[project]\nname = 'x'\n" and not allowed.is_error
-    assert ("apply_patch", ["a.txt", "pyproject.toml"]) in policy.asked and ("write", ["a.txt"]) in policy.asked
+    assert ("apply_patch", ["a.txt", "pyproject.toml"]) in policy.asked and (
+        "write",
+        ["a.txt"],
+    ) in policy.asked
 
 
 async def test_files_known_only_when_writing_are_approved_before_any_is_written(tmp_path):
@@ -316,7 +343,11 @@ async def test_files_known_only_when_writing_are_approved_before_any_is_written(
     policy = ProtectPyproject()
     async with tether.open_run(root, plugins=[Family(), policy], load_entry_points=False) as r:
         result = await r.call("renamer", {"path": "a.py"})
-    assert result.is_error and "pyproject.toml is protected" in result.plain and "Nothing was written" in result.plain
+    assert (
+        result.is_error
+        and "pyproject.toml is protected" in result.plain
+        and "Nothing was written" in result.plain
+    )
     assert policy.asked == [("renamer", ["a.py"]), ("renamer", ["a.py", "pyproject.toml"])]
     assert not (root / "a.py").exists() and (root / "pyproject.toml").read_text() == "x\n"
 
@@ -332,8 +363,10 @@ async def test_error_data_echoing_a_huge_argument_is_bounded(tmp_path):
         worker_id: str = tether.arg("id")
 
     async def wait(ctx, args):
-        raise ToolError(f"unknown worker {args.worker_id[:20]}", {"error": "unknown_worker", "worker_id": args.worker_id,
-                                                                   "known": [args.worker_id] * 3})
+        raise ToolError(
+            f"unknown worker {args.worker_id[:20]}",
+            {"error": "unknown_worker", "worker_id": args.worker_id, "known": [args.worker_id] * 3},
+        )
 
     class Family:
         @tether.hookimpl
@@ -355,8 +388,13 @@ async def test_vibe_tools_echoing_a_10_mb_worker_id_answer_bounded_data(tmp_path
     from tether_vibe import plugin
 
     extra = {"message": "hi"} if tool == "vibe_send" else {}
-    async with tether.open_run(tmp_path, modes={"vibe"}, options={"vibe": {"fast": [sys.executable, "-c", "pass"]}},
-                               plugins=[plugin], load_entry_points=False) as r:
+    async with tether.open_run(
+        tmp_path,
+        modes={"vibe"},
+        options={"vibe": {"fast": [sys.executable, "-c", "pass"]}},
+        plugins=[plugin],
+        load_entry_points=False,
+    ) as r:
         result = await r.call(tool, {"worker_id": "w" * 10_000_000, **extra})
     assert result.is_error and result.data["error"] == "unknown_worker"
     assert len(result.plain) < 31_000 and len(json.dumps(result.data)) < 31_000
@@ -368,8 +406,15 @@ async def test_approval_sees_the_files_resolve_would_write(tmp_path):
     (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
     policy = ProtectPyproject()
     async with open_test_run(root, only=["astgrep"], plugins=[policy]) as r:
-        staged = await r.call("ast_edit", {"pattern": 'version = "1"', "rewrite": 'version = "2"',
-                                           "path": "pyproject.toml", "language": "toml"})
+        staged = await r.call(
+            "ast_edit",
+            {
+                "pattern": 'version = "1"',
+                "rewrite": 'version = "2"',
+                "path": "pyproject.toml",
+                "language": "toml",
+            },
+        )
         assert not staged.is_error, staged.plain
         refused = await r.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
     assert refused.is_error and "was not approved: pyproject.toml is protected" in refused.plain

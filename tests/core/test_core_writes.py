@@ -15,7 +15,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import tether
 import tether.atomic
 import tether.files
@@ -52,7 +51,9 @@ async def test_resolve_never_overwrites_a_write_that_lands_after_staging(root):
     async with open_test_run(root, only=["astgrep"], plugins=[tether.files]) as run:
         for i in range(40):
             (root / "m.py").write_text("x.append(1)\n")
-            staged = await run.call("ast_edit", {"pattern": "$X.append($Y)", "rewrite": "$X.extend([$Y])", "path": "m.py"})
+            staged = await run.call(
+                "ast_edit", {"pattern": "$X.append($Y)", "rewrite": "$X.extend([$Y])", "path": "m.py"}
+            )
             assert not staged.is_error, staged.plain
             mine = f"y = {i}\n"
 
@@ -94,9 +95,7 @@ WORKER = textwrap.dedent(
 
 def test_two_processes_editing_one_file_lose_nothing(root):
     (root / "log.txt").write_text("")
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(root), tag, "25"]) for tag in ("a", "b")
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(root), tag, "25"]) for tag in ("a", "b")]
     for p in procs:
         assert p.wait(timeout=120) == 0
     lines = (root / "log.txt").read_text().splitlines()
@@ -157,8 +156,13 @@ def _fresh(base: Path, n: int) -> Path:
 async def test_a_sigkill_at_any_step_is_rolled_back_or_forward_by_the_next_run(tmp_path):
     base = tmp_path / "kills"
     base.mkdir()
-    counted = subprocess.run([sys.executable, "-c", KILLER, str(_fresh(base, 0)), "0"], capture_output=True,
-                             text=True, timeout=60, check=True)
+    counted = subprocess.run(
+        [sys.executable, "-c", KILLER, str(_fresh(base, 0)), "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     total = int(counted.stdout)
     assert total > 10
     outcomes = set()
@@ -174,7 +178,8 @@ async def test_a_sigkill_at_any_step_is_rolled_back_or_forward_by_the_next_run(t
         assert tree in (OLD, NEW), (n, tree)
         assert (base / f"b-other-name-{n}").read_text() == tree["b.txt"], n  # the other link sees the same
         assert leftovers(r) == [], n
-        assert not tether.atomic.state_dir(r, create=False).exists(), n  # nothing left in the state dir either
+        # nothing left in the state dir either
+        assert not tether.atomic.state_dir(r, create=False).exists(), n
         outcomes.add("new" if tree == NEW else "old")
     assert outcomes == {"old", "new"}  # early kills roll back, late ones forward
 
@@ -219,7 +224,9 @@ async def test_every_writing_tool_keeps_hard_links(root, tmp_path):
     async with files_run(root) as run:
         assert not (await run.call("write", {"path": "a.txt", "content": "two\n"})).is_error
         assert other.read_text() == "two\n"
-        assert not (await run.call("edit", {"path": "a.txt", "old_string": "two", "new_string": "three"})).is_error
+        assert not (
+            await run.call("edit", {"path": "a.txt", "old_string": "two", "new_string": "three"})
+        ).is_error
         assert other.read_text() == "three\n"
         patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-three\n+four\n"
         assert not (await run.call("apply_patch", {"patch": patch})).is_error
@@ -270,15 +277,19 @@ def test_recovery_finishes_a_committed_journal_and_ignores_garbage(root):
     tmp.write_text("new\n")
     folder = tether.atomic.state_dir(root)
     entry = {"kind": "replace", "target": str(root / "a.txt"), "tmp": str(tmp), "backup": None}
-    (folder / "journal-0123456789ab.json").write_text(json.dumps({"id": "0123456789ab", "state": "commit", "entries": [entry]}))
+    (folder / "journal-0123456789ab.json").write_text(
+        json.dumps({"id": "0123456789ab", "state": "commit", "entries": [entry]})
+    )
     (folder / "journal-ffffffffffff.json").write_text("{not json")
     assert tether.atomic.recover(root) == ["finished an interrupted write of 1 file(s)"]
     assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
     folder.mkdir()
-    (folder / "journal-0123456789ab.json").write_text(json.dumps({"id": "0123456789ab", "state": "staging",
-                                                                  "entries": [{**entry, "tmp": str(tmp)}]}))
+    (folder / "journal-0123456789ab.json").write_text(
+        json.dumps({"id": "0123456789ab", "state": "staging", "entries": [{**entry, "tmp": str(tmp)}]})
+    )
     tmp.write_text("staged\n")
-    tether.atomic.write_all({root / "b.txt": b"b\n"}, root=root)  # a later write (a long-lived run) recovers too
+    # a later write (a long-lived run) recovers too
+    tether.atomic.write_all({root / "b.txt": b"b\n"}, root=root)
     assert (root / "a.txt").read_text() == "new\n" and leftovers(root) == []
     assert not folder.exists()  # the journals done, the lock file and its folder are removed too
     assert tether.atomic.recover(root) == []  # nothing to do, and no state dir is made for it
@@ -290,8 +301,13 @@ def small_disk(tmp_path):
     """A 256 KiB tmpfs as the root, where the system lets this user mount one."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
-                                                       capture_output=True, check=False).returncode != 0:
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (the injected ENOSPC test covers the same path)")
     try:
         yield mnt
@@ -303,7 +319,9 @@ async def test_a_really_full_disk_leaves_nothing_behind(small_disk):
     (small_disk / "a.txt").write_text("old\n")
     async with files_run(small_disk) as run:
         result = await run.call("write", {"path": "a.txt", "content": "x" * 400_000})
-        assert result.is_error and "the disk is full" in result.plain and "\n" not in result.plain, result.plain
+        assert result.is_error and "the disk is full" in result.plain and "\n" not in result.plain, (
+            result.plain
+        )
         again = await run.call("write", {"path": "b.txt", "content": "fits\n"})  # the space was given back
         assert not again.is_error, again.plain
     assert sorted(p.name for p in small_disk.iterdir()) == ["a.txt", "b.txt"]
@@ -318,7 +336,8 @@ def test_old_side_files_a_crash_left_beside_a_target_are_swept(root, monkeypatch
         (root / name).write_text("partial")
     (root / ".keep.tether-new.txt").write_text("not ours")
     tether.atomic.write_all({root / "a.txt": b"A\n"}, root=root)
-    assert leftovers(root) == sorted([*left, ".keep.tether-new.txt"])  # fresh: maybe another root's write in flight
+    # fresh: maybe another root's write in flight
+    assert leftovers(root) == sorted([*left, ".keep.tether-new.txt"])
     monkeypatch.setattr(tether.atomic, "STALE_AFTER", -60.0)  # as if an hour had passed
     tether.atomic.write_all({root / "a.txt": b"AA\n"}, root=root)
     assert leftovers(root) == [".keep.tether-new.txt"] and (root / "a.txt").read_text() == "AA\n"
@@ -327,4 +346,8 @@ def test_old_side_files_a_crash_left_beside_a_target_are_swept(root, monkeypatch
 def test_two_long_names_with_the_same_beginning_are_written_together(root):
     long_a, long_b = "n" * 200 + "a.txt", "n" * 200 + "b.txt"
     tether.atomic.write_all({root / long_a: b"a\n", root / long_b: b"b\n"}, root=root)
-    assert (root / long_a).read_text() == "a\n" and (root / long_b).read_text() == "b\n" and leftovers(root) == []
+    assert (
+        (root / long_a).read_text() == "a\n"
+        and (root / long_b).read_text() == "b\n"
+        and leftovers(root) == []
+    )

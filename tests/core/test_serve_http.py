@@ -17,10 +17,9 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
+from mcp.shared.exceptions import MCPError
 from tether.procs import alive
 
 REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
@@ -29,13 +28,20 @@ TOKEN = "s3cret-token-for-tests-0123456789"
 
 @contextlib.contextmanager
 def http_server(root, bind="127.0.0.1:0", *args, **env):
-    proc = subprocess.Popen([sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--http", bind, *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **env))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--http", bind, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **env),
+    )
     try:
         line = proc.stderr.readline()  # the server says where it listens once the socket is bound
         found = re.search(r"at (http://\S+/mcp)", line)
-        assert found, f"no address on stderr: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
+        assert found, (
+            f"no address on stderr: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
+        )
         yield proc, found.group(1).replace("0.0.0.0", "127.0.0.1")
     finally:
         if proc.poll() is None:
@@ -51,11 +57,15 @@ def http_server(root, bind="127.0.0.1:0", *args, **env):
 
 def client(url, mode, token=None, **kwargs):
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    return Client(streamable_http_client(url, http_client=create_mcp_http_client(headers=headers)), mode=mode, **kwargs)
+    return Client(
+        streamable_http_client(url, http_client=create_mcp_http_client(headers=headers)), mode=mode, **kwargs
+    )
 
 
 @pytest.mark.parametrize("mode", REVISIONS)
-async def test_both_revisions_over_http_with_a_card_and_a_long_call(tmp_path, plugin_site, mode, no_leftover_processes):
+async def test_both_revisions_over_http_with_a_card_and_a_long_call(
+    tmp_path, plugin_site, mode, no_leftover_processes
+):
     (tmp_path / "hello.txt").write_text("hello\n")
     seen, progress = [], []
 
@@ -66,7 +76,7 @@ async def test_both_revisions_over_http_with_a_card_and_a_long_call(tmp_path, pl
     async def on_progress(done, total, message):
         progress.append(done)
 
-    with http_server(tmp_path, PROCFAM_ON="1", TETHER_PLUGINS="procfam,askuser") as (proc, url):
+    with http_server(tmp_path, PROCFAM_ON="1", TETHER_PLUGINS="procfam,askuser") as (_proc, url):
         async with client(url, mode, elicitation_callback=human) as c:
             assert c.protocol_version == REVISIONS[mode]
             names = {t.name for t in (await c.list_tools()).tools}
@@ -81,29 +91,60 @@ async def test_both_revisions_over_http_with_a_card_and_a_long_call(tmp_path, pl
 
 def test_beyond_loopback_a_token_is_required(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TETHER_SERVE_TOKEN"}
-    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), "--http", "0.0.0.0:0"],
-                         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
-    assert out.returncode == 2 and "clients must send a bearer token" in out.stderr and "TETHER_SERVE_TOKEN" in out.stderr
-    short = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), "--http", "0.0.0.0:0"],
-                           capture_output=True, text=True, timeout=60, env=dict(env, TETHER_SERVE_TOKEN="abc"),
-                           stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), "--http", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (
+        out.returncode == 2
+        and "clients must send a bearer token" in out.stderr
+        and "TETHER_SERVE_TOKEN" in out.stderr
+    )
+    short = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), "--http", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(env, TETHER_SERVE_TOKEN="abc"),
+        stdin=subprocess.DEVNULL,
+    )
     assert short.returncode == 2 and "at least 16 characters" in short.stderr
 
 
 @pytest.mark.parametrize("source", ["env", "file"])
-async def test_a_request_without_the_right_token_is_refused_before_any_tool(tmp_path, source, no_leftover_processes):
+async def test_a_request_without_the_right_token_is_refused_before_any_tool(
+    tmp_path, source, no_leftover_processes
+):
     env, args = {"TETHER_SERVE_TOKEN": TOKEN}, []
     if source == "file":
         env = {}
         (tmp_path / "token").write_text(TOKEN + "\n")
         args = ["--token-file", str(tmp_path / "token")]
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "write", "arguments": {"path": "pwned.txt", "content": "x"},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {}}}}
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "write"}
-    with http_server(tmp_path, "0.0.0.0:0", *args, **env) as (proc, url):
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "write",
+            "arguments": {"path": "pwned.txt", "content": "x"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "write",
+    }
+    with http_server(tmp_path, "0.0.0.0:0", *args, **env) as (_proc, url):
         async with httpx2.AsyncClient() as raw:
             for auth in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN}):
                 answer = await raw.post(url, content=json.dumps(call), headers={**headers, **auth})
@@ -141,20 +182,38 @@ async def test_sigterm_mid_call_closes_the_run_and_reaps_every_child(tmp_path, p
     assert not alive(pid), "SIGTERM left the run's process tree behind"
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--http", "8765"], "--http takes HOST:PORT"),
-    (["--http", "127.0.0.1:99999"], "--http takes HOST:PORT"),
-    (["--http", "0.0.0.0:0", "--token-file", "no-such-file"], "--token-file 'no-such-file' cannot be read"),
-    (["--token-file", "token"], "--token-file is for --http HOST:PORT"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--http", "8765"], "--http takes HOST:PORT"),
+        (["--http", "127.0.0.1:99999"], "--http takes HOST:PORT"),
+        (
+            ["--http", "0.0.0.0:0", "--token-file", "no-such-file"],
+            "--token-file 'no-such-file' cannot be read",
+        ),
+        (["--token-file", "token"], "--token-file is for --http HOST:PORT"),
+    ],
+)
 def test_bad_serve_arguments_are_one_line_usage_errors(tmp_path, args, said):
     (tmp_path / "token").write_text(TOKEN)
-    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), *args], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 2 and said in out.stderr and out.stderr.count("\n") == 1, out.stderr
 
 
 def test_a_token_in_the_environment_does_not_stop_stdio(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path)], capture_output=True,
-                         text=True, timeout=60, stdin=subprocess.DEVNULL, env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN))
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN),
+    )
     assert out.returncode == 0 and out.stderr == ""  # end of input at once: served nothing, closed cleanly

@@ -11,7 +11,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-
 from support import IN_CI
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -36,7 +35,9 @@ def uv(tmp_path):
 
 
 def test_version():
-    out = subprocess.run([sys.executable, "-m", "tether.cli", "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0 and out.stdout == f"tether {version('tether-core')}\n"
 
 
@@ -46,7 +47,9 @@ def test_uv_tool_install_of_the_meta_distribution_provides_the_script(uv, tmp_pa
     assert installed.returncode == 0, installed.stderr
     assert "Installed 1 executable: tether" in installed.stderr
     tether = tmp_path / "bin" / "tether"
-    listing = subprocess.run([tether, "tools", "--root", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    listing = subprocess.run(
+        [tether, "tools", "--root", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert listing.returncode == 0 and "ast_grep [read] (astgrep)" in listing.stdout
 
 
@@ -65,10 +68,17 @@ def test_serve_without_the_mcp_extra_names_the_extra(uv, tmp_path):
     core = uv("pip", "install", "--python", str(venv / "bin" / "python"), str(CHECKOUT / "core"))
     assert core.returncode == 0, core.stderr
     tether = venv / "bin" / "tether"
-    tools = subprocess.run([tether, "tools", "--root", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    tools = subprocess.run(
+        [tether, "tools", "--root", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert tools.returncode == 0 and "read [read] (files)" in tools.stdout  # the core alone works
-    serve = subprocess.run([tether, "serve", "--root", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
+    serve = subprocess.run(
+        [tether, "serve", "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert serve.returncode == 2
     assert "install the mcp extra, e.g. pip install 'tether-core[mcp]'" in serve.stderr
     assert "Traceback" not in serve.stderr and serve.stderr.count("\n") == 1

@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from tether.procs import alive
 
 TETHER = [sys.executable, "-m", "tether.cli"]
@@ -24,8 +23,11 @@ REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}  # auto: the client p
 
 @asynccontextmanager
 async def connect(root, mode, env=None, **client_kwargs):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)],
-                                   env=dict(os.environ, **(env or {})))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tether.cli", "serve", "--root", str(root)],
+        env=dict(os.environ, **(env or {})),
+    )
     async with Client(params, mode=mode, **client_kwargs) as client:
         assert client.protocol_version == REVISIONS[mode]
         yield client
@@ -73,8 +75,11 @@ async def test_progress_annotations_by_tier_and_end_of_input_reaps_children(tmp_
     async with connect(tmp_path, mode, {"PROCFAM_ON": "1"}) as client:
         tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
         # exec-tier tools run code: clients that auto-approve by annotation must not take them for safe
-        assert (tools["proc_spawn"].read_only_hint, tools["proc_spawn"].destructive_hint,
-                tools["proc_spawn"].open_world_hint) == (False, True, True)
+        assert (
+            tools["proc_spawn"].read_only_hint,
+            tools["proc_spawn"].destructive_hint,
+            tools["proc_spawn"].open_world_hint,
+        ) == (False, True, True)
         assert tools["proc_write"].destructive_hint is True and tools["proc_slow"].read_only_hint is True
 
         slow = await client.call_tool("proc_slow", {"steps": 3}, progress_callback=on_progress)
@@ -89,8 +94,14 @@ async def test_progress_annotations_by_tier_and_end_of_input_reaps_children(tmp_
 
 
 def raw_server(root, env=None):
-    return subprocess.Popen([*TETHER, "serve", "--root", str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
+    return subprocess.Popen(
+        [*TETHER, "serve", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
 
 
 def exchange(proc, *messages):
@@ -100,8 +111,16 @@ def exchange(proc, *messages):
 
 
 HELLO = [
-    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
 
@@ -111,8 +130,15 @@ def test_a_signal_closes_the_run_reaps_every_child_and_exits(tmp_path, plugin_si
     proc = raw_server(tmp_path, {"PROCFAM_ON": "1"})
     try:
         exchange(proc, *HELLO)
-        [spawned] = exchange(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                    "params": {"name": "proc_spawn", "arguments": {}}})
+        [spawned] = exchange(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "proc_spawn", "arguments": {}},
+            },
+        )
         pid = spawned["result"]["_meta"]["tether/data"]["pid"]
         assert alive(pid)
         proc.send_signal(sig)  # stdin stays open: the client is still there
@@ -127,8 +153,10 @@ def test_a_signal_closes_the_run_reaps_every_child_and_exits(tmp_path, plugin_si
 
 
 def nested_call(request_id, depth):
-    return ('{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": {"name": "read", "arguments": '
-            '{"path": "x", "deep": %s%s}}}' % (request_id, "[" * depth, "]" * depth))
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id:d}, "method": "tools/call", "params": {{"name": "read", '
+        f'"arguments": {{"path": "x", "deep": {"[" * depth}{"]" * depth}}}}}}}'
+    )
 
 
 def test_every_unreadable_line_gets_a_json_rpc_error(tmp_path, no_leftover_processes):
@@ -142,7 +170,9 @@ def test_every_unreadable_line_gets_a_json_rpc_error(tmp_path, no_leftover_proce
             answer = json.loads(proc.stdout.readline())
             answers[answer["id"]] = answer
         # shallow enough for the parser: the tool refuses the argument; deeper: a parse error, to its caller
-        assert answers[1]["result"]["isError"] is True and "deep" in answers[1]["result"]["content"][0]["text"]
+        assert (
+            answers[1]["result"]["isError"] is True and "deep" in answers[1]["result"]["content"][0]["text"]
+        )
         for i in (2, 3, 4):
             assert answers[i]["error"]["code"] == -32700
             assert "recursion limit exceeded" in answers[i]["error"]["message"]
@@ -174,7 +204,10 @@ async def test_a_long_eval_cell_keeps_the_client_informed(tmp_path, mode, no_lef
 
     env = {"TETHER_PLUGINS": "eval", "TETHER_SERVE_HEARTBEAT": "0.2"}
     async with connect(tmp_path, mode, env) as client:
-        cell = {"code": "import time\ntime.sleep(1.5)\n'slept'", "description": "Sleep a moment and say that it slept"}
+        cell = {
+            "code": "import time\ntime.sleep(1.5)\n'slept'",
+            "description": "Sleep a moment and say that it slept",
+        }
         result = await client.call_tool("eval", cell, progress_callback=on_progress)
         assert result.is_error is False and "slept" in " ".join(b.text for b in result.content)
     assert progress and all(m.startswith("eval still running (") for _, m in progress)

@@ -233,7 +233,9 @@ def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
             shown = os.path.relpath(target, root)
-            raise ToolError(f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"})
+            raise ToolError(
+                f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"}
+            )
         if content is None:
             if st is not None:
                 entries.append(_Entry("delete", str(target), None, _side_name(target, txid, n, OLD_SUFFIX)))
@@ -308,9 +310,7 @@ def _clean(folder: Path, txid: str, entries: list[_Entry]) -> None:
     _fsync_dir(folder)
 
 
-def write_all(
-    changes: Mapping[Path, bytes | None], *, root: Path, expect: Iterable[Snapshot] = ()
-) -> None:
+def write_all(changes: Mapping[Path, bytes | None], *, root: Path, expect: Iterable[Snapshot] = ()) -> None:
     """Write every file (None deletes it) or none, under the root's write lock.
 
     ``expect``: snapshots of what the caller read; if any no longer holds, raise `ChangedSince`
@@ -345,7 +345,9 @@ def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) ->
         if len(entries) == 1:
             _stage(entries[0], changes[Path(entries[0].target)])
         else:  # fsyncs of many files side by side: the file system commits them together
-            with ThreadPoolExecutor(min(STAGING_THREADS, len(entries)), thread_name_prefix="tether-write") as pool:
+            with ThreadPoolExecutor(
+                min(STAGING_THREADS, len(entries)), thread_name_prefix="tether-write"
+            ) as pool:
                 staged = [pool.submit(_stage, e, changes[Path(e.target)]) for e in entries]
                 for future in staged:
                     future.result()  # the first failure; leaving the block waits for the others
@@ -376,8 +378,14 @@ def _sweep_stale(folders: Iterable[str]) -> None:
     for folder in folders:
         try:
             with os.scandir(folder) as entries:
-                stale = [e.path for e in entries if e.name.startswith(".") and e.name.endswith((NEW_SUFFIX, OLD_SUFFIX))
-                         and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_ctime < cutoff]
+                stale = [
+                    e.path
+                    for e in entries
+                    if e.name.startswith(".")
+                    and e.name.endswith((NEW_SUFFIX, OLD_SUFFIX))
+                    and e.is_file(follow_symlinks=False)
+                    and e.stat(follow_symlinks=False).st_ctime < cutoff
+                ]
         except OSError:
             continue
         for path in stale:

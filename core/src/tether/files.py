@@ -48,7 +48,9 @@ class EditArgs:
 
 @attrs.frozen
 class PatchArgs:
-    patch: str = arg("A unified diff (as `git diff` or `diff -u` prints it); applied to all files or none.", min_length=1)
+    patch: str = arg(
+        "A unified diff (as `git diff` or `diff -u` prints it); applied to all files or none.", min_length=1
+    )
 
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # read, edit and apply_patch refuse bigger files (checked before reading)
@@ -64,8 +66,10 @@ _KINDS = {
 
 def _not_a_file(rel: str, mode: int) -> ToolError:
     kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-    return ToolError(f"'{rel}' is {kind}, not a regular file; these tools read and write regular files only",
-                     {"error": "not_a_file"})
+    return ToolError(
+        f"'{rel}' is {kind}, not a regular file; these tools read and write regular files only",
+        {"error": "not_a_file"},
+    )
 
 
 def _read_bytes(path: Path, rel: str) -> bytes:
@@ -79,7 +83,9 @@ def _read_bytes(path: Path, rel: str) -> bytes:
     if st.st_size > MAX_FILE_BYTES:
         raise ToolError(
             f"'{rel}' is {st.st_size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB these tools read; "
-            "search it with a tool that streams (e.g. ast_grep, or grep in a shell) instead", {"error": "too_large"})
+            "search it with a tool that streams (e.g. ast_grep, or grep in a shell) instead",
+            {"error": "too_large"},
+        )
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
@@ -95,7 +101,9 @@ def _read_bytes(path: Path, rel: str) -> bytes:
     finally:
         os.close(fd)
     if size > MAX_FILE_BYTES:
-        raise ToolError(f"'{rel}' grew past {MAX_FILE_BYTES // 2**20} MiB while it was read", {"error": "too_large"})
+        raise ToolError(
+            f"'{rel}' grew past {MAX_FILE_BYTES // 2**20} MiB while it was read", {"error": "too_large"}
+        )
     return b"".join(chunks)
 
 
@@ -131,8 +139,10 @@ def _writable(run, path: str) -> tuple[Path, str, bool]:
 
 def _changed(run, exc: ChangedSince) -> ToolError:
     names = ", ".join(f"'{run.relpath(p)}'" for p in exc.paths)
-    return ToolError(f"{names} changed while this call was working on it; nothing was written: read it again and retry",
-                     {"error": "changed_meanwhile", "files": [run.relpath(p) for p in exc.paths]})
+    return ToolError(
+        f"{names} changed while this call was working on it; nothing was written: read it again and retry",
+        {"error": "changed_meanwhile", "files": [run.relpath(p) for p in exc.paths]},
+    )
 
 
 async def read(ctx, args: ReadArgs) -> ToolResult:
@@ -151,8 +161,12 @@ async def read(ctx, args: ReadArgs) -> ToolResult:
     last = start + len(shown)
     text = "\n".join(out) if out else f"('{rel}' is empty)"
     if last < total:
-        text += f"\n[showing lines {args.offset}-{last} of {total}; call read with offset={last + 1} to see more]"
-    return ToolResult.text(text, {"path": rel, "start_line": args.offset, "end_line": last, "total_lines": total})
+        text += (
+            f"\n[showing lines {args.offset}-{last} of {total}; call read with offset={last + 1} to see more]"
+        )
+    return ToolResult.text(
+        text, {"path": rel, "start_line": args.offset, "end_line": last, "total_lines": total}
+    )
 
 
 async def write(ctx, args: WriteArgs) -> ToolResult:
@@ -161,7 +175,10 @@ async def write(ctx, args: WriteArgs) -> ToolResult:
     await ctx.run.write_files({p: data})
     verb = "overwrote" if existed else "created"
     lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
-    return ToolResult.text(f"{verb} {rel} ({len(data)} bytes, {lines} lines)", {"path": rel, "bytes": len(data), "created": not existed})
+    return ToolResult.text(
+        f"{verb} {rel} ({len(data)} bytes, {lines} lines)",
+        {"path": rel, "bytes": len(data), "created": not existed},
+    )
 
 
 def _line_of(text: str, index: int) -> int:
@@ -176,8 +193,12 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
     if count == 0:
         hint = ""
         if args.old_string.strip() and args.old_string.strip() in text:
-            hint = " (it does occur with different leading/trailing whitespace: copy the exact text from read)"
-        raise ToolError(f"old_string was not found in '{rel}'{hint}; read the file and copy the exact text to replace")
+            hint = (
+                " (it does occur with different leading/trailing whitespace: copy the exact text from read)"
+            )
+        raise ToolError(
+            f"old_string was not found in '{rel}'{hint}; read the file and copy the exact text to replace"
+        )
     if count > 1 and not args.replace_all:
         at, starts = 0, []
         for _ in range(min(count, 10)):
@@ -188,7 +209,11 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
             f"old_string occurs {count} times in '{rel}' (lines {', '.join(starts)}); include more surrounding "
             "text to make it unique, or set replace_all to true"
         )
-    new = text.replace(args.old_string, args.new_string) if args.replace_all else text.replace(args.old_string, args.new_string, 1)
+    new = (
+        text.replace(args.old_string, args.new_string)
+        if args.replace_all
+        else text.replace(args.old_string, args.new_string, 1)
+    )
     try:
         await ctx.run.write_files({p: new.encode("utf-8")}, expect=[Snapshot.of(p, data)])
     except ChangedSince as exc:
@@ -245,14 +270,17 @@ def _bare(line: str) -> str:
 @functools.lru_cache(maxsize=4)  # touches parses the patch for approval, then the handler does
 def parse_patch(patch: str) -> tuple[FilePatch, ...]:
     """Parse a unified diff; raise ToolError naming what does not fit."""
-    from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
+    from unidiff.patch import PatchSet
 
     try:
         parsed = PatchSet(patch)
     except UnidiffParseError as exc:
-        raise ToolError(f"the patch does not parse: {exc}; give a unified diff as `git diff` or `diff -u` prints it, "
-                        "with hunk headers that count the lines they hold", {"error": "bad_patch"}) from None
+        raise ToolError(
+            f"the patch does not parse: {exc}; give a unified diff as `git diff` or `diff -u` prints it, "
+            "with hunk headers that count the lines they hold",
+            {"error": "bad_patch"},
+        ) from None
     if not len(parsed):
         raise ToolError("the patch has no file headers ('--- a/file' / '+++ b/file'); give a unified diff")
     _refuse_stray_lines(patch, parsed)
@@ -260,7 +288,9 @@ def parse_patch(patch: str) -> tuple[FilePatch, ...]:
     for pf in parsed:
         old, new = _strip(pf.source_file), _strip(pf.target_file)
         if pf.is_binary_file:
-            raise ToolError(f"patch: '{new or old}' is a binary patch, which apply_patch does not apply; write the file instead")
+            raise ToolError(
+                f"patch: '{new or old}' is a binary patch, which apply_patch does not apply; write the file instead"
+            )
         if old is None and new is None:
             raise ToolError("patch: a file has /dev/null on both sides")
         hunks = []
@@ -299,7 +329,8 @@ def _refuse_stray_lines(patch: str, parsed) -> None:
             raise ToolError(
                 f"patch line {n} ('{text[:60]}') lies past the end of its hunk: the hunk header "
                 "(@@ -start,count +start,count @@) counts fewer lines than the hunk holds; fix the counts",
-                {"error": "bad_patch"})
+                {"error": "bad_patch"},
+            )
 
 
 def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
@@ -324,8 +355,11 @@ def _apply_hunks(data: bytes, fp: FilePatch) -> bytes:
         places.append(at)
         pos = at + len(old)
     quoted = [t for h in fp.hunks for tag, t, _ in h.lines if tag in " -"]
-    matched = [src[at + k].removesuffix("\n") for h, at in zip(fp.hunks, places)
-               for k in range(sum(tag in " -" for tag, _, _ in h.lines))]
+    matched = [
+        src[at + k].removesuffix("\n")
+        for h, at in zip(fp.hunks, places)
+        for k in range(sum(tag in " -" for tag, _, _ in h.lines))
+    ]
     eol = "\n"
     if quoted != matched:  # the patch drops the file's CRs: added lines get the file's ending
         eol = next(("\r\n" if line.endswith("\r\n") else "\n" for line in src if line.endswith("\n")), "\n")
@@ -406,7 +440,9 @@ def _plan_patch(run, patch: str) -> tuple[dict[Path, bytes | None], list[Snapsho
         changes[target] = new
         if target != source:
             changes[source] = None
-            summary.append(f"renamed {rel} -> {target_rel}" + (f" ({len(fp.hunks)} hunk(s))" if fp.hunks else ""))
+            summary.append(
+                f"renamed {rel} -> {target_rel}" + (f" ({len(fp.hunks)} hunk(s))" if fp.hunks else "")
+            )
         else:
             summary.append(f"patched {rel} ({len(fp.hunks)} hunk(s))")
     return changes, expect, summary
@@ -428,13 +464,41 @@ def _one(args) -> Sequence[str]:
 
 
 TOOLS = (
-    Tool("read", Tier.READ, "Read a text file under the root, with line numbers.", ReadArgs, read, family="files"),
-    Tool("write", Tier.WRITE, "Create or overwrite a file under the root with the given content.", WriteArgs, write,
-         family="files", touches=_one),
-    Tool("edit", Tier.WRITE, "Replace an exact string in a file (once, or every occurrence with replace_all).", EditArgs,
-         edit, family="files", touches=_one),
-    Tool("apply_patch", Tier.WRITE, "Apply a unified diff to files under the root: every file changes or none does.",
-         PatchArgs, apply_patch, family="files", touches=_patch_paths),
+    Tool(
+        "read",
+        Tier.READ,
+        "Read a text file under the root, with line numbers.",
+        ReadArgs,
+        read,
+        family="files",
+    ),
+    Tool(
+        "write",
+        Tier.WRITE,
+        "Create or overwrite a file under the root with the given content.",
+        WriteArgs,
+        write,
+        family="files",
+        touches=_one,
+    ),
+    Tool(
+        "edit",
+        Tier.WRITE,
+        "Replace an exact string in a file (once, or every occurrence with replace_all).",
+        EditArgs,
+        edit,
+        family="files",
+        touches=_one,
+    ),
+    Tool(
+        "apply_patch",
+        Tier.WRITE,
+        "Apply a unified diff to files under the root: every file changes or none does.",
+        PatchArgs,
+        apply_patch,
+        family="files",
+        touches=_patch_paths,
+    ),
 )
 
 

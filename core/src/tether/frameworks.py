@@ -46,9 +46,13 @@ def pydantic_ai_tools(run: Run) -> list[Any]:
             if result.is_error:
                 raise ToolFailed(result.plain)
             images = [BinaryContent(data=i.data, media_type=i.mime_type) for i in _images(result)]
-            return ToolReturn(return_value=[_text(result), *images] if images else _text(result), metadata=result.data)
+            return ToolReturn(
+                return_value=[_text(result), *images] if images else _text(result), metadata=result.data
+            )
 
-        return Tool.from_schema(call, name=tool.name, description=tool.description, json_schema=tool.input_schema)
+        return Tool.from_schema(
+            call, name=tool.name, description=tool.description, json_schema=tool.input_schema
+        )
 
     return [make(t) for t in run.tools()]
 
@@ -62,13 +66,21 @@ def langchain_tools(run: Run) -> list[Any]:
             result = await run.call(tool.name, arguments)
             if result.is_error:
                 raise ToolException(result.plain)
-            images = [{"type": "image", "base64": base64.b64encode(i.data).decode(), "mime_type": i.mime_type}
-                      for i in _images(result)]
+            images = [
+                {"type": "image", "base64": base64.b64encode(i.data).decode(), "mime_type": i.mime_type}
+                for i in _images(result)
+            ]
             content = [{"type": "text", "text": _text(result)}, *images] if images else _text(result)
             return content, result.data
 
-        return StructuredTool(name=tool.name, description=tool.description, args_schema=tool.input_schema,
-                              coroutine=call, response_format="content_and_artifact", handle_tool_error=True)
+        return StructuredTool(
+            name=tool.name,
+            description=tool.description,
+            args_schema=tool.input_schema,
+            coroutine=call,
+            response_format="content_and_artifact",
+            handle_tool_error=True,
+        )
 
     return [make(t) for t in run.tools()]
 
@@ -90,11 +102,18 @@ def openai_agents_tools(run: Run) -> list[Any]:
             result = await run.call(tool.name, arguments)
             if result.is_error:
                 return result.plain
-            images = [ToolOutputImage(image_url=f"data:{i.mime_type};base64,{base64.b64encode(i.data).decode()}")
-                      for i in _images(result)]
+            images = [
+                ToolOutputImage(image_url=f"data:{i.mime_type};base64,{base64.b64encode(i.data).decode()}")
+                for i in _images(result)
+            ]
             return [ToolOutputText(text=_text(result)), *images] if images else _text(result)
 
-        return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.input_schema,
-                            on_invoke_tool=call, strict_json_schema=False)
+        return FunctionTool(
+            name=tool.name,
+            description=tool.description,
+            params_json_schema=tool.input_schema,
+            on_invoke_tool=call,
+            strict_json_schema=False,
+        )
 
     return [make(t) for t in run.tools()]

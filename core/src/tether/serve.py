@@ -78,8 +78,12 @@ def _annotations(tool) -> types.ToolAnnotations:
 
 
 def _mcp_tool(tool) -> types.Tool:
-    return types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema,
-                      annotations=_annotations(tool))
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=_annotations(tool),
+    )
 
 
 def _mcp_result(result: ToolResult) -> types.CallToolResult:
@@ -95,17 +99,22 @@ def _mcp_result(result: ToolResult) -> types.CallToolResult:
             blocks.append(types.ImageContent(type="image", data=b.to_json()["data"], mime_type=b.mime_type))
         else:
             blocks.append(types.TextContent(type="text", text=b.text))
-    return types.CallToolResult(content=blocks, is_error=result.is_error,
-                                meta={DATA_META_KEY: result.data} if result.data else None)
+    return types.CallToolResult(
+        content=blocks, is_error=result.is_error, _meta={DATA_META_KEY: result.data} if result.data else None
+    )
 
 
 class _Card:
     def __init__(self, key: str, message: str, schema: dict[str, Any]) -> None:
         self.key, self.message, self.schema = key, message, schema
-        self.answer: asyncio.Future[tuple[str, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
+        self.answer: asyncio.Future[tuple[str, dict[str, Any] | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
 
     def request(self) -> types.ElicitRequest:
-        return types.ElicitRequest(params=types.ElicitRequestFormParams(message=self.message, requested_schema=self.schema))
+        return types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=self.message, requested_schema=self.schema)
+        )
 
 
 class _Call:
@@ -134,7 +143,9 @@ class _Call:
             await asyncio.sleep(every)
             if not self.reports:
                 elapsed = time.monotonic() - self.started
-                await self.ctx.session.report_progress(round(elapsed, 1), None, f"{self.name} still running ({elapsed:.0f} s)")
+                await self.ctx.session.report_progress(
+                    round(elapsed, 1), None, f"{self.name} still running ({elapsed:.0f} s)"
+                )
 
     async def ask(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         self._cards += 1
@@ -156,7 +167,9 @@ class _Call:
             if isinstance(reply, types.ElicitResult):
                 card.answer.set_result((reply.action, reply.content))
             else:
-                card.answer.set_exception(RuntimeError("the client retried the call without answering the card"))
+                card.answer.set_exception(
+                    RuntimeError("the client retried the call without answering the card")
+                )
         self.sent.clear()
 
 
@@ -223,10 +236,19 @@ class _Host:
         if params.request_state is not None:
             call = self._calls.get(json.loads(params.request_state)["call"])
             if call is None or call.serving:
-                return types.CallToolResult(is_error=True, content=[types.TextContent(type="text", text=(
-                    "This retry names no call waiting for an answer: its card was answered by an earlier "
-                    "retry, or the call ended and was forgotten (a card is never asked twice). Call the "
-                    "tool again if it is still needed."))])
+                return types.CallToolResult(
+                    is_error=True,
+                    content=[
+                        types.TextContent(
+                            type="text",
+                            text=(
+                                "This retry names no call waiting for an answer: its card was answered by an earlier "
+                                "retry, or the call ended and was forgotten (a card is never asked twice). Call the "
+                                "tool again if it is still needed."
+                            ),
+                        )
+                    ],
+                )
             call.ctx, call.serving = ctx, True
             call.answer(params.input_responses or {})
         else:
@@ -235,7 +257,8 @@ class _Host:
             token = _current.set(call)
             try:
                 call.task = asyncio.create_task(
-                    run.call(params.name, dict(params.arguments or {}), progress=call.progress))
+                    run.call(params.name, dict(params.arguments or {}), progress=call.progress)
+                )
             finally:
                 _current.reset(token)
             call.task.add_done_callback(lambda _: self._finished(call))
@@ -290,7 +313,9 @@ def _server(host: _Host) -> Server:
         on_call_tool=host.call_tool,
         get_tool_input_schema=host.input_schema,
     )
-    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=STATE_TTL), default_audience="tether"))
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(ttl=STATE_TTL), default_audience="tether")
+    )
     return server
 
 
@@ -299,6 +324,12 @@ def _server(host: _Host) -> Server:
 
 _STRING = re.compile(r'"(?:[^"\\]+|\\.)*"', re.S)
 _SPACE = re.compile(r"\s*")
+
+
+def _skip_space(text: str, i: int) -> int:
+    """Index of the first non-space at or after ``i`` (``\\s*`` matches, if only the empty string)."""
+    m = _SPACE.match(text, i)
+    return m.end() if m else i
 
 
 def _member_end(text: str, i: int) -> int:
@@ -330,18 +361,18 @@ def _top_level_id(text: Any) -> types.RequestId | None:
     """The ``id`` of a JSON-RPC message the SDK could not read, so the error reaches its caller."""
     if not isinstance(text, str):
         return None
-    i = _SPACE.match(text).end()
+    i = _skip_space(text, 0)
     if not text.startswith("{", i):
         return None
     i += 1
     while True:
-        key = _STRING.match(text, _SPACE.match(text, i).end())
+        key = _STRING.match(text, _skip_space(text, i))
         if key is None:
             return None
-        i = _SPACE.match(text, key.end()).end()
+        i = _skip_space(text, key.end())
         if not text.startswith(":", i):
             return None
-        i = _SPACE.match(text, i + 1).end()
+        i = _skip_space(text, i + 1)
         if json.loads(key.group()) == "id":
             with contextlib.suppress(ValueError):
                 value, _ = json.JSONDecoder().raw_decode(text, i)
@@ -359,8 +390,10 @@ def _unreadable(exc: Exception) -> types.JSONRPCError:
     if first.get("type") == "json_invalid":
         error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {first.get('msg')}")
     else:
-        error = types.ErrorData(code=types.INVALID_REQUEST,
-                                message="Invalid Request: not a JSON-RPC 2.0 request, notification or response")
+        error = types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message="Invalid Request: not a JSON-RPC 2.0 request, notification or response",
+        )
     return types.JSONRPCError(jsonrpc="2.0", id=_top_level_id(first.get("input")), error=error)
 
 
@@ -440,7 +473,11 @@ async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token:
     url = f"http://{f'[{hostname}]' if ':' in hostname else hostname}:{port}"
     auth = {}
     if token is not None:
-        auth = {"auth": AuthSettings(issuer_url=url, resource_server_url=None), "token_verifier": _Bearer(token)}
+        auth = {
+            # validated from the string as the SDK's settings do (AnyHttpUrl(url) would add a "/")
+            "auth": AuthSettings.model_validate({"issuer_url": url, "resource_server_url": None}),
+            "token_verifier": _Bearer(token),
+        }
     app = server.streamable_http_app(host=hostname, **auth)
 
     class Uvicorn(uvicorn.Server):
@@ -448,13 +485,18 @@ async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token:
         def capture_signals(self):  # the signals are ours (below): uvicorn's would re-raise SIGTERM after
             yield
 
-    web = Uvicorn(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on",
-                                 timeout_graceful_shutdown=3))
+    web = Uvicorn(
+        uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
+    )
     loop = asyncio.get_running_loop()
     for sig in SIGNALS:
         loop.add_signal_handler(sig, setattr, web, "should_exit", True)
-    print(f"tether serve: MCP over Streamable HTTP at {url}/mcp" + (" (bearer token required)" if token else ""),
-          file=sys.stderr, flush=True)
+    print(
+        f"tether serve: MCP over Streamable HTTP at {url}/mcp"
+        + (" (bearer token required)" if token else ""),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         await web.serve(sockets=[sock])
     finally:

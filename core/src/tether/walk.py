@@ -20,7 +20,8 @@ from pathlib import Path
 
 import attrs
 
-SKIP_DIRS = frozenset({"node_modules", "__pycache__"})  # .git and .venv are hidden; other venvs hold pyvenv.cfg
+# .git and .venv are hidden; other venvs hold pyvenv.cfg
+SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 GIT_TIMEOUT = 30.0
 
 
@@ -35,7 +36,8 @@ class FileEntry:
 @attrs.define
 class Walk:
     files: list[FileEntry] = attrs.Factory(list)
-    ignored: int = 0  # files and folders left out (ignore rules, hidden, venvs, node_modules); a folder counts once
+    # files and folders left out (ignore rules, hidden, venvs, node_modules); a folder counts once
+    ignored: int = 0
     via: str = "git"  # "git" (git ls-files) or "ignore" (the ignore crate)
 
 
@@ -95,15 +97,29 @@ def _git_files(start: Path) -> list[str] | None:
     None outside a work tree, or when a ``.ignore`` file asks for rules git does not apply."""
     try:
         proc = subprocess.run(
-            ["git", "-c", "core.quotePath=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=start, capture_output=True, timeout=GIT_TIMEOUT, check=False,
+            [
+                "git",
+                "-c",
+                "core.quotePath=false",
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            cwd=start,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
         return None
-    names = {os.fsdecode(n) for n in proc.stdout.split(b"\0") if n}  # a file both tracked and changed comes twice
+    names = {
+        os.fsdecode(n) for n in proc.stdout.split(b"\0") if n
+    }  # a file both tracked and changed comes twice
     if any(n == ".ignore" or n.endswith("/.ignore") for n in names):
         return None
     return list(names)

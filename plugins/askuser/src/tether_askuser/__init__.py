@@ -7,6 +7,13 @@ entry point (`tether_askuser.plugin`) stays cheap.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names for type checkers; at run time __getattr__ imports them on first use
+    from tether_askuser.card import Answer, Choice, Question
+    from tether_askuser.port import PortDisconnected, QuestionPort
+    from tether_askuser.programmatic import CallbackPort, PendingQuestion, QueuePort
+
 _HOME = {
     "Answer": "card",
     "Choice": "card",
@@ -18,7 +25,16 @@ _HOME = {
     "QueuePort": "programmatic",
 }
 
-__all__ = ["Answer", "CallbackPort", "Choice", "PendingQuestion", "PortDisconnected", "Question", "QuestionPort", "QueuePort"]
+__all__ = [
+    "Answer",
+    "CallbackPort",
+    "Choice",
+    "PendingQuestion",
+    "PortDisconnected",
+    "Question",
+    "QuestionPort",
+    "QueuePort",
+]
 
 
 def __getattr__(name: str):

@@ -16,9 +16,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from tether_askuser.card import Choice, Question
+from tether_askuser.hookspecs import tether_askuser_port
 from tether_askuser.options import AskuserOptions
 from tether_askuser.port import ask_human, timeout_of
-from tether_askuser.hookspecs import tether_askuser_port
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -86,7 +86,9 @@ async def approve_by_card(run: Run, tool: Tool, arguments: dict[str, Any]) -> bo
     port = run.resource(tether_askuser_port)
     if port is None or getattr(port, "target", None) is None:
         return "approval by card is on but no human is connected to this run to approve it"
-    outcome = await ask_human(port, approval_question(tool, arguments), timeout_of(run.options.of(AskuserOptions), approval=True))
+    outcome = await ask_human(
+        port, approval_question(tool, arguments), timeout_of(run.options.of(AskuserOptions), approval=True)
+    )
     if outcome.status == "answered":
         answer = outcome.answer
         assert answer is not None

@@ -103,7 +103,9 @@ def make_question(
 ) -> Question:
     """Check the semantics the schema cannot express and build the card."""
     if not question.strip():
-        raise InvalidQuestion("question is empty; write the question the human should answer, e.g. 'Which database should the service use?'")
+        raise InvalidQuestion(
+            "question is empty; write the question the human should answer, e.g. 'Which database should the service use?'"
+        )
     if multi_select and not options:
         raise InvalidQuestion(
             "multi_select needs options to choose from; give options (each {label, description?}) or set multi_select to false"
@@ -117,7 +119,9 @@ def make_question(
     choices = []
     for i, (label, description) in enumerate(options):
         if not label.strip():
-            raise InvalidQuestion(f"options[{i}].label is empty; every option needs a short label the human can pick")
+            raise InvalidQuestion(
+                f"options[{i}].label is empty; every option needs a short label the human can pick"
+            )
         key = _norm(label)
         if key in seen:
             raise InvalidQuestion(
@@ -169,7 +173,9 @@ def render_card(question: Question, width: int = 78) -> str:
     if question.options:
         lines.append("")
         for i, choice in enumerate(question.options, 1):
-            lines.append(f"  {i}. {choice.label}" + (f" - {choice.description}" if choice.description else ""))
+            lines.append(
+                f"  {i}. {choice.label}" + (f" - {choice.description}" if choice.description else "")
+            )
         if question.multi_select:
             lines.append("  (several may be chosen)")
     return "\n".join(lines)

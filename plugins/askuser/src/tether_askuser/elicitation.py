@@ -64,8 +64,10 @@ class ElicitationPort:
     async def ask(self, question: Question) -> Answer:
         try:
             reply = await self._elicit(elicitation_message(question), requested_schema(question))
-        except Exception as exc:  # noqa: BLE001 - any failure of the request means no human answered
-            raise PortDisconnected(f"the MCP client did not answer the elicitation ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:  # any failure of the request means no human answered
+            raise PortDisconnected(
+                f"the MCP client did not answer the elicitation ({type(exc).__name__}: {exc})"
+            ) from exc
         try:
             action, content = reply
         except (TypeError, ValueError):

@@ -10,18 +10,29 @@ from tether import Tier, arg
 
 @attrs.frozen
 class AskuserOptions:
-    askuser_port: Any = arg("the harness's question port: a port object or an async callable (Python API only)", default=None)
+    askuser_port: Any = arg(
+        "the harness's question port: a port object or an async callable (Python API only)", default=None
+    )
     askuser_terminal: bool | None = arg(
-        "show cards on the controlling terminal: true, false, or null for only when stdin is a terminal", default=None)
+        "show cards on the controlling terminal: true, false, or null for only when stdin is a terminal",
+        default=None,
+    )
     askuser_timeout: float | None = arg(
-        "seconds a question waits (null: $TETHER_ASK_USER_TIMEOUT, else 600)", default=None, minimum=0)
+        "seconds a question waits (null: $TETHER_ASK_USER_TIMEOUT, else 600)", default=None, minimum=0
+    )
     askuser_heartbeat: float = arg(
-        "seconds between progress reports while a question waits (not on the terminal)", default=15.0, minimum=0)
+        "seconds between progress reports while a question waits (not on the terminal)",
+        default=15.0,
+        minimum=0,
+    )
     askuser_approval_by_card: bool | Tier | list[Tier] | None = arg(
-        "ask the human before each call: true for every tool, or a tier or list of tiers such as [\"write\", \"exec\"] "
-        "(null: $TETHER_APPROVAL_BY_CARD, else off)", default=None)
+        'ask the human before each call: true for every tool, or a tier or list of tiers such as ["write", "exec"] '
+        "(null: $TETHER_APPROVAL_BY_CARD, else off)",
+        default=None,
+    )
     askuser_approval_timeout: float | None = arg(
-        "seconds an approval card waits (null: askuser_timeout)", default=None, minimum=0)
+        "seconds an approval card waits (null: askuser_timeout)", default=None, minimum=0
+    )
 
 
 DEPRECATED = {

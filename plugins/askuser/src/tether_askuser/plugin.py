@@ -43,13 +43,17 @@ def tether_askuser_port(run: Run) -> Any:
         if callable(given):
             from tether_askuser.programmatic import CallbackPort
 
-            return CallbackPort(given)
-        raise TypeError(f"run option askuser_port must be a question port or an async callable, not {type(given).__name__}")
+            # callable() cannot check for an async fn(question) -> Answer: that is the option's documented contract
+            return CallbackPort(given)  # pyright: ignore[reportArgumentType]
+        raise TypeError(
+            f"run option askuser_port must be a question port or an async callable, not {type(given).__name__}"
+        )
     elicit = run.options.get("elicit")
     if callable(elicit):
         from tether_askuser.elicitation import ElicitationPort
 
-        return ElicitationPort(elicit)
+        # the MCP server sets "elicit" to its session's elicitation (an `Elicit`); options are untyped
+        return ElicitationPort(elicit)  # pyright: ignore[reportArgumentType]
     terminal = options.askuser_terminal
     # stdin that is not a TTY means a program drives us (e.g. MCP over stdio): a human's terminal that
     # happens to be our controlling terminal belongs to that program's UI, not to our cards
@@ -64,7 +68,7 @@ def tether_askuser_port(run: Run) -> Any:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     try:
         port = run.resource(RESOURCE)
-    except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
+    except Exception as exc:  # a harness's broken port must not break the run
         register.unavailable(f"the question port could not be created: {type(exc).__name__}: {exc}")
         return
     if port is None:
@@ -74,7 +78,9 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
         )
         return
     if getattr(port, "target", None) is None:
-        register.unavailable("the question port has no place to show a card right now; decide under an assumption you state")
+        register.unavailable(
+            "the question port has no place to show a card right now; decide under an assumption you state"
+        )
         return
     from tether_askuser.tool import make_tool
 

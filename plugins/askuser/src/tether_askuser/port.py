@@ -75,11 +75,13 @@ async def ask_human(port: QuestionPort, question: Question, timeout: float) -> O
         return Outcome("disconnected", detail=str(exc) or "the human side disconnected")
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a broken port refuses (fail closed), the log keeps the traceback
+    except Exception as exc:  # a broken port refuses (fail closed), the log keeps the traceback
         log.warning("question port %r failed", getattr(port, "target", port), exc_info=True)
         return Outcome("failed", detail=f"the question port failed: {type(exc).__name__}: {exc}")
     try:
         answer = check_answer(question, raw)
     except ValueError as exc:
-        return Outcome("failed", detail=f"the question port returned an answer that does not fit the card: {exc}")
+        return Outcome(
+            "failed", detail=f"the question port returned an answer that does not fit the card: {exc}"
+        )
     return Outcome("skipped" if answer.action == "skip" else "answered", answer)

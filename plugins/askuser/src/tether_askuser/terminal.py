@@ -15,6 +15,7 @@ asked, so control characters are shown escaped, never sent raw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -33,7 +34,8 @@ class TerminalPort:
         self._lock = asyncio.Lock()
         self._reading: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         self.target = "terminal"
-        self.owns_terminal = True  # nothing else may draw on the terminal while a card waits (no progress lines)
+        # nothing else may draw on the terminal while a card waits (no progress lines)
+        self.owns_terminal = True
 
     @classmethod
     def open(cls, path: str = TTY) -> TerminalPort | None:
@@ -58,10 +60,8 @@ class TerminalPort:
             if not ready.done():
                 ready.set_exception(PortDisconnected("the run closed while the question was waiting"))
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     async def ask(self, question: Question) -> Answer:
         async with self._lock:
@@ -88,19 +88,16 @@ class TerminalPort:
                     got = parse_typed(question, line)
                     if isinstance(got, Answer):
                         done = True
-                        try:
+                        # the answer was given; a terminal gone since does not undo it
+                        with contextlib.suppress(PortDisconnected):
                             await self._write(_receipt(got))
-                        except PortDisconnected:
-                            pass  # the answer was given; a terminal gone since does not undo it
                         return got
                     await self._write(f"{got}\n> ")
             finally:
                 if not done and self._fd is not None:
                     # timed out or cancelled: tell the human the card is no longer waiting (best effort)
-                    try:
+                    with contextlib.suppress(OSError):
                         os.write(self._fd, b"\n[this question is closed: no answer was taken]\n")
-                    except OSError:
-                        pass
 
     def _require(self) -> int:
         if self._fd is None:
@@ -141,7 +138,9 @@ class TerminalPort:
                 raise PortDisconnected(f"the terminal hung up ({exc.strerror})") from None
             if not chunk:
                 # end of input (^D or a closed terminal): nobody can answer here, fail closed
-                raise PortDisconnected("the terminal closed its input (end of file) before an answer was typed")
+                raise PortDisconnected(
+                    "the terminal closed its input (end of file) before an answer was typed"
+                )
             self._buf += chunk
         cut = min(i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0)
         end = cut + 2 if self._buf[cut : cut + 2] == b"\r\n" else cut + 1  # raw mode: Enter is \r, maybe \r\n

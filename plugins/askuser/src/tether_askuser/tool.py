@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from tether import Tier, Tool, ToolError, ToolResult, arg
 
-from tether_askuser.options import AskuserOptions
 from tether_askuser.card import MAX_OPTIONS, InvalidQuestion, Question, make_question
+from tether_askuser.options import AskuserOptions
 from tether_askuser.port import Outcome, QuestionPort, ask_human, timeout_of
 
 if TYPE_CHECKING:
@@ -32,14 +32,20 @@ DESCRIPTION = (
 @attrs.frozen
 class OptionArg:
     label: str = arg(
-        "short text of the choice; it is what comes back when the human picks it", min_length=1, max_length=200
+        "short text of the choice; it is what comes back when the human picks it",
+        min_length=1,
+        max_length=200,
     )
-    description: str | None = arg("what choosing it means, shown beside the label", default=None, max_length=1000)
+    description: str | None = arg(
+        "what choosing it means, shown beside the label", default=None, max_length=1000
+    )
 
 
 @attrs.frozen
 class AskUserArgs:
-    question: str = arg("the question, one clear sentence the human can answer", min_length=1, max_length=2000)
+    question: str = arg(
+        "the question, one clear sentence the human can answer", min_length=1, max_length=2000
+    )
     context: str | None = arg(
         "why you ask and what depends on the answer (shown under the question)", default=None, max_length=8000
     )
@@ -48,7 +54,9 @@ class AskUserArgs:
         factory=list,
         max_items=MAX_OPTIONS,
     )
-    allow_free_text: bool = arg("whether the human may type an answer instead of (or without) picking", default=True)
+    allow_free_text: bool = arg(
+        "whether the human may type an answer instead of (or without) picking", default=True
+    )
     multi_select: bool = arg("whether several options may be chosen (needs options)", default=False)
 
 
@@ -96,7 +104,9 @@ async def _heartbeat(ctx: CallContext, timeout: float, every: float) -> None:
     start = time.monotonic()
     while True:
         waited = time.monotonic() - start
-        await ctx.progress(round(waited, 1), timeout, f"waiting for the human's answer ({timeout - waited:.0f} s left)")
+        await ctx.progress(
+            round(waited, 1), timeout, f"waiting for the human's answer ({timeout - waited:.0f} s left)"
+        )
         await asyncio.sleep(every)
 
 
@@ -112,7 +122,9 @@ def result_for(question: Question, outcome: Outcome, target: str | None) -> Tool
         lines = ["The human answered."]
         if question.options:
             how = "chosen option labels" if question.multi_select else "chosen option label"
-            lines.append(f"Selected ({how}, JSON list): {json.dumps(list(answer.selected), ensure_ascii=False)}")
+            lines.append(
+                f"Selected ({how}, JSON list): {json.dumps(list(answer.selected), ensure_ascii=False)}"
+            )
         if answer.text is not None:
             lines.append(f"Typed answer (JSON string): {json.dumps(answer.text, ensure_ascii=False)}")
         elif question.allow_free_text:

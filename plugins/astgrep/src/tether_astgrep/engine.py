@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tether_astgrep.matcher import Match, Span, find_matches, find_spans
 from tether_astgrep.pattern import META, Pattern
+
+if TYPE_CHECKING:
+    from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
 
@@ -56,7 +59,7 @@ def parser(grammar_id: str, loader: Callable[[], Any]) -> Any:
     return p
 
 
-def _query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
+def _query(pattern: Pattern | Rule, loader: Callable[[], Any]) -> Any:
     source = pattern.query_source()
     if source is None:
         return None
@@ -82,7 +85,7 @@ def classify(data: bytes) -> str | None:
     return None
 
 
-def _candidate_query(pattern: Pattern, loader: Callable[[], Any]) -> Any:
+def _candidate_query(pattern: Pattern | Rule, loader: Callable[[], Any]) -> Any:
     """The query that finds candidates, when the pattern has no literal to walk up from (a rule always)."""
     if isinstance(pattern, Pattern) and pattern.needles and pattern.root[0] != META:
         return None
@@ -100,19 +103,19 @@ def _merge(per_reading: list[list], key: Callable[[Any], tuple]) -> list:
     return [seen[k] for k in sorted(seen, key=lambda k: (k[0], -k[1]))]
 
 
-def search_source(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> tuple[Any, list[Match]]:
+def search_source(data: bytes, pattern: Pattern | Rule, loader: Callable[[], Any]) -> tuple[Any, list[Match]]:
     """The tree of ``data`` and its full matches (texts and captures): for a rewrite."""
     tree = parser(pattern.lang_key, loader).parse(data)
     found = [find_matches(tree, data, p, _candidate_query(p, loader)) for p in pattern.readings]
     return tree, _merge(found, lambda m: (m.start_byte, m.end_byte))
 
 
-def parse(data: bytes, pattern: Pattern, loader: Callable[[], Any]) -> Any:
+def parse(data: bytes, pattern: Pattern | Rule, loader: Callable[[], Any]) -> Any:
     """``data`` parsed with the pattern's grammar (a rewritten file, to check it still parses)."""
     return parser(pattern.lang_key, loader).parse(data)
 
 
-def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileResult:
+def search_file(path: str, pattern: Pattern | Rule, loader: Callable[[], Any]) -> FileResult:
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -128,11 +131,13 @@ def search_file(path: str, pattern: Pattern, loader: Callable[[], Any]) -> FileR
     try:
         tree = parser(pattern.lang_key, loader).parse(data)
         found = [find_spans(tree, data, p, _candidate_query(p, loader)) for p in readings]
-    except Exception as exc:  # noqa: BLE001 - one file (a generated one, a grammar fault) never fails a search
+    except Exception as exc:  # one file (a generated one, a grammar fault) never fails a search
         log.warning("searching %s failed", path, exc_info=True)
         return FileResult(path, "failed", detail=f"{type(exc).__name__}: {exc}"[:200])
     return FileResult(path, "searched", tuple(_merge(found, lambda span: (span[0], span[1]))))
 
 
-def search_chunk(paths: Sequence[str], pattern: Pattern, loader: Callable[[], Any]) -> list[FileResult]:
+def search_chunk(
+    paths: Sequence[str], pattern: Pattern | Rule, loader: Callable[[], Any]
+) -> list[FileResult]:
     return [search_file(p, pattern, loader) for p in paths]

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import attrs
+
+if TYPE_CHECKING:
+    from tree_sitter_language_pack import SupportedLanguage
 
 PLACEHOLDER = "PATTERN"
 
@@ -59,7 +62,7 @@ class Grammar:
     same_names: tuple[tuple[str, ...], ...] = ()
 
 
-def pack_language(name: str) -> Any:
+def pack_language(name: SupportedLanguage) -> Any:
     """A grammar bundled in tree-sitter-language-pack 0.13 (offline: the grammars are in the wheel)."""
     from tree_sitter_language_pack import get_language
 
@@ -73,7 +76,7 @@ def _wheel_python() -> Any:
     return tree_sitter_python.language()
 
 
-def _pack(name: str) -> Callable[[], Any]:
+def _pack(name: SupportedLanguage) -> Callable[[], Any]:
     return functools.partial(pack_language, name)
 
 
@@ -101,57 +104,92 @@ _C_LADDER = (
 def builtin_grammars() -> list[Grammar]:
     """Every language ast-grep 0.51 has built in, with its file extensions (and the Dart grammar)."""
     return [
-        Grammar("python", (".py", ".py3", ".pyi", ".bzl", ".bazel"), _wheel_python, (
-            Rung("statement"),  # a Python module is a statement list
-            Rung("class member", "class _:\n    PATTERN\n", indent="    "),
-            Rung("clause", "try:\n    pass\nPATTERN\n"),  # `except $E as $N: $$$B`, `finally: ...`
-            Rung("clause", "if _:\n    pass\nPATTERN\n"),  # `elif $C: ...`, `else: ...`
-            Rung("decorator", "PATTERN\ndef _():\n    pass\n"),  # `@click.command($$$)`
-        ), expando="µ"),
+        Grammar(
+            "python",
+            (".py", ".py3", ".pyi", ".bzl", ".bazel"),
+            _wheel_python,
+            (
+                Rung("statement"),  # a Python module is a statement list
+                Rung("class member", "class _:\n    PATTERN\n", indent="    "),
+                Rung("clause", "try:\n    pass\nPATTERN\n"),  # `except $E as $N: $$$B`, `finally: ...`
+                Rung("clause", "if _:\n    pass\nPATTERN\n"),  # `elif $C: ...`, `else: ...`
+                Rung("decorator", "PATTERN\ndef _():\n    pass\n"),  # `@click.command($$$)`
+            ),
+            expando="µ",
+        ),
         Grammar("javascript", (".js", ".mjs", ".cjs", ".jsx"), _pack("javascript"), _JS_LADDER),
         Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _TS_LADDER, same_names=_TS_NAMES),
         Grammar("tsx", (".tsx",), _pack("tsx"), _TS_LADDER, same_names=_TS_NAMES),
-        Grammar("go", (".go",), _pack("go"), (
-            Rung("statement", "package _\nfunc _() {\nPATTERN\n}"),
-            Rung("expression", "package _\nvar _ = PATTERN"),
-            Rung("declaration", "package _\nPATTERN"),
-            # `map[string]string`, `[]string`; `$A.Buffer` is an expression and a type: both are searched
-            Rung("type", "package _\nvar _ PATTERN", also=True),
-            Rung("file"),
-            # fragments copied out of a larger construct: `(s, 0, 64)`, `{0, 1}`, `name, usage string`
-            Rung("arguments or elements", "package _\nvar _ = f__PATTERN"),  # of a call or a composite literal
-            Rung("parameters", "package _\nfunc f__PATTERN {}"),
-            Rung("parameter", "package _\nfunc f__(PATTERN) {}"),
-        ), expando="µ"),
-        Grammar("rust", (".rs",), _pack("rust"), (
-            Rung("statement", "fn _() {\nPATTERN\n}"),
-            Rung("expression", "fn _() { let _ = PATTERN; }"),
-            Rung("class member", "impl _ {\nPATTERN\n}"),
-            Rung("declaration"),
-        ), expando="µ"),
+        Grammar(
+            "go",
+            (".go",),
+            _pack("go"),
+            (
+                Rung("statement", "package _\nfunc _() {\nPATTERN\n}"),
+                Rung("expression", "package _\nvar _ = PATTERN"),
+                Rung("declaration", "package _\nPATTERN"),
+                # `map[string]string`, `[]string`; `$A.Buffer` is an expression and a type: both are searched
+                Rung("type", "package _\nvar _ PATTERN", also=True),
+                Rung("file"),
+                # fragments copied out of a larger construct: `(s, 0, 64)`, `{0, 1}`, `name, usage string`;
+                # the arguments or elements of a call or a composite literal
+                Rung("arguments or elements", "package _\nvar _ = f__PATTERN"),
+                Rung("parameters", "package _\nfunc f__PATTERN {}"),
+                Rung("parameter", "package _\nfunc f__(PATTERN) {}"),
+            ),
+            expando="µ",
+        ),
+        Grammar(
+            "rust",
+            (".rs",),
+            _pack("rust"),
+            (
+                Rung("statement", "fn _() {\nPATTERN\n}"),
+                Rung("expression", "fn _() { let _ = PATTERN; }"),
+                Rung("class member", "impl _ {\nPATTERN\n}"),
+                Rung("declaration"),
+            ),
+            expando="µ",
+        ),
         Grammar("c", (".c", ".h"), _pack("c"), _C_LADDER, expando="µ"),
-        Grammar("cpp", (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".cu", ".ino"), _pack("cpp"), (
-            *_C_LADDER[:2],
-            Rung("class member", "class _ {\nPATTERN\n};"),
-            *_C_LADDER[2:],
-        ), expando="µ"),
-        Grammar("java", (".java",), _pack("java"), (
-            # not `_`: since Java 21 it is a pattern, not a name, and the grammar says so
-            Rung("statement", "class T__ { void m__() {\nPATTERN\n} }"),
-            Rung("expression", "class T__ { Object x__ = PATTERN; }"),
-            Rung("class member", "class T__ {\nPATTERN\n}"),
-            Rung("declaration"),
-            Rung("annotation", "class T__ {\nPATTERN\nvoid m__() {}\n}"),  # `@Override`
-            Rung("type", "class T__ { PATTERN x__; }", also=True),  # `List<$T>`
-        )),
-        Grammar("dart", (".dart",), _pack("dart"), (
-            Rung("statement", "void _() {\nPATTERN\n}"),
-            Rung("statement", "void _() {\nPATTERN;\n}", tail=";"),
-            Rung("expression", "var _ = PATTERN;"),
-            Rung("class member", "class _ {\nPATTERN\n}"),
-            Rung("declaration"),
-        )),
-            *_ladderless(),
+        Grammar(
+            "cpp",
+            (".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".cu", ".ino"),
+            _pack("cpp"),
+            (
+                *_C_LADDER[:2],
+                Rung("class member", "class _ {\nPATTERN\n};"),
+                *_C_LADDER[2:],
+            ),
+            expando="µ",
+        ),
+        Grammar(
+            "java",
+            (".java",),
+            _pack("java"),
+            (
+                # not `_`: since Java 21 it is a pattern, not a name, and the grammar says so
+                Rung("statement", "class T__ { void m__() {\nPATTERN\n} }"),
+                Rung("expression", "class T__ { Object x__ = PATTERN; }"),
+                Rung("class member", "class T__ {\nPATTERN\n}"),
+                Rung("declaration"),
+                Rung("annotation", "class T__ {\nPATTERN\nvoid m__() {}\n}"),  # `@Override`
+                Rung("type", "class T__ { PATTERN x__; }", also=True),  # `List<$T>`
+            ),
+        ),
+        Grammar(
+            "dart",
+            (".dart",),
+            _pack("dart"),
+            (
+                Rung("statement", "void _() {\nPATTERN\n}"),
+                Rung("statement", "void _() {\nPATTERN;\n}", tail=";"),
+                Rung("expression", "var _ = PATTERN;"),
+                Rung("class member", "class _ {\nPATTERN\n}"),
+                Rung("declaration"),
+            ),
+        ),
+        *_ladderless(),
     ]
 
 
@@ -160,44 +198,78 @@ def builtin_grammars() -> list[Grammar]:
 # The expando is ast-grep's: `$` itself where the grammar reads `$A` as a name (Solidity, bash, Lua...),
 # `_` for Nix and CSS (where `$` means something else and `µ` is no name character).
 _FILE = Rung("file")
-_LADDERLESS: tuple[tuple[str, tuple[str, ...], str, tuple[Rung, ...]], ...] = (
-    ("bash", (".bash", ".bats", ".cgi", ".command", ".env", ".fcgi", ".ksh", ".sh", ".tmux", ".tool", ".zsh"),
-     "$", ()),
-    ("csharp", (".cs",), "µ", (
-        Rung("statement", "class T__ { void M__() {\nPATTERN\n} }"),
-        Rung("expression", "class T__ { object x__ = PATTERN; }"),
-        Rung("class member", "class T__ {\nPATTERN\n}"),
-    )),
-    ("css", (".css", ".scss"), "_", (
-        Rung("declaration", "a__ {\nPATTERN\n}"),
-        Rung("selector", "PATTERN {}"),
-        Rung("value", "a__ { b__: PATTERN; }", also=True),  # `#fff` (also an id selector), `320px`
-    )),
+_LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ...]], ...] = (
+    (
+        "bash",
+        (".bash", ".bats", ".cgi", ".command", ".env", ".fcgi", ".ksh", ".sh", ".tmux", ".tool", ".zsh"),
+        "$",
+        (),
+    ),
+    (
+        "csharp",
+        (".cs",),
+        "µ",
+        (
+            Rung("statement", "class T__ { void M__() {\nPATTERN\n} }"),
+            Rung("expression", "class T__ { object x__ = PATTERN; }"),
+            Rung("class member", "class T__ {\nPATTERN\n}"),
+        ),
+    ),
+    (
+        "css",
+        (".css", ".scss"),
+        "_",
+        (
+            Rung("declaration", "a__ {\nPATTERN\n}"),
+            Rung("selector", "PATTERN {}"),
+            Rung("value", "a__ { b__: PATTERN; }", also=True),  # `#fff` (also an id selector), `320px`
+        ),
+    ),
     ("elixir", (".ex", ".exs"), "µ", ()),
     ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),
     ("hcl", (".hcl", ".nomad", ".tf", ".tfvars", ".workflow"), "µ", (Rung("expression", "x__ = PATTERN"),)),
     ("html", (".html", ".htm", ".xhtml"), "µ", ()),
     ("json", (".json",), "$", ()),
-    ("kotlin", (".kt", ".ktm", ".kts"), "µ", (
-        Rung("statement", "fun f__() {\nPATTERN\n}"),
-        Rung("class member", "class T__ {\nPATTERN\n}"),
-    )),
+    (
+        "kotlin",
+        (".kt", ".ktm", ".kts"),
+        "µ",
+        (
+            Rung("statement", "fun f__() {\nPATTERN\n}"),
+            Rung("class member", "class T__ {\nPATTERN\n}"),
+        ),
+    ),
     ("lua", (".lua",), "$", (Rung("expression", "local x__ = PATTERN"),)),
     ("nix", (".nix",), "_", ()),
     ("php", (".php",), "µ", ()),  # its own ladder below: the pack's php grammar embeds PHP in HTML
     ("ruby", (".rb", ".rbw", ".gemspec"), "µ", (Rung("class member", "class T__\nPATTERN\nend"),)),
-    ("scala", (".scala", ".sc", ".sbt"), "$", (
-        Rung("statement", "def f__ = {\nPATTERN\n}"),
-        Rung("class member", "class T__ {\nPATTERN\n}"),
-    )),
-    ("solidity", (".sol",), "$", (
-        Rung("statement", "contract T__ { function f__() public {\nPATTERN\n} }"),
-        Rung("class member", "contract T__ {\nPATTERN\n}"),
-    )),
-    ("swift", (".swift",), "µ", (
-        Rung("statement", "func f__() {\nPATTERN\n}"),
-        Rung("class member", "class T__ {\nPATTERN\n}"),
-    )),
+    (
+        "scala",
+        (".scala", ".sc", ".sbt"),
+        "$",
+        (
+            Rung("statement", "def f__ = {\nPATTERN\n}"),
+            Rung("class member", "class T__ {\nPATTERN\n}"),
+        ),
+    ),
+    (
+        "solidity",
+        (".sol",),
+        "$",
+        (
+            Rung("statement", "contract T__ { function f__() public {\nPATTERN\n} }"),
+            Rung("class member", "contract T__ {\nPATTERN\n}"),
+        ),
+    ),
+    (
+        "swift",
+        (".swift",),
+        "µ",
+        (
+            Rung("statement", "func f__() {\nPATTERN\n}"),
+            Rung("class member", "class T__ {\nPATTERN\n}"),
+        ),
+    ),
     ("yaml", (".yaml", ".yml"), "$", ()),
 )
 # the pack's `php` grammar parses a file as HTML with PHP islands: a fragment is PHP only after `<?php`
@@ -223,19 +295,28 @@ def pack_grammar(name: str) -> Grammar | None:
     No extensions are claimed (pass ``language``); `µ` is a letter to most grammars, so `$A` in the
     pattern reads as a name where `$` itself would not.
     """
-    from typing import get_args
-
-    from tree_sitter_language_pack import SupportedLanguage
-
-    if name not in get_args(SupportedLanguage):
+    if not _in_pack(name):
         return None
     return Grammar(name, _PACK_EXTENSIONS.get(name, ()), _pack(name), (Rung("file"),), expando="µ")
 
 
+def _in_pack(name: str) -> TypeGuard[SupportedLanguage]:
+    from typing import get_args
+
+    from tree_sitter_language_pack import SupportedLanguage
+
+    return name in get_args(SupportedLanguage)
+
+
 # file extensions of common language-pack grammars, for walking a folder when one is asked for by id
 _PACK_EXTENSIONS: dict[str, tuple[str, ...]] = {
-    "ocaml": (".ml",), "zig": (".zig",), "sql": (".sql",), "toml": (".toml",), "r": (".r",),
-    "julia": (".jl",), "perl": (".pl", ".pm"),
+    "ocaml": (".ml",),
+    "zig": (".zig",),
+    "sql": (".sql",),
+    "toml": (".toml",),
+    "r": (".r",),
+    "julia": (".jl",),
+    "perl": (".pl", ".pm"),
 }
 
 

@@ -18,11 +18,14 @@ kind yields the candidate nodes.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tether_astgrep.pattern import CAPTURE, DROPPED, ELLIPSIS, META, MULTI, TERM, Pattern
+
+if TYPE_CHECKING:
+    from tether_astgrep.rules import Rule
 
 MATCHED, SKIP, NOMATCH = 0, 1, 2
 _END = None  # env key: where the last matched element ends
@@ -98,7 +101,11 @@ def _bind_multi(env: dict, name: str | None, nodes: list, skipped: int, src: byt
         nodes = nodes[: max(0, len(nodes) - skipped)]
     old = env.get(name)
     if old is not None:
-        return isinstance(old, list) and len(old) == len(nodes) and all(_same(a, b, src) for a, b in zip(old, nodes))
+        return (
+            isinstance(old, list)
+            and len(old) == len(nodes)
+            and all(_same(a, b, src) for a, b in zip(old, nodes))
+        )
     env[name] = list(nodes)
     return True
 
@@ -133,7 +140,9 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
                 return NOMATCH
         elif kind == MULTI:
             old = env.get(name)
-            if old is not None and not (isinstance(old, list) and len(old) == 1 and _same(old[0], cand, ctx.src)):
+            if old is not None and not (
+                isinstance(old, list) and len(old) == 1 and _same(old[0], cand, ctx.src)
+            ):
                 return NOMATCH
             env[name] = [cand]
         env[_END] = cand.end_byte
@@ -223,7 +232,12 @@ def _capture(value: Any, src: bytes) -> Capture:
             return Capture("", 0, 0, True)
         s, e = value[0].start_byte, value[-1].end_byte
         return Capture(src[s:e].decode("utf-8", "replace"), s, e, True)
-    return Capture(src[value.start_byte : value.end_byte].decode("utf-8", "replace"), value.start_byte, value.end_byte, False)
+    return Capture(
+        src[value.start_byte : value.end_byte].decode("utf-8", "replace"),
+        value.start_byte,
+        value.end_byte,
+        False,
+    )
 
 
 def _around_needle(root: Any, src: bytes, pattern: Pattern, kinds: frozenset[int]) -> list:
@@ -276,7 +290,7 @@ def candidates(tree: Any, pattern: Pattern, query: Any, src: bytes = b"") -> lis
                 break
 
 
-def _room_for(pattern: Pattern) -> None:
+def _room_for(pattern: Pattern | Rule) -> None:
     """Recursion enough for the pattern: the matcher recurses twice per level of the pattern tree.
 
     The pattern's depth bounds it (the code's depth does not matter), and Python-to-Python calls
@@ -287,7 +301,7 @@ def _room_for(pattern: Pattern) -> None:
         sys.setrecursionlimit(need)
 
 
-def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
+def _iter_matches(tree: Any, src: bytes, pattern: Pattern | Rule, query: Any):
     _room_for(pattern)
     if not isinstance(pattern, Pattern):  # a rule (`tether_astgrep.rules.Rule`) walks its own way
         yield from pattern.iter_matches(tree, src, query)
@@ -307,7 +321,7 @@ def _iter_matches(tree: Any, src: bytes, pattern: Pattern, query: Any):
         yield node, end_of_pattern, env
 
 
-def find_matches(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Match]:
+def find_matches(tree: Any, src: bytes, pattern: Pattern | Rule, query: Any) -> list[Match]:
     """Every match in source order, with its text and captures."""
     return [
         Match(
@@ -329,7 +343,7 @@ def find_matches(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Ma
 Span = tuple
 
 
-def find_spans(tree: Any, src: bytes, pattern: Pattern, query: Any) -> list[Span]:
+def find_spans(tree: Any, src: bytes, pattern: Pattern | Rule, query: Any) -> list[Span]:
     out = []
     for node, eop, env in _iter_matches(tree, src, pattern, query):
         caps = []
@@ -358,6 +372,7 @@ def materialize(span: Span, src: bytes) -> Match:
         end=_point(src, e),
         text=src[s:e].decode("utf-8", "replace"),
         captures={
-            name: Capture(src[cs:ce].decode("utf-8", "replace"), cs, ce, multi) for name, cs, ce, multi in caps
+            name: Capture(src[cs:ce].decode("utf-8", "replace"), cs, ce, multi)
+            for name, cs, ce, multi in caps
         },
     )

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import pickle
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tether_astgrep import engine
 from tether_astgrep.files import FileEntry
-from tether_astgrep.options import AstgrepOptions
 from tether_astgrep.grammars import Grammar, Registry
+from tether_astgrep.options import AstgrepOptions
 from tether_astgrep.pattern import Pattern, compile_pattern
+
+if TYPE_CHECKING:
+    from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
 
@@ -37,8 +41,8 @@ def loader_key(grammar: Grammar) -> str:
     """A stable name for a grammar's loader: the engine caches languages by it, in every process."""
     fn = grammar.language
     args = ""
-    if hasattr(fn, "func"):  # functools.partial
-        args = repr(getattr(fn, "args", ())) + repr(getattr(fn, "keywords", {}))
+    if isinstance(fn, functools.partial):
+        args = repr(fn.args) + repr(fn.keywords)
         fn = fn.func
     return f"{grammar.id}@{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}{args}"
 
@@ -49,7 +53,9 @@ class ResultCache:
     def __init__(self, max_matches: int = CACHE_MATCHES, max_patterns: int = CACHE_PATTERNS) -> None:
         self.max_matches = max_matches
         self.max_patterns = max_patterns
-        self._data: collections.OrderedDict[Any, dict[str, tuple[tuple, engine.FileResult]]] = collections.OrderedDict()
+        self._data: collections.OrderedDict[Any, dict[str, tuple[tuple, engine.FileResult]]] = (
+            collections.OrderedDict()
+        )
         self._weight: dict[Any, int] = {}
 
     @staticmethod
@@ -76,7 +82,9 @@ class ResultCache:
             files[f.path] = (self._stamp(f), r)
             weight += 1 + len(r.matches)
         self._weight[key] = weight
-        while self._data and (len(self._data) > self.max_patterns or sum(self._weight.values()) > self.max_matches):
+        while self._data and (
+            len(self._data) > self.max_patterns or sum(self._weight.values()) > self.max_matches
+        ):
             old_key, _ = self._data.popitem(last=False)
             self._weight.pop(old_key, None)
 
@@ -102,6 +110,7 @@ class ParserPool:
         self._registry: Registry | None = None
         self._extra: dict[str, Grammar | None] = {}
         self._patterns: dict[tuple[str, str], Pattern] = {}
+        self._rules: dict[tuple[str, str], Rule] = {}  # apart: a pattern's text may look like a rule's
         self._pool: Any = None
         self._picklable: dict[str, bool] = {}
         self._lock = asyncio.Lock()
@@ -136,7 +145,7 @@ class ParserPool:
             self._patterns[(key, source)] = cached
         return cached
 
-    def rule(self, value: Any, grammar: Grammar) -> Any:
+    def rule(self, value: Any, grammar: Grammar) -> Rule:
         """Compile an ast-grep rule object (`tether_astgrep.rules`); raises `PatternError`."""
         import json
 
@@ -145,20 +154,26 @@ class ParserPool:
         key = loader_key(grammar)
         lang = engine.language(key, grammar.language)
         try:
-            text = "rule:" + json.dumps(value, sort_keys=True)
+            text = json.dumps(value, sort_keys=True)
         except (TypeError, ValueError):
             text = None
-        cached = self._patterns.get((key, text)) if text else None
+        cached = self._rules.get((key, text)) if text else None
         if cached is None:
             cached = compile_rule(value, grammar.id, key, lang, lambda source: self.pattern(source, grammar))
             if text:
-                self._patterns[(key, text)] = cached
+                if len(self._rules) > 256:
+                    self._rules.clear()
+                self._rules[(key, text)] = cached
         return cached
 
     # -- searching -------------------------------------------------------------------------------
 
     async def search(
-        self, pattern: Pattern, grammar: Grammar, files: Sequence[FileEntry], progress: Progress | None = None
+        self,
+        pattern: Pattern | Rule,
+        grammar: Grammar,
+        files: Sequence[FileEntry],
+        progress: Progress | None = None,
     ) -> list[engine.FileResult]:
         """Results for every file, in the order given; cached results are reused."""
         key = pattern.key
@@ -184,12 +199,12 @@ class ParserPool:
             try:
                 pickle.dumps(grammar.language)
                 self._picklable[key] = True
-            except Exception:  # noqa: BLE001 - a lambda or a bound method: search in this process
+            except Exception:  # a lambda or a bound method: search in this process
                 self._picklable[key] = False
         return self._picklable[key]
 
     async def _search_files(
-        self, pattern: Pattern, grammar: Grammar, todo: list[FileEntry], progress: Progress | None
+        self, pattern: Pattern | Rule, grammar: Grammar, todo: list[FileEntry], progress: Progress | None
     ) -> list[engine.FileResult]:
         loader = grammar.language
         total = sum(f.size for f in todo)
@@ -203,7 +218,10 @@ class ParserPool:
         pool = await self._ensure_pool()
         chunks = _chunks(todo, total, self.workers)
         loop = asyncio.get_running_loop()
-        futures = [asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop) for c in chunks]
+        futures = [
+            asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop)
+            for c in chunks
+        ]
         out: list[engine.FileResult] = []
         timeout = self.options.astgrep_timeout
 
@@ -220,7 +238,11 @@ class ParserPool:
             await asyncio.wait_for(collect(), timeout)
         except (TimeoutError, BrokenProcessPool) as exc:
             await self._drop_pool()  # a hung or dead worker: the next search starts fresh ones
-            why = f"took longer than {timeout:g} s" if isinstance(exc, asyncio.TimeoutError) else "lost a worker process"
+            why = (
+                f"took longer than {timeout:g} s"
+                if isinstance(exc, asyncio.TimeoutError)
+                else "lost a worker process"
+            )
             raise ToolError(
                 f"the search {why} over {len(todo):,} files; nothing is cached from it. Search a narrower path "
                 "(or raise the run option astgrep_timeout)",
@@ -241,7 +263,9 @@ class ParserPool:
         pids = list(getattr(pool, "_processes", {}) or {})
         await asyncio.to_thread(lambda: [kill_tree(pid, 1.0) for pid in pids])
         try:
-            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
+            await asyncio.wait_for(
+                asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT
+            )
         except Exception:
             log.debug("shutting down a dropped worker pool failed", exc_info=True)
 
@@ -254,7 +278,9 @@ class ParserPool:
                 # fork: the workers start in milliseconds with the grammars already loaded; they only
                 # run engine code (no threads, no event loop), which is what makes forking safe here
                 method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-                pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context(method))
+                pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context(method)
+                )
                 self._pool = pool
                 loop = asyncio.get_running_loop()
                 warm = [asyncio.wrap_future(pool.submit(os.getpid), loop=loop) for _ in range(self.workers)]
@@ -283,7 +309,9 @@ class ParserPool:
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
-                await asyncio.wait_for(asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT)
+                await asyncio.wait_for(
+                    asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT
+                )
             except Exception:
                 log.debug("worker pool shutdown failed", exc_info=True)
 

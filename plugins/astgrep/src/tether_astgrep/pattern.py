@@ -96,14 +96,14 @@ def metavariable(text: str, expando: str) -> tuple[int, str | None, bool] | None
     if text == three:
         return (ELLIPSIS, None, True)
     if text.startswith(three):
-        rest = text[len(three):]
+        rest = text[len(three) :]
         if not _VAR_CHARS.fullmatch(rest):
             return None
         return (ELLIPSIS, None, True) if rest.startswith("_") else (MULTI, rest, True)
-    rest = text[len(expando):]
+    rest = text[len(expando) :]
     named = True
     if rest.startswith(expando):
-        rest, named = rest[len(expando):], False
+        rest, named = rest[len(expando) :], False
     if not rest or not ("A" <= rest[0] <= "Z" or rest[0] == "_") or not _VAR_CHARS.fullmatch(rest):
         return None
     return (DROPPED, None, named) if rest.startswith("_") else (CAPTURE, rest, named)
@@ -122,13 +122,16 @@ def _is_single(node: Any) -> bool:
 def _leaf_or_meta(node: Any, src: bytes, expando: str, forms: dict[bytes, str]) -> tuple | None:
     """The pattern tuple of a metavariable or a leaf, or None for an inner node."""
     text = src[node.start_byte : node.end_byte]
+    mv = None
     if forms and text in forms:  # a metavariable written as a string or a type name (see _placeholders)
-        return (META, *metavariable(forms[text], expando))
-    if text.startswith(expando.encode()):
+        mv = metavariable(forms[text], expando)
+    elif text.startswith(expando.encode()):
         mv = metavariable(text.decode("utf-8", "replace"), expando)
-        if mv is not None:
-            return (META, *mv)
-    if node.child_count == 0 or (node.is_named and node.named_child_count == 0 and _text_outside_children(node, src)):
+    if mv is not None:
+        return (META, *mv)
+    if node.child_count == 0 or (
+        node.is_named and node.named_child_count == 0 and _text_outside_children(node, src)
+    ):
         # a node of tokens only whose own text is not all in them (CSS `#fff`: the only child is
         # `#`) is compared by its text, as a leaf is
         return (TERM, node.kind_id, text, node.is_named)
@@ -174,13 +177,18 @@ STRICTNESS = ("cst", "smart", "ast", "relaxed", "signature")
 def with_strictness(pattern: Pattern, level: str) -> Pattern:
     """The pattern matched at another strictness; `ast` and looser drop the pattern's own tokens."""
     if level in ("cst", "smart"):
-        return attrs.evolve(pattern, strictness=level, also=tuple(with_strictness(p, level) for p in pattern.also))
+        return attrs.evolve(
+            pattern, strictness=level, also=tuple(with_strictness(p, level) for p in pattern.also)
+        )
     root = _drop_tokens(pattern.root)
     needles: list[bytes] = []
     if level != "signature":  # a signature compares no text: no literal is required
         _walk(root, set(), needles, False)
     return attrs.evolve(
-        pattern, strictness=level, root=root, needles=tuple(dict.fromkeys(needles)),
+        pattern,
+        strictness=level,
+        root=root,
+        needles=tuple(dict.fromkeys(needles)),
         also=tuple(with_strictness(p, level) for p in pattern.also),
     )
 
@@ -277,9 +285,9 @@ def _placeholders(processed: str, expando: str):
         if var.startswith(expando * 3):
             forms.append(var + ";")  # statements where a body wants them terminated (C++ `{ $$$B }`)
         else:
-            forms.append("Xµ" + var[len(expando):])
+            forms.append("Xµ" + var[len(expando) :])
         for form in forms:
-            yield processed[: m.start()] + form + processed[m.end():], {form.encode(): var}
+            yield processed[: m.start()] + form + processed[m.end() :], {form.encode(): var}
 
 
 def comment_kinds(language: Any) -> frozenset[int]:
@@ -323,7 +331,10 @@ def _accept(rung: Rung, text: str, strict: bool, grammar: Grammar, parser: Any) 
         )
     # down to the node the pattern really is (an expression statement holding a call is the call),
     # never to a child narrower than its parent (CSS `#fff`: the `#` is the only child of the value)
-    while _is_single(node) and (node.child(0).start_byte, node.child(0).end_byte) == (node.start_byte, node.end_byte):
+    while _is_single(node) and (node.child(0).start_byte, node.child(0).end_byte) == (
+        node.start_byte,
+        node.end_byte,
+    ):
         node = node.child(0)
     return node, src
 
@@ -386,7 +397,12 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
                 try:
                     node, src = _accept(rung, text, strict, grammar, parser)
                 except _Reject as rejected:
-                    if strict and not forms and rejected.at is not None and (nearest is None or rejected.at > nearest[0]):
+                    if (
+                        strict
+                        and not forms
+                        and rejected.at is not None
+                        and (nearest is None or rejected.at > nearest[0])
+                    ):
                         nearest = (rejected.at, rung.name)
                     continue
                 chosen = (index, rung, node, src, forms)
@@ -429,7 +445,13 @@ def _refusal(stripped: str, grammar: Grammar, nearest: tuple[int, str] | None) -
 
 
 def _build(
-    stripped: str, grammar: Grammar, language: Any, lang_key: str, rung: Rung, node: Any, src: bytes,
+    stripped: str,
+    grammar: Grammar,
+    language: Any,
+    lang_key: str,
+    rung: Rung,
+    node: Any,
+    src: bytes,
     forms: dict[bytes, str],
 ) -> Pattern:
     root = _convert(node, src, grammar.expando, forms)

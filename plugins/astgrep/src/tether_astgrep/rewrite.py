@@ -91,7 +91,9 @@ def render(template: str, match: Match, src: bytes) -> str:
 class Rewritten:
     content: bytes
     replacements: int
-    tails: tuple[int, ...]  # where (in the new content) replacements start whose match went on past the pattern
+    tails: tuple[
+        int, ...
+    ]  # where (in the new content) replacements start whose match went on past the pattern
 
 
 def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:

@@ -149,7 +149,9 @@ def _eval(rule: Node, node: Any, env: dict, state: _State, top: bool = False) ->
         return False
     if rule.kind is not None and node.type != rule.kind:
         return False
-    if rule.regex is not None and not rule.regex.search(state.src[node.start_byte : node.end_byte].decode("utf-8", "replace")):
+    if rule.regex is not None and not rule.regex.search(
+        state.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    ):
         return False
     for name, relation in rule.relations:
         if not _relate(name, relation, node, env, state):
@@ -174,11 +176,10 @@ def _eval(rule: Node, node: Any, env: dict, state: _State, top: bool = False) ->
 
 def _stops(relation: Relation, node: Any, env: dict, state: _State) -> bool:
     """After testing ``node``, whether the search goes no further (stopBy)."""
-    if relation.stop == "end":
-        return False
-    if relation.stop == "neighbor":
-        return True
-    return _eval(relation.stop, node, dict(env), state)
+    stop = relation.stop
+    if isinstance(stop, str):  # "neighbor" or "end"
+        return stop == "neighbor"
+    return _eval(stop, node, dict(env), state)
 
 
 def _same_node(a: Any, b: Any) -> bool:
@@ -241,11 +242,15 @@ def _constraint(name: str, rule: Node, env: dict, state: _State) -> bool:
 def parse_argument(value: Any) -> tuple[dict, dict, dict]:
     """(rule, constraints, utils) from the tool argument: the rule object, or a rule file's layout."""
     if not isinstance(value, dict) or not value:
-        raise RuleError("rule: give a JSON object, e.g. {\"pattern\": \"open($F)\", \"not\": {\"inside\": {\"kind\": \"with_statement\", \"stopBy\": \"end\"}}}")
+        raise RuleError(
+            'rule: give a JSON object, e.g. {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}'
+        )
     if "rule" in value:
         extra = set(value) - {"rule", "constraints", "utils", "id", "language", "message", "severity"}
         if extra:
-            raise RuleError(f"rule: unknown key(s) {', '.join(sorted(extra))} beside 'rule'; allowed: rule, constraints, utils")
+            raise RuleError(
+                f"rule: unknown key(s) {', '.join(sorted(extra))} beside 'rule'; allowed: rule, constraints, utils"
+            )
         rule, constraints, utils = value["rule"], value.get("constraints") or {}, value.get("utils") or {}
     else:
         rule, constraints, utils = value, {}, {}
@@ -266,10 +271,12 @@ class _Compiler:
 
     def kind_name(self, kind: Any, where: str) -> str:
         if not isinstance(kind, str) or not kind:
-            raise RuleError(f"{where}: give a node kind as a string, e.g. \"call\"")
+            raise RuleError(f'{where}: give a node kind as a string, e.g. "call"')
         lang = self.language
         if lang.id_for_node_kind(kind, True) is None and lang.id_for_node_kind(kind, False) is None:
-            kinds = {lang.node_kind_for_id(i) for i in range(lang.node_kind_count) if lang.node_kind_is_named(i)}
+            kinds = {
+                lang.node_kind_for_id(i) for i in range(lang.node_kind_count) if lang.node_kind_is_named(i)
+            }
             close = difflib.get_close_matches(kind, sorted(k for k in kinds if k), n=3)
             hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
             raise RuleError(f"{where}: {kind!r} is no node kind of the {self.grammar_id} grammar{hint}")
@@ -279,10 +286,14 @@ class _Compiler:
         if isinstance(value, str):
             return self.compiled(value, where)
         if not isinstance(value, dict) or "context" not in value:
-            raise RuleError(f"{where}: give a pattern string, or an object with context (and selector, strictness)")
+            raise RuleError(
+                f"{where}: give a pattern string, or an object with context (and selector, strictness)"
+            )
         unknown = set(value) - {"context", "selector", "strictness"}
         if unknown:
-            raise RuleError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: context, selector, strictness")
+            raise RuleError(
+                f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: context, selector, strictness"
+            )
         pattern = self.compiled(value["context"], where + ".context")
         if value.get("selector") is not None:
             kind = self.kind_name(value["selector"], where + ".selector")
@@ -307,14 +318,18 @@ class _Compiler:
 
     def rule(self, obj: Any, where: str) -> Node:
         if not isinstance(obj, dict) or not obj:
-            raise RuleError(f"{where}: give a rule object with at least one of: {', '.join(ATOMIC + RELATIONAL + COMPOSITE)}")
+            raise RuleError(
+                f"{where}: give a rule object with at least one of: {', '.join(ATOMIC + RELATIONAL + COMPOSITE)}"
+            )
         unknown = set(obj) - set(ATOMIC + RELATIONAL + COMPOSITE)
         if unknown:
             bad = sorted(unknown)[0]
             close = difflib.get_close_matches(bad, ATOMIC + RELATIONAL + COMPOSITE + _RELATION_KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             place = " (stopBy and field belong inside a relational rule)" if bad in _RELATION_KEYS else ""
-            raise RuleError(f"{where}: unknown key {bad!r}{hint}{place}; a rule has: {', '.join(ATOMIC + RELATIONAL + COMPOSITE)}")
+            raise RuleError(
+                f"{where}: unknown key {bad!r}{hint}{place}; a rule has: {', '.join(ATOMIC + RELATIONAL + COMPOSITE)}"
+            )
         out: dict[str, Any] = {}
         if "pattern" in obj:
             out["pattern"] = self.pattern(obj["pattern"], where + ".pattern")
@@ -354,7 +369,7 @@ class _Compiler:
         elif isinstance(stop_value, dict):
             stop = self.rule(stop_value, where + ".stopBy")
         else:
-            raise RuleError(f"{where}.stopBy: give \"neighbor\", \"end\" or a rule object")
+            raise RuleError(f'{where}.stopBy: give "neighbor", "end" or a rule object')
         field = obj.get("field")
         if field is not None:
             if name not in ("inside", "has"):
@@ -377,19 +392,35 @@ def _select(pattern: Pattern, kind: str, language: Any, where: str) -> Pattern:
             needles: list[bytes] = []
             _walk(node, names, needles, False)
             return attrs.evolve(
-                pattern, root=node, root_kind=kind, root_named=node[0] == INNER or bool(node[0] == TERM and node[3]),
-                root_kinds=frozenset((node[1],)), needles=tuple(dict.fromkeys(needles)), names=frozenset(names),
-                leaf_aliases=(), depth=_nesting(node), also=(),
+                pattern,
+                root=node,
+                root_kind=kind,
+                root_named=node[0] == INNER or bool(node[0] == TERM and node[3]),
+                root_kinds=frozenset((node[1],)),
+                needles=tuple(dict.fromkeys(needles)),
+                names=frozenset(names),
+                leaf_aliases=(),
+                depth=_nesting(node),
+                also=(),
             )
         if node[0] == INNER:
             stack.extend(reversed(node[2]))
-    raise RuleError(f"{where}.selector: the context has no {kind!r} node; the selector names a node kind inside the context")
+    raise RuleError(
+        f"{where}.selector: the context has no {kind!r} node; the selector names a node kind inside the context"
+    )
 
 
-def _kinds(rule: Node, utils: dict[str, Node], seen: frozenset[str] = frozenset()) -> frozenset[tuple[str, bool]] | None:
+def _kinds(
+    rule: Node, utils: dict[str, Node], seen: frozenset[str] = frozenset()
+) -> frozenset[tuple[str, bool]] | None:
     """The kinds a node matching the rule can have, or None when the rule does not say."""
     if rule.pattern is not None and rule.pattern.root[0] != META:
-        return frozenset((p.root_kind, p.root_named) for p in rule.pattern.readings)
+        kinds = set()
+        for p in rule.pattern.readings:
+            if p.root_kind is None:  # a reading that is a bare metavariable: any node
+                return None
+            kinds.add((p.root_kind, p.root_named))
+        return frozenset(kinds)
     if rule.kind is not None:
         return frozenset({(rule.kind, rule.kind_named)})
     for sub in rule.all or ():
@@ -419,17 +450,21 @@ def _required_needles(rule: Node) -> list[bytes]:
     return out
 
 
-def compile_rule(value: Any, grammar_id: str, lang_key: str, language: Any, compile_pattern: Callable[[str], Pattern]) -> Rule:
+def compile_rule(
+    value: Any, grammar_id: str, lang_key: str, language: Any, compile_pattern: Callable[[str], Pattern]
+) -> Rule:
     rule_obj, constraints, utils = parse_argument(value)
     compiler = _Compiler(grammar_id, language, compile_pattern, frozenset(utils))
     compiled_utils = {name: compiler.rule(obj, f"rule.utils.{name}") for name, obj in utils.items()}
     top = compiler.rule(rule_obj, "rule")
-    compiled_constraints = tuple((name, compiler.rule(obj, f"rule.constraints.{name}")) for name, obj in constraints.items())
+    compiled_constraints = tuple(
+        (name, compiler.rule(obj, f"rule.constraints.{name}")) for name, obj in constraints.items()
+    )
     kinds = _kinds(top, compiled_utils)
     if kinds is None:
         raise RuleError(
             "rule: it does not say which kind of node it matches (only regex, not, relations); add a kind or a "
-            "pattern beside them, e.g. {\"kind\": \"call\", \"regex\": \"^open\"} (ast-grep requires it too)"
+            'pattern beside them, e.g. {"kind": "call", "regex": "^open"} (ast-grep requires it too)'
         )
     return Rule(
         source=json.dumps({"rule": rule_obj, "constraints": constraints, "utils": utils}, sort_keys=True),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tether_astgrep.grammars import Grammar
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
+    from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
 
@@ -33,13 +34,17 @@ DATA_TEXT_CHARS = 2000  # of a match's text or a capture in the structured data
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= DATA_TEXT_CHARS else text[:DATA_TEXT_CHARS] + f"... [{len(text) - DATA_TEXT_CHARS} more characters]"
+    return (
+        text
+        if len(text) <= DATA_TEXT_CHARS
+        else text[:DATA_TEXT_CHARS] + f"... [{len(text) - DATA_TEXT_CHARS} more characters]"
+    )
 
 
 _RULE_HELP = (
     "Instead of pattern: an ast-grep rule object (as JSON), for what a pattern cannot say: pattern, kind, "
-    "regex; inside, has, follows, precedes (with stopBy \"neighbor\"|\"end\"|rule, and field); all, any, not, "
-    "matches. Or {\"rule\": ..., \"constraints\": {\"A\": rule}, \"utils\": {\"name\": rule}}"
+    'regex; inside, has, follows, precedes (with stopBy "neighbor"|"end"|rule, and field); all, any, not, '
+    'matches. Or {"rule": ..., "constraints": {"A": rule}, "utils": {"name": rule}}'
 )
 
 
@@ -64,13 +69,17 @@ class GrepArgs:
         "path is a file or when the folder holds one language (beside json, yaml, html, css and bash files)",
         default=None,
     )
-    max_results: int = tether.arg("Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS)
+    max_results: int = tether.arg(
+        "Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS
+    )
 
 
 @attrs.frozen
 class EditArgs:
     pattern: str | None = tether.arg(
-        "Code with metavariables, as for ast_grep (give pattern or rule)", default=None, examples=["$X.append($Y)"]
+        "Code with metavariables, as for ast_grep (give pattern or rule)",
+        default=None,
+        examples=["$X.append($Y)"],
     )
     rule: dict[str, Any] | None = tether.arg(_RULE_HELP + "; as for ast_grep", default=None)
     rewrite: str = tether.arg(
@@ -179,22 +188,26 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
-def _compile(pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | None = None) -> Pattern:
+def _compile(
+    pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | None = None
+) -> Pattern | Rule:
     """The pattern, or the rule (searched alike); exactly one of them is given."""
     from tether_astgrep.pattern import PatternError
 
-    if (source is None) == (rule is None):
-        raise ToolError(
-            "give either pattern (code with metavariables, e.g. 'print($A)') or rule (an ast-grep rule object, "
-            "e.g. {\"pattern\": \"open($F)\", \"inside\": {\"kind\": \"function_definition\", \"stopBy\": \"end\"}}), "
-            + ("not both" if source is not None else "one of them is required"),
-            {"error": "bad_arguments"},
-        )
     try:
-        return pool.pattern(source, grammar) if rule is None else pool.rule(rule, grammar)
+        if rule is not None and source is None:
+            return pool.rule(rule, grammar)
+        if source is not None and rule is None:
+            return pool.pattern(source, grammar)
     except PatternError as exc:
         error = "bad_rule" if rule is not None else "bad_pattern"
         raise ToolError(str(exc), {"error": error, "language": grammar.id}) from None
+    raise ToolError(
+        "give either pattern (code with metavariables, e.g. 'print($A)') or rule (an ast-grep rule object, "
+        'e.g. {"pattern": "open($F)", "inside": {"kind": "function_definition", "stopBy": "end"}}), '
+        + ("not both" if source is not None else "one of them is required"),
+        {"error": "bad_arguments"},
+    )
 
 
 def _skipped(results: list[FileResult]) -> dict[str, int]:
@@ -240,7 +253,9 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
     shown_spans, cut = cap_items(
-        spans, args.max_results, "matches",
+        spans,
+        args.max_results,
+        "matches",
         f"Narrow path or the pattern, or raise max_results (at most {MAX_RESULTS}).",
     )
     entries = {f.path: f for f in target.files}
@@ -250,13 +265,18 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     searched = len(results) - sum(skipped.values())
     contexts = [p.rung for p in pattern.readings]
     read_as = (
-        "" if contexts == [target.grammar.ladder[0].name]
-        else "; pattern read as " + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
+        ""
+        if contexts == [target.grammar.ladder[0].name]
+        else "; pattern read as "
+        + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
         + (" (both searched)" if len(contexts) > 1 else "")
     )
     left = (
-        "; not searched: " + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items())) + " (pass language)"
-        if target.left_out else ""
+        "; not searched: "
+        + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items()))
+        + " (pass language)"
+        if target.left_out
+        else ""
     )
     head = (
         f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
@@ -267,7 +287,8 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     if failed:
         lines.append(
             f"could not search {_plural(len(failed), 'file')} (an internal fault, logged; the other files were "
-            "searched): " + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
+            "searched): "
+            + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
             + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
         )
     if not total and args.pattern and _LOWER_VAR.search(args.pattern):
@@ -327,7 +348,11 @@ def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) 
             try:
                 st = os.stat(path)
                 entry = entries.get(path)
-                if entry is not None and (st.st_size, st.st_mtime_ns, st.st_ino) == (entry.size, entry.mtime_ns, entry.inode):
+                if entry is not None and (st.st_size, st.st_mtime_ns, st.st_ino) == (
+                    entry.size,
+                    entry.mtime_ns,
+                    entry.inode,
+                ):
                     data = Path(path).read_bytes()
             except OSError:
                 pass
@@ -367,7 +392,7 @@ def _line(data: bytes, byte: int) -> int:
     return data.count(b"\n", 0, byte) + 1
 
 
-def _rewrite_files(pattern: Pattern, grammar: Grammar, paths: list[str], template: str) -> _Rewrites:
+def _rewrite_files(pattern: Pattern | Rule, grammar: Grammar, paths: list[str], template: str) -> _Rewrites:
     """Each file the rewrite changes, re-parsed: the new syntax errors of a file that parsed before.
 
     Each file is read once more and matched again here, so the change and the snapshot taken for
@@ -397,8 +422,12 @@ def _rewrite_files(pattern: Pattern, grammar: Grammar, paths: list[str], templat
             done = rewrite.apply(data, safe, template)
             if done.content == data:
                 continue
-            errors = () if root.has_error else rewrite.syntax_errors(engine.parse(done.content, pattern, grammar.language).root_node)
-        except Exception as exc:  # noqa: BLE001 - one file never fails the whole rewrite
+            errors = (
+                ()
+                if root.has_error
+                else rewrite.syntax_errors(engine.parse(done.content, pattern, grammar.language).root_node)
+            )
+        except Exception as exc:  # one file never fails the whole rewrite
             log.warning("rewriting %s failed", path, exc_info=True)
             out.failed.append((path, f"{type(exc).__name__}: {exc}"[:200]))
             continue
@@ -446,10 +475,13 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     changed = done.changes
     if not changed:
         return ToolResult.text(
-            "\n".join([
-                f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
-                "nothing was staged", *notes,
-            ]),
+            "\n".join(
+                [
+                    f"no replacements: the pattern matches nothing in '{target.base}' that the rewrite would change; "
+                    "nothing was staged",
+                    *notes,
+                ]
+            ),
             {"edit_id": None, "replacements": 0, "files": []},
         )
     broken = [(c.path, line, what) for c in changed for line, what in c.errors]
@@ -459,7 +491,8 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
         why = (
             f" The matches at {_places(run, kept)} went on past the pattern and that code was kept after the "
             "replacement (add $$$REST to the pattern and the rewrite to move it yourself)."
-            if kept else ""
+            if kept
+            else ""
         )
         listing = "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
         more = f" (and {len(broken) - 20} more)" if len(broken) > 20 else ""
@@ -467,7 +500,10 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
             f"refused: the rewrite leaves {_plural(len({p for p, *_ in broken}), 'file')} that parsed before with "
             f"syntax errors (lines of the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
             "pass allow_parse_errors=true to stage it anyway",
-            {"error": "breaks_parse", "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]},
+            {
+                "error": "breaks_parse",
+                "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken],
+            },
         )
     replacements = sum(c.replacements for c in changed)
     snapshots = [Snapshot.of(Path(c.path), c.old) for c in changed]
@@ -493,16 +529,23 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     diff: list[str] = []
     for c, rel in zip(changed, rels):
         diff.extend(_diff(rel, c.old, c.new))
-    shown, cut = cap_items(diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less.")
+    shown, cut = cap_items(
+        diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less."
+    )
     lines.extend(shown)
     if cut:
         lines.append(cut)
     data = {
-        "edit_id": edit.edit_id, "replacements": replacements, "files": rels, "kept_tails": len(tails),
+        "edit_id": edit.edit_id,
+        "replacements": replacements,
+        "files": rels,
+        "kept_tails": len(tails),
         "tails": [{"file": run.relpath(p), "line": line} for p, line in tails],
     }
     if broken:
-        data["parse_errors"] = [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken]
+        data["parse_errors"] = [
+            {"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken
+        ]
     if done.untouched:
         data["untouched"] = [{"file": run.relpath(p), "line": line} for p, line in done.untouched]
     return ToolResult.text("\n".join(lines), data)
@@ -519,7 +562,9 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     if edit is None:
         pending = [e.edit_id for e in pool.edits.values() if e.state == "pending"]
         listing = f"pending edits: {', '.join(pending)}" if pending else "no edit is pending in this run"
-        raise ToolError(f"unknown edit_id '{args.edit_id}'; {listing}. ast_edit gives the id", {"error": "unknown_edit"})
+        raise ToolError(
+            f"unknown edit_id '{args.edit_id}'; {listing}. ast_edit gives the id", {"error": "unknown_edit"}
+        )
     if edit.state != "pending":
         raise ToolError(
             f"{edit.edit_id} was already {edit.state}; stage the change again with ast_edit if you still want it",
@@ -528,7 +573,9 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     rels = [run.relpath(p) for p in edit.changes]
     if args.action == "discard":
         edit.state = "discarded"
-        return ToolResult.text(f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []})
+        return ToolResult.text(
+            f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []}
+        )
     try:  # the snapshots are checked under the root's write lock, so no write slips in between
         await run.write_files(dict(edit.changes), expect=edit.snapshots)
     except ChangedSince as exc:
@@ -562,28 +609,38 @@ def tools_for(pool: ParserPool) -> list[Tool]:
 
     return [
         Tool(
-            "ast_grep", "read",
+            "ast_grep",
+            "read",
             "Find code by its syntax shape, not its text: the pattern is code with metavariables ($A, $$$ARGS), "
             "so `dispose($X)` matches every call to dispose however it is spaced, and never a string or comment. "
             "For conditions a pattern cannot state (not inside a `with`, inside a loop, a capture matching a "
             "regex) give an ast-grep rule object as rule instead. Answers file:line:col, the matched code and "
             "the captures.",
-            GrepArgs, bind(ast_grep), family="astgrep",
+            GrepArgs,
+            bind(ast_grep),
+            family="astgrep",
         ),
         Tool(
-            "ast_edit", "write",
+            "ast_edit",
+            "write",
             "Stage a structural rewrite: every match of pattern is replaced by rewrite, with captured "
             "metavariables substituted and re-indented. Only the code the pattern covers is replaced (code a "
             "matched node has past the end of the pattern stays; a rewrite that breaks the parse of a file is "
             "refused with file:line). Takes a rule instead of a pattern, as ast_grep. Writes nothing: answers a "
             "diff preview and an edit_id for resolve.",
-            EditArgs, bind(ast_edit), family="astgrep",
+            EditArgs,
+            bind(ast_edit),
+            family="astgrep",
         ),
         Tool(
-            "resolve", "write",
+            "resolve",
+            "write",
             "Accept (write all files at once, refused if any changed since staging) or discard a change "
             "staged by ast_edit.",
-            ResolveArgs, bind(resolve), family="astgrep", parallel_safe=False,
+            ResolveArgs,
+            bind(resolve),
+            family="astgrep",
+            parallel_safe=False,
             touches=lambda args: pool.edit_files(args.edit_id) if args.action == "accept" else [],
         ),
     ]
