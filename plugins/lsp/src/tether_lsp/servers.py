@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+from tether.binaries import find_project_binary
 
-# Where a project keeps its own tools; looked at before PATH so the project's version wins.
-LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
 
 LANGUAGE_IDS = {
     ".py": "python", ".pyi": "python",
@@ -217,10 +216,8 @@ def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str
     if os.path.isabs(name):
         return name if os.access(name, os.X_OK) else None
     for base in dirs if trusted else ():
-        for sub in LOCAL_BIN_DIRS:
-            candidate = base / sub / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
+        if found := find_project_binary(base, name):
+            return found
     own = Path(sys.executable).parent / name
     if own.is_file() and os.access(own, os.X_OK):
         return str(own)
