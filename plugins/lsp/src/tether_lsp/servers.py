@@ -68,6 +68,9 @@ class ServerDef:
     # The server publishes every file of its program, clean ones too (basedpyright in workspace mode):
     # a source file it never published is outside its program, and `references` says what is written there.
     publishes_program: bool = False
+    # Send didSave after each change (some servers check only on save). basedpyright checks on the
+    # change itself, and a didSave starts a second round: a write's wait was 1.8x its own round on click.
+    did_save: bool = True
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -114,6 +117,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,
+        did_save=False,
     ),
     ServerDef(
         id="ty",
