@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+from tether import binaries
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -139,12 +140,7 @@ class AdapterDef:
 
 def project_python(root: Path) -> str | None:
     """The project's own interpreter: a local venv first; a python from $PATH is another environment."""
-    for venv in (".venv", "venv"):
-        for name in ("python", "python3"):
-            candidate = root / venv / "bin" / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
-    return shutil.which("python3")
+    return binaries.project_python(root) or shutil.which("python3")
 
 
 def _locate_debugpy(root: Path) -> Located | str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import ToolError
+from tether.binaries import project_pythons
 from tether.sandbox import RELAY
 
 from tether_eval.hookspecs import tether_eval_envelope
@@ -62,10 +63,8 @@ def _has_ipykernel(python: Path) -> bool:
 def choose_python(root: Path) -> tuple[PythonChoice, str]:
     """The interpreter for Python cells, and a note when the project's own environment was passed over."""
     note = ""
-    for name in (".venv", "venv"):
-        python = root / name / "bin" / "python"
-        if not python.exists():
-            continue
+    for python in project_pythons(root):
+        name = python.parent.parent.name
         if _has_ipykernel(python):
             return PythonChoice(str(python), f"the project's environment ({name})"), ""
         note = f"the project's {name} has no ipykernel, so its installed packages are not importable here (install ipykernel into it to use them)"

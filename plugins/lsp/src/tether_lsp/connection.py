@@ -434,8 +434,8 @@ class Connection:
         )
         return doc
 
-    def set_text(self, doc: Doc, text: str, save: bool = True) -> None:
-        """Send the whole new content as the next version (and didSave: some servers check on save)."""
+    def set_text(self, doc: Doc, text: str, save: bool | None = None) -> None:
+        """Send the whole new content as the next version (and didSave where the definition asks for it)."""
         lsp = self.lsp
         doc.version += 1
         doc.text = text
@@ -449,7 +449,7 @@ class Connection:
                 content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
             ),
         )
-        if save:
+        if self.server.did_save if save is None else save:
             self.notify(
                 "textDocument/didSave",
                 lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), text=text),

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+from tether.binaries import find_project_binary
 
-# Where a project keeps its own tools; looked at before PATH so the project's version wins.
-LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
 
 LANGUAGE_IDS = {
     ".py": "python", ".pyi": "python",
@@ -69,6 +68,9 @@ class ServerDef:
     # The server publishes every file of its program, clean ones too (basedpyright in workspace mode):
     # a source file it never published is outside its program, and `references` says what is written there.
     publishes_program: bool = False
+    # Send didSave after each change (some servers check only on save). basedpyright checks on the
+    # change itself, and a didSave starts a second round: a write's wait was 1.8x its own round on click.
+    did_save: bool = True
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -115,6 +117,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,
+        did_save=False,
     ),
     ServerDef(
         id="ty",
@@ -217,10 +220,8 @@ def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str
     if os.path.isabs(name):
         return name if os.access(name, os.X_OK) else None
     for base in dirs if trusted else ():
-        for sub in LOCAL_BIN_DIRS:
-            candidate = base / sub / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
+        if found := find_project_binary(base, name):
+            return found
     own = Path(sys.executable).parent / name
     if own.is_file() and os.access(own, os.X_OK):
         return str(own)
