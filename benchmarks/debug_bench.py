@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import tether
+from tether_debug.adapters import project_python
 from tether_debug.dap import encode, read_message
 
 PY_APP = """\
@@ -298,8 +299,9 @@ async def main() -> None:
         root.mkdir()
         (root / "pyproject.toml").write_text("[project]\nname = 'bench'\nversion = '0'\n")
         (root / "app.py").write_text(PY_APP)
+        # the anchor's debuggee runs under the interpreter tether picks for this project (no venv here: python3)
         launch = {
-            "type": "python", "program": str(root / "app.py"), "cwd": str(root), "python": [sys.executable],
+            "type": "python", "program": str(root / "app.py"), "cwd": str(root), "python": [project_python(root)],
             "console": "internalConsole", "subProcess": False, "justMyCode": True,
         }
         py = await bench_adapter("debugpy", root, [sys.executable, "-m", "debugpy.adapter"], launch, "app.py", "app.py", 2, rounds)

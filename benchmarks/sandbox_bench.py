@@ -55,7 +55,7 @@ async def kernel_start(root: Path, sandbox: bool, language: str) -> float:
 
 
 async def cells_and_bridge(root: Path) -> tuple[list[float], list[float], list[float], list[float]]:
-    """Both runs open at once, samples alternating between them."""
+    """Both runs open at once, samples alternating between them, in alternating order."""
     code = (
         "import time, json\nts = []\n"
         f"for i in range({BRIDGE_CALLS // 10}):\n"
@@ -69,7 +69,8 @@ async def cells_and_bridge(root: Path) -> tuple[list[float], list[float], list[f
         for run in runs.values():
             await run.call("eval", {"code": "0", "description": D})
         for i in range(CELLS):
-            for sandboxed, run in runs.items():
+            # ABBA: the run that goes second pays for the first's trailing work (measured ~0.4 ms)
+            for sandboxed, run in (runs.items() if i % 2 else reversed(runs.items())):
                 started = time.perf_counter()
                 r = await run.call("eval", {"code": "1+1", "description": D})
                 cell[sandboxed].append(time.perf_counter() - started)

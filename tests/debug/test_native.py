@@ -427,3 +427,20 @@ async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftov
     # not the launch bound: delve's own answer (benchmarks/debug_bench.py measures it against `dlv debug`)
     assert elapsed < 20, elapsed
     assert not (go_more / "__debug_bin").exists()
+
+
+async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(go_more, open_debug, no_leftover_processes):
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        await debug.ok(action="breakpoints", file="loop/main.go", points=[
+            {"line": 6, "hit_condition": "3"}, {"line": 12, "condition": "i == ((("}, {"line": 14}])
+        await debug.ok(action="breakpoints", exceptions="raised")
+        stopped = await debug.ok(action="launch", program="loop")
+        # delve refuses the condition itself: its message, the breakpoint unverified, the others hold
+        assert "line 12 (if i == ((() not verified: 1:" in stopped.plain
+        assert "line 6 (hits 3) verified (hit_condition not supported by this adapter: not sent)" in stopped.plain
+        assert stopped.data["stopped"]["line"] == 6  # no hit count: the first hit stops
+        status = await debug.ok(action="status")
+        assert "exceptions=raised: the delve adapter offers no exception filters (an unrecovered panic stops" in status.plain
+        rows = {r["requested"]: r for r in status.data["breakpoints"]["files"][0]["breakpoints"]}
+        assert rows[12]["verified"] is False and rows[6]["unsupported"] == ["hit_condition"]
+        assert (await debug.ok(action="evaluate", expression="i")).data["result"] == "0"  # the session is alive

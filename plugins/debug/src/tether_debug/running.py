@@ -142,7 +142,6 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     timeout = launch_timeout(run)
     try:
         await new.start(availability.located, run.root, run, timeout)
-        await new.initialize()
         await new.configure("launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout)
         outcome = await new.wait_stop(0, stop_timeout(run))
         if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
@@ -202,7 +201,6 @@ async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
             new.attached = True
         else:
             await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
-        await new.initialize()
         await new.configure("attach", make(args.pid if by_pid else args.port), supervisor.plan_for(conversation), timeout)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))

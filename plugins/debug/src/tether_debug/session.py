@@ -1,7 +1,7 @@
 """One live debug session: an adapter process (or a connection), the debuggee, and what it last did.
 
-The launch sequence is the one measured to work for debugpy, lldb-dap and delve: ``initialize`` ->
-``launch`` sent without waiting -> the ``initialized`` event -> ``setBreakpoints`` per file and
+The launch sequence is the one measured to work for debugpy, lldb-dap and delve: ``initialize`` and
+``launch`` sent back to back -> the ``initialized`` event -> ``setBreakpoints`` per file and
 ``setExceptionBreakpoints`` -> ``configurationDone`` -> the launch response (debugpy answers launch
 only after configurationDone; lldb-dap sends ``initialized`` only after answering launch) -> a stop.
 """
@@ -295,35 +295,37 @@ class Session:
 
     # -- protocol ----------------------------------------------------------------------------------
 
-    async def initialize(self) -> None:
-        assert self.client is not None
-        self.capabilities = await self.client.request(
-            "initialize",
-            {
-                "clientID": "tether",
-                "clientName": "tether",
-                "adapterID": self.adapter.id,
-                "pathFormat": "path",
-                "linesStartAt1": True,
-                "columnsStartAt1": True,
-                "supportsVariableType": True,
-                "supportsRunInTerminalRequest": True,
-                "supportsStartDebuggingRequest": False,
-                "locale": "en",
-            },
-        )
-
     async def configure(self, request: str, arguments: dict[str, Any], plan: Plan, timeout: float) -> None:
-        """Send launch/attach, then breakpoints and configurationDone at `initialized`, then await the answer.
+        """``initialize`` and launch/attach sent together, then breakpoints and configurationDone at
+        `initialized`, then the launch's answer.
 
-        A launch the adapter refuses at once (a Go build error) is answered at once: the wait for
-        `initialized` ends with the refusal, not at the bound.
+        The two requests go out back to back (each adapter answers them in order; the capabilities
+        are needed only for the breakpoints). A launch the adapter refuses at once (a Go build error)
+        is answered at once: the wait for `initialized` ends with the refusal, not at the bound.
         """
         assert self.client is not None
         client = self.client
         start = len(client.events)
+        capabilities = client.send("initialize", {
+            "clientID": "tether",
+            "clientName": "tether",
+            "adapterID": self.adapter.id,
+            "pathFormat": "path",
+            "linesStartAt1": True,
+            "columnsStartAt1": True,
+            "supportsVariableType": True,
+            "supportsRunInTerminalRequest": True,
+            "supportsStartDebuggingRequest": False,
+            "locale": "en",
+        })
         answer = client.send(request, arguments)
         await client._drain()
+        try:
+            self.capabilities = await client.wait(capabilities, "initialize")
+        except DapError:
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # retrieved: the initialize failure is the one to report
+            raise
         initialized = asyncio.ensure_future(client.wait_event(("initialized",), start, timeout))
         try:
             await asyncio.wait((initialized, answer), return_when=asyncio.FIRST_COMPLETED)
