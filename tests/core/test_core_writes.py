@@ -103,6 +103,23 @@ def test_two_processes_editing_one_file_lose_nothing(root):
     assert leftovers(root) == [] and not tether.atomic.state_dir(root, create=False).exists()
 
 
+def test_the_state_dir_is_made_again_when_another_writer_removes_it_meanwhile(root, monkeypatch):
+    # the race of two processes: our mkdir sees the folder, the other's release removes it before
+    # Path.mkdir(exist_ok=True) checks it is a folder, which then raised FileExistsError
+    folder = tether.atomic.state_dir(root)
+    folder.rmdir()
+    real_mkdir, raced = Path.mkdir, []
+
+    def mkdir(self, *args, **kwargs):
+        if self == folder and not raced:
+            raced.append(self)
+            raise FileExistsError(17, "File exists", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    assert tether.atomic.state_dir(root) == folder and folder.is_dir() and raced
+
+
 # -- item 4: SIGKILL at every step of a multi-file write -------------------------------------------------
 
 KILLER = textwrap.dedent(

@@ -271,3 +271,14 @@ async def test_a_binary_that_fails_its_version_query_is_not_usable(tmp_path, sam
         r = await run.call("lsp", {"action": "hover", "file": "src/main.rs", "line": 1, "symbol": "main"})
         assert r.is_error and "fake-ra: binary does not work" in r.plain
 
+
+
+async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monkeypatch):
+    root = tmp_path / "ts"
+    root.mkdir()
+    (root / "tsconfig.json").write_text("{}\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    async with tether.open_run(root) as run:
+        r = await run.call("lsp", {"action": "status"})
+        (ts,) = [s for s in r.data["servers"] if s["id"] == "typescript-language-server"]
+        assert ts["reason"] == "binary missing: typescript-language-server (npm i -D typescript-language-server typescript)"

@@ -104,7 +104,16 @@ def state_dir(root: Path, *, create: bool = True) -> Path:
     folder = Path(home) / "tether" / hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
     if create:
         folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        folder.mkdir(exist_ok=True, mode=0o700)
+        while True:
+            try:
+                folder.mkdir(mode=0o700)
+            except FileExistsError:
+                if folder.is_dir():
+                    break
+                if os.path.lexists(folder):
+                    raise  # something that is not a folder stands at the state dir's path
+                continue  # another process's writer removed it on release, after our mkdir saw it: again
+            break
     return folder
 
 
