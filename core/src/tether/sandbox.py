@@ -238,7 +238,9 @@ def _home_relative(path: str) -> str:
 
 
 def _kept_readable() -> list[str]:
-    keep = {os.path.expanduser("~"), sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    # the import path too: an editable install's sources (the relay, a kernel's helpers) may live under /tmp
+    keep = {os.path.expanduser("~"), sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+            *(os.path.abspath(p) for p in sys.path if p and os.path.isdir(p))}
     return sorted(k for k in keep if any(k == d or k.startswith(d + os.sep) for d in EMPTIED))
 
 
