@@ -174,8 +174,20 @@ NOHUP = "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); o
 def test_cli_process_that_ignores_sighup_prints_its_result_when_the_terminal_hangs_up(pty_spawn, tmp_path):
     # as under nohup: the hang-up only ends the card, and the terminal that is gone (EIO on stderr)
     # must not cost the result on stdout
-    p = pty_spawn([sys.executable, "-c", NOHUP, TETHER, "call", "ask_user", json.dumps(QUESTION),
-                   "--root", str(tmp_path), "--json"])
+    p = pty_spawn(
+        [
+            sys.executable,
+            "-c",
+            NOHUP,
+            TETHER,
+            "call",
+            "ask_user",
+            json.dumps(QUESTION),
+            "--root",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     p.expect(r"\n> ")
     p.hang_up()
     code, out = p.finish(timeout=60)
