@@ -335,15 +335,18 @@ class Kernel:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the kernel did not answer within {timeout:g} s")
 
-    async def probe_stdin(self, ping_code: str, attempts: int = 5) -> None:
+    async def probe_stdin(self, ping_code: str, budget: float, attempts: int = 5) -> None:
         """Make sure the kernel can reach us on stdin before any cell calls tool() or input().
 
         The kernel's stdin is a ROUTER: an input_request sent before our socket finished its handshake
         is dropped silently, and the cell would then wait forever for an answer. A silent cell asks
-        once; if the question does not arrive in time we interrupt it and ask again.
+        once; if the question does not arrive in time we interrupt it and ask again. The interrupt is
+        given a share of the start ``budget`` (s): on a loaded machine it can take longer than a second
+        or two, and a kernel that is merely slow is not stuck.
         """
+        grace = max(2.0, budget / 10)
         for _ in range(attempts):
-            end = await self.execute(ping_code, timeout=1.0, grace=2.0, silent=True)
+            end = await self.execute(ping_code, timeout=1.0, grace=grace, silent=True)
             if end.status == "ok" and end.tool_calls:
                 return
             if end.status in ("died", "stuck"):

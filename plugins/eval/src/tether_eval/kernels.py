@@ -216,7 +216,7 @@ class KernelFactory:
             if asks:
                 kernel.installed = _answer(end.reply or {}, "installed")
             await kernel.probe_stdin(
-                "__import__('__tether__').ping()" if language == "python" else "__tether.ping();"
+                "__import__('__tether__').ping()" if language == "python" else "__tether.ping();", timeout
             )
         except (KernelDied, TimeoutError, OSError) as exc:
             await kernel.shutdown()

@@ -29,6 +29,9 @@ SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status
 SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
 POLL_INTERVAL = 1.0  # s between background scans of a large tree
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
+# the same, once the server has shown rounds for this project: a real change starts one there, and on a
+# loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
+PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
 
 
@@ -605,12 +608,15 @@ class Connection:
                     return False  # nothing checked yet
                 if any(p.version is None for p in self.published.values()):
                     return quiet >= PROGRESS_COLD_QUIET  # placeholders of files not checked yet: the first round is to come
-            return quiet >= PROGRESS_FALLBACK
+            return quiet >= self._fallback()
         return quiet >= self.server.settle_quiet
+
+    def _fallback(self) -> float:
+        return PROGRESS_FALLBACK_SEEN if self.begins else PROGRESS_FALLBACK
 
     def _next_check(self, mark: Mark) -> float:
         """Seconds until round_done(mark) could turn true with no new event."""
-        wait = self.server.settle_quiet if self.server.rounds == "settle" else PROGRESS_FALLBACK
+        wait = self.server.settle_quiet if self.server.rounds == "settle" else self._fallback()
         return max(0.01, max(mark.at, self.last_event) + wait - time.monotonic())
 
     async def _event(self, wait: float) -> None:
