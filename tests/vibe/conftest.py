@@ -56,7 +56,7 @@ WORKER = textwrap.dedent(
                 fh.write(f"{child.pid}\\n")
         elif word == "@env":
             print("cwd=" + os.getcwd())
-            print("env=" + ",".join(os.environ.get(k, "") for k in ("TETHER_VIBE_WORKER_ID", "TETHER_VIBE_TIER", "TETHER_VIBE_LABEL")))
+            print("env=" + ",".join(os.environ.get(k, "") for k in ("TETHER_VIBE_WORKER_ID", "TETHER_VIBE_TIER", "TETHER_VIBE_LABEL", "TETHER_VIBE_SURFACE")))
     print(f"result of {wid}: briefing was [[{brief}]]")
     """
 )

@@ -30,7 +30,14 @@ async def test_pyproject_command_line_is_split_like_a_shell(open_vibe, project):
         done = await spawn_and_wait(run, tier="good")
     assert done.data["status"] == "done", done.plain
     assert f"cwd={project}" in done.data["result"]
-    assert "env=w1,good,cfg" in done.data["result"]
+    assert "env=w1,good,cfg,full" in done.data["result"]
+
+
+async def test_a_worker_is_told_the_surface_that_started_it(open_vibe, project, worker_cmd):
+    async with open_vibe(project, {"fast": worker_cmd}, surface="plan") as run:
+        done = await spawn_and_wait(run)
+    assert done.data["status"] == "done", done.plain
+    assert "env=w1,fast,cfg,plan" in done.data["result"]
 
 
 async def test_pyproject_list_and_run_option_override(open_vibe, project, worker_cmd):

@@ -186,6 +186,9 @@ class CommandRoster:
             "TETHER_VIBE_WORKER_ID": worker.id,
             "TETHER_VIBE_TIER": worker.tier,
             "TETHER_VIBE_LABEL": worker.label,
+            # the surface that started it: a worker spawned from `plan` or `readonly` must gate its own
+            # tools the same way (vibe_spawn is tier read; the gate belongs on the worker's tools)
+            "TETHER_VIBE_SURFACE": self.run.surface.name,
         })
         envelope = sandbox.envelope(self.run, "worker")
         inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
