@@ -1,9 +1,9 @@
 """Test sessions: the core alone, the core with each single family, everything; and lint.
 
-    uvx nox -s core            # core tests with no family installed
-    uvx nox -s "family(family='lsp')"   # core + one family, that family's tests
-    uvx nox -s all             # the whole workspace, as CI runs it
-    uvx nox -s lint
+uvx nox -s core            # core tests with no family installed
+uvx nox -s "family(family='lsp')"   # core + one family, that family's tests
+uvx nox -s all             # the whole workspace, as CI runs it
+uvx nox -s lint
 """
 
 from __future__ import annotations
@@ -36,13 +36,19 @@ def core(session: nox.Session) -> None:
 @nox.parametrize("family", FAMILIES)
 def family(session: nox.Session, family: str) -> None:
     """The core with exactly one family: proves each distribution stands alone."""
-    session.install("-e", "core[mcp]", "-e", f"plugins/{family}{FAMILY_EXTRAS.get(family, '')}", *TEST_DEPS,
-                    *EXTRA.get(family, []))
+    session.install(
+        "-e",
+        "core[mcp]",
+        "-e",
+        f"plugins/{family}{FAMILY_EXTRAS.get(family, '')}",
+        *TEST_DEPS,
+        *EXTRA.get(family, []),
+    )
     session.run("pytest", "tests/core", f"tests/{family}", *session.posargs)
 
 
 @nox.session(python=False)
-def all(session: nox.Session) -> None:  # noqa: A001 - the session's name on the command line
+def all(session: nox.Session) -> None:  # the session's name on the command line
     """Everything, through the workspace's lock file (what CI runs)."""
     session.run("uv", "run", "--frozen", "pytest", *session.posargs, external=True)
 

@@ -71,8 +71,9 @@ def sources(tree: Path) -> list[str]:
 
 def export(rev: str, into: Path) -> Path:
     """The core and family sources of ``rev``, compiled (a normal install has bytecode)."""
-    archive = subprocess.run(["git", "archive", rev, "core/src", "plugins"], cwd=ROOT, check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", rev, "core/src", "plugins"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as t:
         t.extractall(into, filter="data")
     subprocess.run([sys.executable, "-m", "compileall", "-q", *sources(into)], check=True)
@@ -102,16 +103,27 @@ def cold(cmds: dict[str, tuple[list[str], dict[str, str]]], n: int = COLD_RUNS) 
 
 
 def dispatch_in(tree: Path | None) -> tuple[float, float]:
-    out = subprocess.run([sys.executable, __file__, "--dispatch-only"], env=env_for(tree), cwd=ROOT, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--dispatch-only"],
+        env=env_for(tree),
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     call_us, raw_us = json.loads(out.stdout)
     return call_us, raw_us
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--before", metavar="REV", action="append", default=[],
-                        help="also measure the sources of this git revision, side by side (repeatable)")
+    parser.add_argument(
+        "--before",
+        metavar="REV",
+        action="append",
+        default=[],
+        help="also measure the sources of this git revision, side by side (repeatable)",
+    )
     parser.add_argument("--dispatch-only", action="store_true", help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.dispatch_only:
@@ -132,7 +144,11 @@ def main() -> None:
     print(f"cold python -c pass:                 {t['bare'] * 1000:7.1f} ms (median of {COLD_RUNS})")
     print(f"cold import pluggy+attrs+cattrs:     {t['libs'] * 1000:7.1f} ms")
     first = next(iter(trees))
-    print(f"{'':36}" + "".join(f"{name:>16}" for name in trees) + (f"{'ratio to ' + first:>20}" if len(trees) > 1 else ""))
+    print(
+        f"{'':36}"
+        + "".join(f"{name:>16}" for name in trees)
+        + (f"{'ratio to ' + first:>20}" if len(trees) > 1 else "")
+    )
     rows = {
         "cold `tether tools` (all families)": ({n: t[n] * 1000 for n in trees}, "ms"),
         "run.call no-op tool, median": ({n: c for n, (c, _) in calls.items()}, "µs"),
@@ -145,8 +161,10 @@ def main() -> None:
         print(line)
     tools_ms = t["this tree"] * 1000
     overhead = calls["this tree"][0] - calls["this tree"][1]
-    print(f"targets (this tree): `tether tools` < 200 ms: {'OK' if tools_ms < 200 else 'MISSED'}; "
-          f"dispatch overhead < 50 µs: {'OK' if overhead < 50 else 'MISSED'}")
+    print(
+        f"targets (this tree): `tether tools` < 200 ms: {'OK' if tools_ms < 200 else 'MISSED'}; "
+        f"dispatch overhead < 50 µs: {'OK' if overhead < 50 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

@@ -70,7 +70,12 @@ class Raw:
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=self.cwd, start_new_session=True
+            *self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=self.cwd,
+            start_new_session=True,
         )
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
@@ -82,13 +87,25 @@ class Raw:
             elif msg["type"] == "event":
                 await self.events.put(msg)
             elif msg["type"] == "request":
-                self.proc.stdin.write(encode({"type": "response", "seq": 0, "request_seq": msg["seq"], "command": msg["command"], "success": False}))
+                self.proc.stdin.write(
+                    encode(
+                        {
+                            "type": "response",
+                            "seq": 0,
+                            "request_seq": msg["seq"],
+                            "command": msg["command"],
+                            "success": False,
+                        }
+                    )
+                )
 
     def send(self, command: str, arguments: dict | None = None) -> asyncio.Future:
         self.seq += 1
         fut = asyncio.get_running_loop().create_future()
         self.responses[self.seq] = fut
-        self.proc.stdin.write(encode({"type": "request", "seq": self.seq, "command": command, "arguments": arguments or {}}))
+        self.proc.stdin.write(
+            encode({"type": "request", "seq": self.seq, "command": command, "arguments": arguments or {}})
+        )
         return fut
 
     async def req(self, command: str, arguments: dict | None = None) -> dict:
@@ -102,8 +119,19 @@ class Raw:
             if ev["event"] == name:
                 return ev
 
-    async def launch_to_stop(self, adapter: str, launch: dict, source: Path, line: int, condition: str | None = None) -> dict:
-        await self.req("initialize", {"adapterID": adapter, "clientID": "raw", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
+    async def launch_to_stop(
+        self, adapter: str, launch: dict, source: Path, line: int, condition: str | None = None
+    ) -> dict:
+        await self.req(
+            "initialize",
+            {
+                "adapterID": adapter,
+                "clientID": "raw",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "pathFormat": "path",
+            },
+        )
         launched = self.send("launch", launch)
         await self.event("initialized")
         point = {"line": line, **({"condition": condition} if condition else {})}
@@ -127,7 +155,9 @@ class Raw:
         self.reader.cancel()
 
 
-async def bench_adapter(name: str, root: Path, argv: list[str], launch: dict, program: str, source: str, line: int, rounds: int) -> dict:
+async def bench_adapter(
+    name: str, root: Path, argv: list[str], launch: dict, program: str, source: str, line: int, rounds: int
+) -> dict:
     raw_launch, tether_launch, raw_round, tether_round = [], [], [], []
     async with tether.open_run(root, conversation_id="bench", options={"debug_stop_timeout": 30}) as run:
         await run.call("debug", {"action": "breakpoints", "file": source, "lines": [line]})
@@ -156,7 +186,9 @@ async def bench_adapter(name: str, root: Path, argv: list[str], launch: dict, pr
             for _ in range(ROUNDS_PER_STOP):
                 t = time.perf_counter()
                 frames = (await run.call("debug", {"action": "stack"})).data["frames"]
-                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data["scopes"]
+                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data[
+                    "scopes"
+                ]
                 await run.call("debug", {"action": "variables", "reference": scopes[0]["reference"]})
                 tether_round.append(time.perf_counter() - t)
             await run.call("debug", {"action": "terminate"})
@@ -169,8 +201,10 @@ def report(name: str, results: dict) -> None:
         label, target = LABELS[what]
         r, o = statistics.median(raw), statistics.median(ours)
         verdict = "ok" if o / r <= target else "OVER TARGET"
-        print(f"{name:8} {label:26} anchor {r * 1000:8.1f} ms  tether {o * 1000:8.1f} ms  ratio {o / r:5.2f}  "
-              f"(target <= {target:.2f}: {verdict}, n={len(raw)})")
+        print(
+            f"{name:8} {label:26} anchor {r * 1000:8.1f} ms  tether {o * 1000:8.1f} ms  ratio {o / r:5.2f}  "
+            f"(target <= {target:.2f}: {verdict}, n={len(raw)})"
+        )
 
 
 LOOP_APP = """\
@@ -222,7 +256,10 @@ async def bench_condition(root: Path, argv: list[str], launch: dict, rounds: int
     launch = {**launch, "program": str(root / "loop.py")}
     raw_times, ours = [], []
     async with tether.open_run(root, conversation_id="bench-cond", options={"debug_stop_timeout": 60}) as run:
-        await run.call("debug", {"action": "breakpoints", "file": "loop.py", "points": [{"line": 3, "condition": "i == 9999"}]})
+        await run.call(
+            "debug",
+            {"action": "breakpoints", "file": "loop.py", "points": [{"line": 3, "condition": "i == 9999"}]},
+        )
         for _ in range(rounds):
             raw = Raw(argv, root, ["uncaught"])
             t = time.perf_counter()
@@ -235,7 +272,9 @@ async def bench_condition(root: Path, argv: list[str], launch: dict, rounds: int
             t = time.perf_counter()
             result = await run.call("debug", {"action": "launch", "program": "loop.py"})
             ours.append(time.perf_counter() - t)
-            assert result.data["stopped"] and result.data["locals"]["variables"][0]["value"] == "9999", result.plain
+            assert result.data["stopped"] and result.data["locals"]["variables"][0]["value"] == "9999", (
+                result.plain
+            )
             await run.call("debug", {"action": "terminate"})
     return {"condition": (raw_times, ours)}
 
@@ -255,7 +294,9 @@ async def bench_snapshot(root: Path, program: str, source: str, line: int, round
                     one.append(time.perf_counter() - t)
                     continue
                 frames = (await run.call("debug", {"action": "stack"})).data["frames"]
-                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data["scopes"]
+                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data[
+                    "scopes"
+                ]
                 await run.call("debug", {"action": "variables", "reference": scopes[0]["reference"]})
                 four.append(time.perf_counter() - t)
             await run.call("debug", {"action": "terminate"})
@@ -271,7 +312,14 @@ async def bench_build_error(root: Path, rounds: int) -> dict:
     async with tether.open_run(root, conversation_id="bench-go", options={"debug_launch_timeout": 60}) as run:
         for _ in range(rounds):
             t = time.perf_counter()
-            out = await asyncio.to_thread(subprocess.run, ["dlv", "debug", "./broken"], cwd=root, capture_output=True, timeout=60, check=False)
+            out = await asyncio.to_thread(
+                subprocess.run,
+                ["dlv", "debug", "./broken"],
+                cwd=root,
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
             dlv.append(time.perf_counter() - t)
             assert out.returncode != 0 and b"cannot use" in out.stdout + out.stderr, out
             t = time.perf_counter()
@@ -301,16 +349,29 @@ async def main() -> None:
         (root / "app.py").write_text(PY_APP)
         # the anchor's debuggee runs under the interpreter tether picks for this project (no venv here: python3)
         launch = {
-            "type": "python", "program": str(root / "app.py"), "cwd": str(root), "python": [project_python(root)],
-            "console": "internalConsole", "subProcess": False, "justMyCode": True,
+            "type": "python",
+            "program": str(root / "app.py"),
+            "cwd": str(root),
+            "python": [project_python(root)],
+            "console": "internalConsole",
+            "subProcess": False,
+            "justMyCode": True,
         }
-        py = await bench_adapter("debugpy", root, [sys.executable, "-m", "debugpy.adapter"], launch, "app.py", "app.py", 2, rounds)
+        py = await bench_adapter(
+            "debugpy", root, [sys.executable, "-m", "debugpy.adapter"], launch, "app.py", "app.py", 2, rounds
+        )
         report("debugpy", py)
-        report("debugpy", await bench_condition(root, [sys.executable, "-m", "debugpy.adapter"], launch, rounds))
+        report(
+            "debugpy", await bench_condition(root, [sys.executable, "-m", "debugpy.adapter"], launch, rounds)
+        )
         (root / "step.py").write_text(STEP_APP)
         report("debugpy", await bench_snapshot(root, "step.py", "step.py", 2, rounds))
 
-        lldb = shutil.which("lldb-dap") or shutil.which("lldb-dap-19") or ("/usr/lib/llvm-19/bin/lldb-dap" if Path("/usr/lib/llvm-19/bin/lldb-dap").exists() else None)
+        lldb = (
+            shutil.which("lldb-dap")
+            or shutil.which("lldb-dap-19")
+            or ("/usr/lib/llvm-19/bin/lldb-dap" if Path("/usr/lib/llvm-19/bin/lldb-dap").exists() else None)
+        )
         gcc = shutil.which("gcc") or shutil.which("cc")
         if lldb and gcc:
             croot = Path(tmp) / "c"

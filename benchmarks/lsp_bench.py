@@ -39,7 +39,9 @@ def project(base: Path) -> Path:
         "pkg/main.py": MAIN,
     }
     for i in range(20):  # some bulk so the server has a workspace to index
-        files[f"pkg/mod{i}.py"] = f"from pkg.util import greet\n\n\ndef f{i}(x: str) -> str:\n    return greet(x) * {i}\n"
+        files[f"pkg/mod{i}.py"] = (
+            f"from pkg.util import greet\n\n\ndef f{i}(x: str) -> str:\n    return greet(x) * {i}\n"
+        )
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -54,12 +56,23 @@ async def per_request(root: Path, rounds: int) -> None:
     from lsprotocol import types as lsp
 
     queries = {
-        "definition": ({"action": "definition", "file": "pkg/main.py", "line": 5, "symbol": "greet"}, "textDocument/definition",
-                       lambda ident, pos: lsp.DefinitionParams(text_document=ident, position=pos)),
-        "references": ({"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}, "textDocument/references",
-                       lambda ident, pos: lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))),
-        "hover": ({"action": "hover", "file": "pkg/main.py", "line": 5, "symbol": "greet"}, "textDocument/hover",
-                  lambda ident, pos: lsp.HoverParams(text_document=ident, position=pos)),
+        "definition": (
+            {"action": "definition", "file": "pkg/main.py", "line": 5, "symbol": "greet"},
+            "textDocument/definition",
+            lambda ident, pos: lsp.DefinitionParams(text_document=ident, position=pos),
+        ),
+        "references": (
+            {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"},
+            "textDocument/references",
+            lambda ident, pos: lsp.ReferenceParams(
+                text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True)
+            ),
+        ),
+        "hover": (
+            {"action": "hover", "file": "pkg/main.py", "line": 5, "symbol": "greet"},
+            "textDocument/hover",
+            lambda ident, pos: lsp.HoverParams(text_document=ident, position=pos),
+        ),
     }
     print("1. per-request overhead on a warm basedpyright (same server process for both)")
     async with tether.open_run(root) as run:
@@ -83,8 +96,10 @@ async def per_request(root: Path, rounds: int) -> None:
                 ours.append(time.perf_counter() - t0)
                 assert not r.is_error
             over = med(ours) - med(raw)
-            print(f"   {name:<11} raw pygls {med(raw):7.2f} ms   tether lsp {med(ours):7.2f} ms   overhead {over:6.2f} ms"
-                  f"   (target <= 2 ms: {over / 2:.2f}x of target)")
+            print(
+                f"   {name:<11} raw pygls {med(raw):7.2f} ms   tether lsp {med(ours):7.2f} ms   overhead {over:6.2f} ms"
+                f"   (target <= 2 ms: {over / 2:.2f}x of target)"
+            )
 
 
 CACHE = Path.home() / ".cache" / "tether-tests"
@@ -99,8 +114,23 @@ def click_project(base: Path) -> Path:
     archive = CACHE / "click-8.5.1.tar.gz"
     if not archive.is_file():
         CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([shutil.which("python3") or sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
-                        ":all:", "click==8.5.1", "-d", str(CACHE)], check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                shutil.which("python3") or sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "click==8.5.1",
+                "-d",
+                str(CACHE),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     with tarfile.open(archive) as tar:
         tar.extractall(base, filter="data")
     return base / "click-8.5.1"
@@ -119,7 +149,10 @@ class Raw:
         self.published: dict[str, list] = {}
         self.changed = asyncio.Event()
         c = self.client
-        settings = {"basedpyright": {"analysis": {"diagnosticMode": "workspace"}}, "basedpyright.analysis": {"diagnosticMode": "workspace"}}
+        settings = {
+            "basedpyright": {"analysis": {"diagnosticMode": "workspace"}},
+            "basedpyright.analysis": {"diagnosticMode": "workspace"},
+        }
         c.feature("workspace/configuration")(lambda p: [settings.get(i.section or "") for i in p.items])
         c.feature("window/workDoneProgress/create")(lambda p: None)
         c.feature("window/logMessage")(lambda p: None)
@@ -151,19 +184,34 @@ class Raw:
         binary = str(Path(sys.executable).parent / "basedpyright-langserver")
         await self.client.start_io(binary, "--stdio", cwd=str(self.root), start_new_session=True)
         self.drain = asyncio.create_task(self.client._server.stderr.read())
-        caps = lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(configuration=True),
-                                      window=lsp.WindowClientCapabilities(work_done_progress=True))
-        await asyncio.wait_for(self.client.initialize_async(lsp.InitializeParams(
-            process_id=None, root_uri=self.root.as_uri(), capabilities=caps,
-            workspace_folders=[lsp.WorkspaceFolder(uri=self.root.as_uri(), name="click")])), 60)
+        caps = lsp.ClientCapabilities(
+            workspace=lsp.WorkspaceClientCapabilities(configuration=True),
+            window=lsp.WindowClientCapabilities(work_done_progress=True),
+        )
+        await asyncio.wait_for(
+            self.client.initialize_async(
+                lsp.InitializeParams(
+                    process_id=None,
+                    root_uri=self.root.as_uri(),
+                    capabilities=caps,
+                    workspace_folders=[lsp.WorkspaceFolder(uri=self.root.as_uri(), name="click")],
+                )
+            ),
+            60,
+        )
         self.client.initialized(lsp.InitializedParams())
 
     def open(self, rel: str) -> str:
         from lsprotocol import types as lsp
 
         path = self.root / rel
-        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
-            uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
+        self.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(
+                    uri=path.as_uri(), language_id="python", version=1, text=path.read_text()
+                )
+            )
+        )
         return path.as_uri()
 
     async def stop(self) -> None:
@@ -176,7 +224,10 @@ class Raw:
             self.drain.cancel()
 
 
-MAKE_STR = ("    return str(value)\n\n\ndef _make_default", "    return len(str(value))\n\n\ndef _make_default")
+MAKE_STR = (
+    "    return str(value)\n\n\ndef _make_default",
+    "    return len(str(value))\n\n\ndef _make_default",
+)
 
 
 async def on_write(base: Path, rounds: int) -> None:
@@ -195,9 +246,12 @@ async def on_write(base: Path, rounds: int) -> None:
             text = text.replace(*MAKE_STR) if i % 2 == 0 else text.replace(MAKE_STR[1], MAKE_STR[0])
             begins = raw.begins
             t0 = time.perf_counter()
-            raw.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
-                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+            raw.client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(
+                    text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                    content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+                )
+            )
             await raw.round_after(begins)
             times_raw.append(time.perf_counter() - t0)
             broken = any(str(d.code) == "reportReturnType" for d in raw.published[uri])
@@ -206,7 +260,9 @@ async def on_write(base: Path, rounds: int) -> None:
         await raw.stop()
     times_ours = []
     async with tether.open_run(our_root, plugins=[tether.files]) as run:
-        r = await run.call("lsp", {"action": "diagnostics", "file": "src/click/utils.py"})  # warm: started, analysed
+        r = await run.call(
+            "lsp", {"action": "diagnostics", "file": "src/click/utils.py"}
+        )  # warm: started, analysed
         assert not r.is_error, r.plain
         for i in range(rounds):
             old, new = MAKE_STR if i % 2 == 0 else MAKE_STR[::-1]
@@ -215,8 +271,10 @@ async def on_write(base: Path, rounds: int) -> None:
             times_ours.append(time.perf_counter() - t0)
             assert ("reportReturnType" in r.plain) == (i % 2 == 0), r.plain
     ratio = med(times_ours) / med(times_raw)
-    print(f"   raw client: didChange -> basedpyright's complete round {med(times_raw):7.1f} ms   "
-          f"tether edit with its diagnostics {med(times_ours):7.1f} ms   ratio {ratio:.3f} (target <= 1.20)")
+    print(
+        f"   raw client: didChange -> basedpyright's complete round {med(times_raw):7.1f} ms   "
+        f"tether edit with its diagnostics {med(times_ours):7.1f} ms   ratio {ratio:.3f} (target <= 1.20)"
+    )
 
 
 async def raw_cold(root: Path) -> tuple[float, int]:
@@ -228,9 +286,16 @@ async def raw_cold(root: Path) -> tuple[float, int]:
         await raw.start()
         uri = raw.open("src/click/utils.py")
         await raw.round_after(0)
-        result = await asyncio.wait_for(raw.client.text_document_references_async(lsp.ReferenceParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=239, character=4),
-            context=lsp.ReferenceContext(include_declaration=True))), 60)
+        result = await asyncio.wait_for(
+            raw.client.text_document_references_async(
+                lsp.ReferenceParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=uri),
+                    position=lsp.Position(line=239, character=4),
+                    context=lsp.ReferenceContext(include_declaration=True),
+                )
+            ),
+            60,
+        )
         return time.perf_counter() - t0, len(result or [])
     finally:
         await raw.stop()
@@ -239,7 +304,9 @@ async def raw_cold(root: Path) -> tuple[float, int]:
 async def tether_cold(root: Path) -> tuple[float, int]:
     t0 = time.perf_counter()
     async with tether.open_run(root) as run:
-        r = await run.call("lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"})
+        r = await run.call(
+            "lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"}
+        )
         elapsed = time.perf_counter() - t0
         assert not r.is_error, r.plain
         return elapsed, r.data["total"]
@@ -256,8 +323,10 @@ async def cold_start(base: Path, rounds: int) -> None:
         ours.append(t)
         assert n_ours >= n_raw, f"tether answered {n_ours} references, the raw client {n_raw}"
     ratio = med(ours) / med(raw)
-    print(f"   raw pygls {med(raw):7.1f} ms   tether {med(ours):7.1f} ms   ratio {ratio:.3f} (target <= 1.10)"
-          f"   ({n_raw} references raw, {n_ours} tether)")
+    print(
+        f"   raw pygls {med(raw):7.1f} ms   tether {med(ours):7.1f} ms   ratio {ratio:.3f} (target <= 1.10)"
+        f"   ({n_raw} references raw, {n_ours} tether)"
+    )
 
 
 async def main() -> None:

@@ -70,7 +70,7 @@ async def cells_and_bridge(root: Path) -> tuple[list[float], list[float], list[f
             await run.call("eval", {"code": "0", "description": D})
         for i in range(CELLS):
             # ABBA: the run that goes second pays for the first's trailing work (measured ~0.4 ms)
-            for sandboxed, run in (runs.items() if i % 2 else reversed(runs.items())):
+            for sandboxed, run in runs.items() if i % 2 else reversed(runs.items()):
                 started = time.perf_counter()
                 r = await run.call("eval", {"code": "1+1", "description": D})
                 cell[sandboxed].append(time.perf_counter() - started)
@@ -97,8 +97,10 @@ def report(name: str, host: list[float], boxed: list[float], target: float) -> N
     h, b = statistics.median(host), statistics.median(boxed)
     ratio = b / h
     verdict = "ok" if ratio <= target else "OVER"
-    print(f"{name:34s} host {h * 1000:8.2f} ms   sandboxed {b * 1000:8.2f} ms   ratio {ratio:5.2f}x "
-          f"(target <= {target:.2f}x: {verdict})")
+    print(
+        f"{name:34s} host {h * 1000:8.2f} ms   sandboxed {b * 1000:8.2f} ms   ratio {ratio:5.2f}x "
+        f"(target <= {target:.2f}x: {verdict})"
+    )
 
 
 async def main() -> None:

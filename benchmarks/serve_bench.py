@@ -31,7 +31,9 @@ from mcp.client.stdio import StdioServerParameters
 
 READ = {"path": "hello.txt"}
 QUESTION = {"question": "Which DB?", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}
-ENV = dict(os.environ, TETHER_PLUGINS="askuser")  # the files tools and askuser only: no other family's start-up
+ENV = dict(
+    os.environ, TETHER_PLUGINS="askuser"
+)  # the files tools and askuser only: no other family's start-up
 
 
 def ms(ns: list[int]) -> float:
@@ -51,8 +53,10 @@ async def timed(call, n: int) -> float:
 
 async def direct(root: str, n: int) -> float:
     async with tether.open_run(root, plugins=[tether.files], load_entry_points=False) as run:
+
         async def call():
             assert not (await run.call("read", READ)).is_error
+
         return await timed(call, n)
 
 
@@ -62,13 +66,17 @@ async def accept(context, params):
 
 async def through(server, mode: str, n: int, tool: str = "read", args=READ) -> float:
     async with Client(server, mode=mode, elicitation_callback=accept) as client:
+
         async def call():
             assert not (await client.call_tool(tool, args)).is_error
+
         return await timed(call, n)
 
 
 def stdio(root: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=ENV)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=ENV
+    )
 
 
 async def main(n: int) -> None:
@@ -78,8 +86,13 @@ async def main(n: int) -> None:
         rows = [("direct run.call (anchor)", anchor)]
         for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
             rows.append((f"stdio {revision}", await through(stdio(root), mode, n)))
-        http = subprocess.Popen([sys.executable, "-m", "tether.cli", "serve", "--root", root, "--http", "127.0.0.1:0"],
-                                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
+        http = subprocess.Popen(
+            [sys.executable, "-m", "tether.cli", "serve", "--root", root, "--http", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
         try:
             url = re.search(r"at (http://\S+/mcp)", http.stderr.readline()).group(1)
             for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
@@ -99,7 +112,9 @@ async def main(n: int) -> None:
             asks[mode] = (how, asked, plain)
         print(f"2. ask_user answered at once, over stdio, median of {n} (ms)")
         for how, asked, plain in asks.values():
-            print(f"   {how:<36} {asked:8.3f}   (a plain read on the same server: {plain:.3f}; x{asked / plain:.1f})")
+            print(
+                f"   {how:<36} {asked:8.3f}   (a plain read on the same server: {plain:.3f}; x{asked / plain:.1f})"
+            )
         print(f"   MRTR / elicitation/create: x{asks['auto'][1] / asks['legacy'][1]:.2f}")
 
 

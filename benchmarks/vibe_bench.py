@@ -62,14 +62,16 @@ async def main() -> None:
         options = {"vibe": {"fast": cmd, "max_workers": 4}}
         async with tether.open_run(root, modes={"vibe"}, options=options) as run:
             # warm up both sides (page cache, the interpreter's first start)
-            subprocess.run(cmd, input=brief.encode(), capture_output=True, check=True)  # noqa: ASYNC221 - the anchor is plain blocking code, nothing else runs meanwhile
+            subprocess.run(
+                cmd, input=brief.encode(), capture_output=True, check=True
+            )  # the anchor is plain blocking code, nothing else runs meanwhile
             w = await run.call("vibe_spawn", {"brief": brief, "label": "warm"})
             await run.call("vibe_wait", {"worker_id": w.data["worker_id"], "timeout_seconds": 60})
 
             anchor, ours, spawn = [], [], []
             for _ in range(ROUNDS):  # interleaved, so drift hits both sides alike
                 t = time.perf_counter()
-                out = subprocess.run(cmd, input=brief.encode(), capture_output=True, check=True)  # noqa: ASYNC221 - as above
+                out = subprocess.run(cmd, input=brief.encode(), capture_output=True, check=True)  # as above
                 anchor.append(time.perf_counter() - t)
                 assert out.stdout.startswith(b"done:")
 
@@ -82,7 +84,7 @@ async def main() -> None:
 
             kill_anchor, kill_ours = [], []
             for _ in range(10):
-                proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, start_new_session=True)  # noqa: ASYNC220 - as above
+                proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, start_new_session=True)  # as above
                 proc.stdin.write(b"child\n")
                 proc.stdin.close()
                 await asyncio.sleep(0.3)

@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from astgrep_bench import stdlib_corpus  # noqa: E402
-
-from tether.walk import walk  # noqa: E402
+from astgrep_bench import stdlib_corpus
+from tether.walk import walk
 
 
 def median_ms(fn, repeat: int) -> float:
@@ -62,9 +61,18 @@ def main() -> None:
         floor = median_ms(lambda: os_walk(plain), repeat)
         rows = [
             ("os.walk + stat (anchor, no ignore rules)", floor),
-            ("git ls-files alone (anchor)", median_ms(lambda: subprocess.run(
-                ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo,
-                capture_output=True, check=True), repeat)),
+            (
+                "git ls-files alone (anchor)",
+                median_ms(
+                    lambda: subprocess.run(
+                        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                        cwd=repo,
+                        capture_output=True,
+                        check=True,
+                    ),
+                    repeat,
+                ),
+            ),
             ("tether.walk, git work tree (git ls-files)", median_ms(lambda: walk(repo), repeat)),
             ("tether.walk, plain folder (ignore crate)", median_ms(lambda: walk(plain), repeat)),
         ]

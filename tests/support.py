@@ -14,7 +14,9 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 def require_binary(name: str, *candidates: str) -> str:
     """The path of a binary a test needs: skipped locally when absent, a failure in CI (which installs it)."""
     for candidate in (name, *candidates):
-        found = shutil.which(candidate) or (candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else None)
+        found = shutil.which(candidate) or (
+            candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else None
+        )
         if found:
             return found
     message = f"{name} is not installed (.ci/run installs it)"

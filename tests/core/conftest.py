@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tether.plugins import discovered_entry_points
 
 HERE = Path(__file__).parent
@@ -19,7 +18,9 @@ def install_plugin_dists(site: Path, plugins: dict[str, str]) -> Path:
     for ep_name, module in plugins.items():
         dist = site / f"tether_test_{ep_name}-0.0.0.dist-info"
         dist.mkdir(parents=True, exist_ok=True)
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: tether-test-{ep_name}\nVersion: 0.0.0\n")
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: tether-test-{ep_name}\nVersion: 0.0.0\n"
+        )
         (dist / "entry_points.txt").write_text(f"[tether]\n{ep_name} = {module}\n")
     return site
 
@@ -36,7 +37,9 @@ def plugin_site(tmp_path, monkeypatch):
     monkeypatch.delenv("TETHER_BLOCK_PLUGINS", raising=False)
     monkeypatch.syspath_prepend(str(PLUGINS))
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    )
     discovered_entry_points.cache_clear()
     for mod in ("tether_test_procfam", "tether_test_broken", "tether_test_typo"):
         sys.modules.pop(mod, None)

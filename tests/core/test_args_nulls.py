@@ -26,18 +26,32 @@ class Args:
 
 
 def test_null_for_an_optional_argument_is_its_default_at_every_depth():
-    got = structure_arguments(Args, {"path": "a", "offset": None, "pattern": None, "tags": None,
-                                     "choices": [{"label": "x", "note": None}], "first": {"label": "y", "note": None}})
-    assert got == Args(path="a", offset=1, pattern=None, tags=[], choices=[Choice(label="x")], first=Choice(label="y"))
+    got = structure_arguments(
+        Args,
+        {
+            "path": "a",
+            "offset": None,
+            "pattern": None,
+            "tags": None,
+            "choices": [{"label": "x", "note": None}],
+            "first": {"label": "y", "note": None},
+        },
+    )
+    assert got == Args(
+        path="a", offset=1, pattern=None, tags=[], choices=[Choice(label="x")], first=Choice(label="y")
+    )
     assert structure_arguments(Args, {"path": "a", "first": None}).first is None
 
 
-@pytest.mark.parametrize("raw, problem", [
-    ({"path": None}, "path: expected string, got null"),
-    ({"path": "a", "choices": [{"label": None}]}, "choices[0].label: expected string, got null"),
-    ({"path": "a", "first": {"label": None, "note": None}}, "first.label: expected string, got null"),
-    ({"path": "a", "tags": [None]}, "tags[0]: expected string, got null"),
-])
+@pytest.mark.parametrize(
+    "raw, problem",
+    [
+        ({"path": None}, "path: expected string, got null"),
+        ({"path": "a", "choices": [{"label": None}]}, "choices[0].label: expected string, got null"),
+        ({"path": "a", "first": {"label": None, "note": None}}, "first.label: expected string, got null"),
+        ({"path": "a", "tags": [None]}, "tags[0]: expected string, got null"),
+    ],
+)
 def test_null_for_a_required_argument_is_still_refused(raw, problem):
     with pytest.raises(ArgumentsError) as refused:
         structure_arguments(Args, raw)

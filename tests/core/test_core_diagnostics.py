@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 import tether
 import tether.files
 from tether import Diagnostic, hookimpl
@@ -28,7 +27,17 @@ class FakeChecker:
         out = []
         for n, line in enumerate(path.read_text().splitlines(), 1):
             for kind, msg in re.findall(r"(ERROR|WARN):(\w+)", line):
-                out.append(Diagnostic(rel, n, line.index(kind) + 1, "error" if kind == "ERROR" else "warning", msg, "X1", "fake"))
+                out.append(
+                    Diagnostic(
+                        rel,
+                        n,
+                        line.index(kind) + 1,
+                        "error" if kind == "ERROR" else "warning",
+                        msg,
+                        "X1",
+                        "fake",
+                    )
+                )
         return out
 
     def _dependents(self, paths):
@@ -40,7 +49,11 @@ class FakeChecker:
             for target in paths:
                 needs = re.findall(r"needs (\w+) from " + re.escape(target), p.read_text())
                 have = (self.root / target).read_text() if (self.root / target).exists() else ""
-                diags = [Diagnostic(rel, 1, 1, "error", f"'{n}' is not defined in {target}") for n in needs if n not in have]
+                diags = [
+                    Diagnostic(rel, 1, 1, "error", f"'{n}' is not defined in {target}")
+                    for n in needs
+                    if n not in have
+                ]
                 out[rel] = diags
         return out
 
@@ -55,7 +68,9 @@ class FakeChecker:
 
 @pytest.fixture
 async def run(tmp_path):
-    async with tether.open_run(tmp_path, plugins=[tether.files, FakeChecker(tmp_path)], load_entry_points=False) as r:
+    async with tether.open_run(
+        tmp_path, plugins=[tether.files, FakeChecker(tmp_path)], load_entry_points=False
+    ) as r:
         yield r
 
 
@@ -147,8 +162,10 @@ async def test_a_harness_wrapper_filters_what_the_model_sees(tmp_path, harness, 
         assert deprecated == []
     else:
         (warning,) = deprecated
-        assert warning.endswith("implements tether_post_write, which is deprecated: implement tether_write_result "
-                                "(the old name works for one more release)")
+        assert warning.endswith(
+            "implements tether_post_write, which is deprecated: implement tether_write_result "
+            "(the old name works for one more release)"
+        )
 
 
 async def test_a_checker_that_fails_is_said_never_a_clean_write(tmp_path):
@@ -171,8 +188,12 @@ async def test_a_checker_that_hangs_is_cut_off_and_said(tmp_path):
         async def tether_diagnostics_after_write(self, run, paths):
             await asyncio.sleep(3600)
 
-    async with tether.open_run(tmp_path, plugins=[tether.files, Hangs()], load_entry_points=False,
-                               options={"diagnostics_timeout": 0.1}) as run:
+    async with tether.open_run(
+        tmp_path,
+        plugins=[tether.files, Hangs()],
+        load_entry_points=False,
+        options={"diagnostics_timeout": 0.1},
+    ) as run:
         result = await run.call("write", {"path": "a.txt", "content": "x\n"})
     assert not result.is_error
     assert "diagnostics still pending" in result.plain

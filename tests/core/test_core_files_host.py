@@ -18,8 +18,13 @@ ONLY_FILES = {"TETHER_PLUGINS": ""}  # the host's file tools alone: no family st
 
 def test_call_read_of_a_fifo_answers_at_once(tmp_path):
     os.mkfifo(tmp_path / "p")
-    out = subprocess.run([*TETHER, "call", "read", '{"path":"p"}', "--root", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=60, env={**os.environ, **ONLY_FILES})
+    out = subprocess.run(
+        [*TETHER, "call", "read", '{"path":"p"}', "--root", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **ONLY_FILES},
+    )
     assert out.returncode == 1, out.stderr
     body = json.loads(out.stdout)
     assert body["is_error"] and body["data"]["error"] == "not_a_file"
@@ -29,8 +34,11 @@ def test_call_read_of_a_fifo_answers_at_once(tmp_path):
 async def test_serve_answers_every_request_with_a_fifo_and_bad_paths_under_the_root(tmp_path):
     os.mkfifo(tmp_path / "p")
     (tmp_path / "loop").symlink_to("loop")
-    server = StdioServerParameters(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(tmp_path)],
-                                   env={**os.environ, **ONLY_FILES})
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tether.cli", "serve", "--root", str(tmp_path)],
+        env={**os.environ, **ONLY_FILES},
+    )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         calls = [

@@ -74,9 +74,18 @@ class Mcp:
         args = [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--vibe"]
         for o in options:
             args += ["--option", o]
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.ids = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, message) -> None:
@@ -111,7 +120,10 @@ def test_sigkill_of_serve_leaves_no_kernel_worker_cell_process_or_private_dir(tm
     before = {p.pid for p in psutil.process_iter()}
     server = Mcp(root, f"vibe={vibe}")
     try:
-        server.call("eval", {"code": "1 + 1", "language": "javascript", "description": "add one and one in JavaScript"})
+        server.call(
+            "eval",
+            {"code": "1 + 1", "language": "javascript", "description": "add one and one in JavaScript"},
+        )
         text = server.call("eval", {"code": CELL, "description": "start children that leave the session"})
         own, daemon = [int(x) for x in text.strip().splitlines()[-1].split()]
         server.call("vibe_spawn", {"brief": "work", "label": "w"})
@@ -155,12 +167,18 @@ def test_a_stale_private_dir_is_removed_by_the_next_run(tmp_path):
 @pytest.mark.usefixtures("no_leftover_processes")
 async def test_what_a_cell_starts_outside_its_session_dies_at_reset_and_at_close(tmp_path):
     async with tether.open_run(tmp_path, load_entry_points=False, plugins=[_eval_plugin()]) as run:
-        first = cell_pids(await run.call("eval", {"code": CELL, "description": "start children that leave the session"}))
+        first = cell_pids(
+            await run.call("eval", {"code": CELL, "description": "start children that leave the session"})
+        )
         assert all(alive(p) for p in first)
-        reset = await run.call("eval", {"code": "", "reset": True, "description": "restart the interpreter from scratch now"})
+        reset = await run.call(
+            "eval", {"code": "", "reset": True, "description": "restart the interpreter from scratch now"}
+        )
         assert not reset.is_error
         assert wait_gone(first, 10) == []  # at reset, not only at close
-        second = cell_pids(await run.call("eval", {"code": CELL, "description": "start children that leave the session"}))
+        second = cell_pids(
+            await run.call("eval", {"code": CELL, "description": "start children that leave the session"})
+        )
     assert wait_gone(second, 10) == []
 
 
@@ -176,7 +194,9 @@ async def test_a_debuggees_setsid_daemon_dies_at_terminate(tmp_path):
     )
     from tether_debug import plugin
 
-    async with tether.open_run(tmp_path, load_entry_points=False, plugins=[plugin], conversation_id="c") as run:
+    async with tether.open_run(
+        tmp_path, load_entry_points=False, plugins=[plugin], conversation_id="c"
+    ) as run:
         await run.call("debug", {"action": "breakpoints", "file": "app.py", "lines": [4]})
         launched = await run.call("debug", {"action": "launch", "program": "app.py"})
         assert not launched.is_error and launched.data["stopped"]["line"] == 4, launched.plain

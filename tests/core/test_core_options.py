@@ -10,7 +10,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 import tether
 from tether import arg, hookimpl
 from tether.options import OptionsError
@@ -45,12 +44,18 @@ async def test_declared_options_are_structured_once_and_read_typed(tmp_path):
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
-        ({"greeter_time": 2}, "unknown run option 'greeter_time' (did you mean 'greeter_times'?); "
-                              "`tether tools --json` lists every option"),
+        (
+            {"greeter_time": 2},
+            "unknown run option 'greeter_time' (did you mean 'greeter_times'?); "
+            "`tether tools --json` lists every option",
+        ),
         ({"greeter_times": "2"}, "run option greeter_times: expected integer, got string '2'"),
         ({"greeter_times": 9}, "run option greeter_times: must be at most 5, got 9"),
         ({"greeter_words": "hi"}, "run option greeter_words: expected array, got string 'hi'"),
-        ({"diagnostics_timeout": False}, "run option diagnostics_timeout: expected number, got boolean false"),
+        (
+            {"diagnostics_timeout": False},
+            "run option diagnostics_timeout: expected number, got boolean false",
+        ),
     ],
 )
 async def test_an_unknown_key_or_a_bad_value_is_one_line_at_open(tmp_path, options, problem):
@@ -97,14 +102,22 @@ async def test_a_bad_project_option_names_its_source(tmp_path):
 
 async def test_the_project_cannot_trust_itself(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.tether]\ntrust = true\n")
-    with pytest.raises(OptionsError, match=r"trust \(from \[tool.tether\] in pyproject.toml\): the project cannot"):
+    with pytest.raises(
+        OptionsError, match=r"trust \(from \[tool.tether\] in pyproject.toml\): the project cannot"
+    ):
         async with open_greeter(tmp_path):
             pass
 
 
 @pytest.mark.parametrize(
     ("surface", "trust", "trusted"),
-    [("plan", None, False), ("readonly", None, False), ("full", None, True), ("plan", True, True), ("full", False, False)],
+    [
+        ("plan", None, False),
+        ("readonly", None, False),
+        ("full", None, True),
+        ("plan", True, True),
+        ("full", False, False),
+    ],
 )
 async def test_trust_defaults_to_the_surface_and_the_harness_decides(tmp_path, surface, trust, trusted):
     options = {} if trust is None else {"trust": trust}
@@ -140,8 +153,12 @@ def test_tools_json_lists_every_option_with_type_default_and_help(tmp_path):
     assert out.returncode == 0, out.stderr
     options = {o["name"]: o for o in json.loads(out.stdout)["options"]}
     assert options["max_output_chars"] == {
-        "name": "max_output_chars", "family": "core", "type": "integer", "default": 30_000,
-        "help": options["max_output_chars"]["help"], "limits": {"minimum": 200},
+        "name": "max_output_chars",
+        "family": "core",
+        "type": "integer",
+        "default": 30_000,
+        "help": options["max_output_chars"]["help"],
+        "limits": {"minimum": 200},
     }
     assert options["lsp_servers"]["type"] == "array of string or null"
     assert options["astgrep_timeout"]["family"] == "astgrep"
@@ -168,7 +185,8 @@ def test_every_readme_option_table_matches_the_declared_options(tmp_path):
         rows = _readme_rows(readme)
         declared = [o for o in listing if o["family"] == family]
         table = "\n".join(
-            f"| `{o['name']}` | `{o['type']}` | `{json.dumps(o['default'])}` | {o['help']} |" for o in declared
+            f"| `{o['name']}` | `{o['type']}` | `{json.dumps(o['default'])}` | {o['help']} |"
+            for o in declared
         )
         for o in declared:  # type and default as declared; the meaning may say more than the help
             assert rows.get(o["name"], [])[:2] == [f"`{o['type']}`", f"`{json.dumps(o['default'])}`"], (

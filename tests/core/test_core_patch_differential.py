@@ -14,11 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import tether
 import tether.files
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -73,10 +72,24 @@ def trees(draw):
 
 
 def _git(cwd: Path, *args: str, input: bytes | None = None) -> bytes:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    proc = subprocess.run(["git", "-c", "core.autocrlf=false", *args], cwd=cwd, input=input, capture_output=True,
-                          env=env, timeout=60, check=False)
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(cwd),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    proc = subprocess.run(
+        ["git", "-c", "core.autocrlf=false", *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, (args, proc.stderr.decode(errors="replace"))
     return proc.stdout
 
@@ -91,12 +104,17 @@ def _lay(root: Path, files: dict[str, bytes]) -> None:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
 
 
 @pytest.mark.timeout(600)  # git runs five times per example
-@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=trees())
 def test_apply_patch_agrees_with_git_apply(tmp_path_factory, case):
     before, after, context = case

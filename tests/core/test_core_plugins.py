@@ -80,7 +80,9 @@ async def test_programmatic_plugin_registers_a_tool_of_its_own():
     class Mine:
         @hookimpl
         def tether_register_tools(self, run, register):
-            register(tether.Tool("greet", "read", "Greet.", Args, lambda ctx, a: f"hello {a.who}", family="mine"))
+            register(
+                tether.Tool("greet", "read", "Greet.", Args, lambda ctx, a: f"hello {a.who}", family="mine")
+            )
 
     async with tether.open_run(".", plugins=[Mine()], load_entry_points=False) as run:
         assert (await run.call("greet", {"who": "ada"})).plain == "hello ada"
@@ -89,8 +91,10 @@ async def test_programmatic_plugin_registers_a_tool_of_its_own():
 def test_import_tether_stays_light():
     from tether.testing import assert_light_entry_point
 
-    assert_light_entry_point("tether", forbidden=("tree_sitter", "pygls", "jupyter_client", "debugpy", "mcp", "tether.run",
-                                                  "cattrs"))
+    assert_light_entry_point(
+        "tether",
+        forbidden=("tree_sitter", "pygls", "jupyter_client", "debugpy", "mcp", "tether.run", "cattrs"),
+    )
 
 
 async def test_a_harness_switches_a_family_off_with_no_resource(plugin_site):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 import pluggy
-
 import tether
 from tether import Tier, Tool, hookimpl, hookspec
 
@@ -94,7 +93,11 @@ async def test_definitions_one_rule_a_later_called_plugin_never_beats_an_earlier
     # the built-ins keep their order and place; b is replaced by the tryfirst harness (over the third
     # party); new ids follow in registration order; what is not a Widget is left out and logged
     assert [(w.id, w.source) for w in table.values()] == [
-        ("a", "builtin"), ("b", "harness"), ("c", "builtin"), ("z", "third"), ("y", "harness"),
+        ("a", "builtin"),
+        ("b", "harness"),
+        ("c", "builtin"),
+        ("z", "third"),
+        ("y", "harness"),
     ]
     assert "not a widget" in caplog.text
     async with tether.open_run(".", plugins=plugins[:2], load_entry_points=False) as run:

@@ -7,7 +7,6 @@ import time
 
 import attrs
 import psutil
-
 import tether
 from tether import Tier, Tool, ToolError, arg, hookimpl
 from tether.procs import alive
@@ -66,11 +65,17 @@ async def test_an_exception_in_a_tool_is_contained_and_logged(caplog):
 async def test_tool_error_is_the_models_error_with_data():
     async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
         result = await run.call("refuse")
-    assert result.is_error and result.plain == "that cannot work; try the other thing" and result.data == {"why": "test"}
+    assert (
+        result.is_error
+        and result.plain == "that cannot work; try the other thing"
+        and result.data == {"why": "test"}
+    )
 
 
 async def test_output_is_bounded_and_the_cut_is_said():
-    async with tether.open_run(".", plugins=[Family()], load_entry_points=False, options={"max_output_chars": 1000}) as run:
+    async with tether.open_run(
+        ".", plugins=[Family()], load_entry_points=False, options={"max_output_chars": 1000}
+    ) as run:
         result = await run.call("big", {"n": 5000})
     assert len(result.plain) < 1300
     assert "[output cut: showed 1,000 of 5,000 characters. Narrow the request" in result.plain
@@ -105,7 +110,9 @@ def test_the_sync_api_calls_and_closes():
     assert run.call("big", {"n": 3}).plain == "the run is closed"  # an answer, not a wait for ever
 
 
-async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(plugin_site, monkeypatch, no_leftover_processes):
+async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(
+    plugin_site, monkeypatch, no_leftover_processes
+):
     import tether.run as run_module
 
     monkeypatch.setenv("PROCFAM_HANG_ON_CLOSE", "1")
@@ -126,7 +133,9 @@ async def test_unknown_tool_names_the_tools_on_offer():
     async with tether.open_run(".", plugins=[Family()], load_entry_points=False) as run:
         result = await run.call("bigg")
     assert result.is_error
-    assert result.plain.startswith("unknown tool 'bigg'. Tools on surface 'full': big, crash, exclusive, nested, refuse.")
+    assert result.plain.startswith(
+        "unknown tool 'bigg'. Tools on surface 'full': big, crash, exclusive, nested, refuse."
+    )
 
 
 async def test_a_tool_that_runs_one_call_at_a_time_calling_itself_is_refused_not_deadlocked():
@@ -142,8 +151,11 @@ def test_tool_error_takes_a_code_and_data_fields():
     from tether import ToolError
 
     exc = ToolError("no such worker 'w9'; vibe_list shows the workers", code="unknown_worker", worker="w9")
-    assert (exc.message, exc.code, exc.data) == ("no such worker 'w9'; vibe_list shows the workers", "unknown_worker",
-                                                 {"error": "unknown_worker", "worker": "w9"})
+    assert (exc.message, exc.code, exc.data) == (
+        "no such worker 'w9'; vibe_list shows the workers",
+        "unknown_worker",
+        {"error": "unknown_worker", "worker": "w9"},
+    )
     old = ToolError("bad", {"error": "bad_thing", "n": 1})  # the older dict form
     assert (old.code, old.data) == ("bad_thing", {"error": "bad_thing", "n": 1})
     assert ToolError("plain").data is None and ToolError("plain").code is None

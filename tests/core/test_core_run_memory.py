@@ -15,8 +15,9 @@ D = "add one and one for the test"
 
 
 async def cycle(root) -> weakref.ref:
-    async with tether.open_run(root, conversation_id="c", plugins=[tether.files, eval_plugin],
-                               load_entry_points=False) as run:
+    async with tether.open_run(
+        root, conversation_id="c", plugins=[tether.files, eval_plugin], load_entry_points=False
+    ) as run:
         assert not (await run.call("write", {"path": "a.py", "content": "x = 1\n"})).is_error
         assert not (await run.call("read", {"path": "a.py"})).is_error
         assert not (await run.call("eval", {"code": "1+1", "description": D})).is_error

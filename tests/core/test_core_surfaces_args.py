@@ -8,11 +8,10 @@ from typing import Literal
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import tether
 import tether.files
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tether import Tier, Tool, ToolResult, arg, hookimpl
 
 
@@ -75,15 +74,24 @@ class OldHarness:  # the deprecated name of the surfaces hook, still served for 
 
 
 async def test_the_old_surfaces_hook_works_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match="implements tether_add_surfaces, which is deprecated: implement tether_register_surfaces"):
-        async with tether.open_run(".", surface="review", plugins=[Family(), OldHarness()], load_entry_points=False) as run:
+    with pytest.warns(
+        DeprecationWarning,
+        match="implements tether_add_surfaces, which is deprecated: implement tether_register_surfaces",
+    ):
+        async with tether.open_run(
+            ".", surface="review", plugins=[Family(), OldHarness()], load_entry_points=False
+        ) as run:
             assert {t.name for t in run.tools()} == {"nav", "mutate", "execute"}
 
 
 async def test_harness_overrides_a_tier_and_defines_a_surface():
-    async with tether.open_run(".", surface="plan", plugins=[Family(), Harness()], load_entry_points=False) as run:
+    async with tether.open_run(
+        ".", surface="plan", plugins=[Family(), Harness()], load_entry_points=False
+    ) as run:
         assert {t.name for t in run.tools()} == {"nav", "mutate"}
-    async with tether.open_run(".", surface="review", plugins=[Family(), Harness()], load_entry_points=False) as run:
+    async with tether.open_run(
+        ".", surface="review", plugins=[Family(), Harness()], load_entry_points=False
+    ) as run:
         assert {t.name for t in run.tools()} == {"nav", "mutate", "execute"}
 
 
@@ -91,7 +99,12 @@ async def test_schema_is_derived_from_the_attrs_class():
     schema = Tool("nav", Tier.READ, "", NavArgs, nav).input_schema
     assert schema["required"] == ["file", "line"]
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["line"] == {"description": "1-based line", "type": "integer", "minimum": 1, "maximum": 100000}
+    assert schema["properties"]["line"] == {
+        "description": "1-based line",
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100000,
+    }
     assert schema["properties"]["action"]["enum"] == ["definition", "hover"]
     assert schema["properties"]["lines"]["items"] == {"type": "integer"}
 
@@ -101,13 +114,22 @@ async def test_schema_is_derived_from_the_attrs_class():
     [
         ({"file": "a", "line": "ten"}, "line: expected integer, got string 'ten'"),
         ({"file": "a", "line": 3.7}, "line: expected integer, got number 3.7"),
-        ({"file": "a", "line": 1, "exact": "false"}, "exact: expected boolean (true or false), got string 'false'"),
+        (
+            {"file": "a", "line": 1, "exact": "false"},
+            "exact: expected boolean (true or false), got string 'false'",
+        ),
         ({"line": 1}, "missing required argument 'file'"),
-        ({"file": "a", "line": 1, "colum": 4}, "unknown argument 'colum'; allowed: file, line, symbol, exact, action, lines"),
+        (
+            {"file": "a", "line": 1, "colum": 4},
+            "unknown argument 'colum'; allowed: file, line, symbol, exact, action, lines",
+        ),
         ({"file": "a", "line": 0}, "line: must be at least 1, got 0"),
         ({"file": "a", "line": 10**6}, "line: must be at most 100000, got 1000000"),
         ({"file": "", "line": 1}, "file: must not be empty"),
-        ({"file": "a", "line": 1, "action": "rename"}, "action: expected one of \"definition\", \"hover\", got string 'rename'"),
+        (
+            {"file": "a", "line": 1, "action": "rename"},
+            'action: expected one of "definition", "hover", got string \'rename\'',
+        ),
         ({"file": "a", "line": 1, "lines": "1,2"}, "lines: expected array, got string '1,2'"),
         ({"file": "a", "line": 1, "lines": [1, "x"]}, "lines[1]: expected integer, got string 'x'"),
     ],
@@ -127,7 +149,11 @@ async def test_whole_number_floats_are_integers_and_good_arguments_pass():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
@@ -144,7 +170,11 @@ def _every_tool_names() -> list[str]:
     return asyncio.run(collect())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_random_json_at_every_tool_gives_an_answer_not_a_traceback(tmp_path, data):
     tools = _every_tool_names()
@@ -153,7 +183,9 @@ def test_random_json_at_every_tool_gives_an_answer_not_a_traceback(tmp_path, dat
     arguments = data.draw(st.one_of(json_values, keyed))
 
     async def one():
-        async with tether.open_run(tmp_path, plugins=[tether.files], conversation_id="c", modes={"vibe"}) as run:
+        async with tether.open_run(
+            tmp_path, plugins=[tether.files], conversation_id="c", modes={"vibe"}
+        ) as run:
             return await asyncio.wait_for(run.call(name, arguments), 60)
 
     result = asyncio.run(one())

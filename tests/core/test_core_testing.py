@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 import tether
 from tether.testing import (
     assert_light_entry_point,
@@ -17,11 +16,15 @@ from tether.testing import (
 
 
 def test_assert_model_error_refuses_a_traceback_or_a_fault_of_the_tool():
-    assert_model_error(tether.ToolResult.error("line: expected integer, got string 'ten'"), "expected integer")
+    assert_model_error(
+        tether.ToolResult.error("line: expected integer, got string 'ten'"), "expected integer"
+    )
     with pytest.raises(AssertionError, match="expected an error result"):
         assert_model_error(tether.ToolResult.text("fine"))
     with pytest.raises(AssertionError, match="fault of the tool"):
-        assert_model_error(tether.ToolResult.error('Traceback (most recent call last):\n  File "x.py", line 1'))
+        assert_model_error(
+            tether.ToolResult.error('Traceback (most recent call last):\n  File "x.py", line 1')
+        )
     with pytest.raises(AssertionError, match="fault of the tool"):
         assert_model_error(tether.ToolResult.error("grep failed inside the tool: KeyError: 'x'"))
     with pytest.raises(AssertionError, match="'did you mean' not in the error"):
@@ -30,9 +33,11 @@ def test_assert_model_error_refuses_a_traceback_or_a_fault_of_the_tool():
 
 def test_assert_light_entry_point_names_what_was_loaded():
     assert_light_entry_point("tether", forbidden=("tether.run", "cattrs", "mcp"))
-    with pytest.raises(AssertionError, match="importing json loaded json.decoder"):
+    with pytest.raises(AssertionError, match=r"importing json loaded json\.decoder"):
         assert_light_entry_point("json", forbidden=("json.decoder", "tomllib"))
-    with pytest.raises(AssertionError, match="loaded cattrs"):  # `then` runs after the import, in the same interpreter
+    with pytest.raises(
+        AssertionError, match="loaded cattrs"
+    ):  # `then` runs after the import, in the same interpreter
         assert_light_entry_point("tether", forbidden=("cattrs",), then="import cattrs")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import attrs
 import pytest
-
 import tether
 import tether.files
 from tether import Tier, Tool, ToolResult, hookimpl
@@ -50,12 +49,16 @@ async def test_pydantic_ai(run):
         if len(messages) == 1:
             tools = {t.name: t for t in info.function_tools}
             assert tools["read"].parameters_json_schema["required"] == ["path"]  # tether's own schema
-            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=str(i)) for i, (n, a) in enumerate(CALLS)])
+            return ModelResponse(
+                parts=[ToolCallPart(n, a, tool_call_id=str(i)) for i, (n, a) in enumerate(CALLS)]
+            )
         return ModelResponse(parts=[TextPart("done")])
 
     result = await Agent(FunctionModel(script), tools=pydantic_ai_tools(run)).run("go")
     assert result.output == "done"
-    returns = {p.tool_call_id: p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)}
+    returns = {
+        p.tool_call_id: p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)
+    }
     assert returns["0"].content == "     1\thello" and returns["0"].metadata["total_lines"] == 1
     assert returns["1"].outcome == "failed" and "no such file: 'missing.txt'" in returns["1"].content
     assert returns["2"].content == ["a picture", BinaryContent(data=PNG, media_type="image/png")]
@@ -67,15 +70,31 @@ async def test_langchain(run):
     from langchain_core.messages import AIMessage
 
     tools = {t.name: t for t in langchain_tools(run)}
-    assert tools["read"].args["offset"]["type"] == "integer" and tools["read"].description.startswith("Read a text")
-    model = GenericFakeChatModel(messages=iter([AIMessage(content="", tool_calls=[
-        {"name": n, "args": a, "id": str(i)} for i, (n, a) in enumerate(CALLS)])]))
+    assert tools["read"].args["offset"]["type"] == "integer" and tools["read"].description.startswith(
+        "Read a text"
+    )
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[{"name": n, "args": a, "id": str(i)} for i, (n, a) in enumerate(CALLS)],
+                )
+            ]
+        )
+    )
     answer = await model.ainvoke("go")
     done = [await tools[c["name"]].ainvoke({**c, "type": "tool_call"}) for c in answer.tool_calls]
-    assert (done[0].status, done[0].content, done[0].artifact["total_lines"]) == ("success", "     1\thello", 1)
+    assert (done[0].status, done[0].content, done[0].artifact["total_lines"]) == (
+        "success",
+        "     1\thello",
+        1,
+    )
     assert done[1].status == "error" and "no such file: 'missing.txt'" in done[1].content
-    assert done[2].content == [{"type": "text", "text": "a picture"},
-                               {"type": "image", "base64": "iVBORw0KGgpub3QgcmVhbGx5", "mime_type": "image/png"}]
+    assert done[2].content == [
+        {"type": "text", "text": "a picture"},
+        {"type": "image", "base64": "iVBORw0KGgpub3QgcmVhbGx5", "mime_type": "image/png"},
+    ]
     assert done[2].artifact == {"width": 1}
 
 
@@ -95,11 +114,22 @@ async def test_openai_agents(run):
             self.turn += 1
             if self.turn == 1:
                 assert {t.name for t in tools} >= {"read", "snap"}
-                output = [ResponseFunctionToolCall(type="function_call", call_id=str(i), name=n, arguments=json.dumps(a))
-                          for i, (n, a) in enumerate(CALLS)]
+                output = [
+                    ResponseFunctionToolCall(
+                        type="function_call", call_id=str(i), name=n, arguments=json.dumps(a)
+                    )
+                    for i, (n, a) in enumerate(CALLS)
+                ]
             else:
-                output = [ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[
-                    ResponseOutputText(type="output_text", text="done", annotations=[])])]
+                output = [
+                    ResponseOutputMessage(
+                        id="m",
+                        type="message",
+                        role="assistant",
+                        status="completed",
+                        content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                    )
+                ]
             return ModelResponse(output=output, usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):
@@ -136,18 +166,31 @@ async def test_openai_agents_through_mcp(tmp_path, no_leftover_processes):
             self.turn += 1
             if self.turn == 1:
                 assert "read" in {t.name for t in tools}
-                output = [ResponseFunctionToolCall(type="function_call", call_id=str(i), name=n, arguments=json.dumps(a))
-                          for i, (n, a) in enumerate(CALLS[:2])]
+                output = [
+                    ResponseFunctionToolCall(
+                        type="function_call", call_id=str(i), name=n, arguments=json.dumps(a)
+                    )
+                    for i, (n, a) in enumerate(CALLS[:2])
+                ]
             else:
-                output = [ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[
-                    ResponseOutputText(type="output_text", text="done", annotations=[])])]
+                output = [
+                    ResponseOutputMessage(
+                        id="m",
+                        type="message",
+                        role="assistant",
+                        status="completed",
+                        content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                    )
+                ]
             return ModelResponse(output=output, usage=Usage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError("the script is not streamed")
 
-    server = MCPServerStdio(params={"command": sys.executable, "args": ["-m", "tether.cli", "serve", "--root", str(tmp_path)]},
-                            name="tether")
+    server = MCPServerStdio(
+        params={"command": sys.executable, "args": ["-m", "tether.cli", "serve", "--root", str(tmp_path)]},
+        name="tether",
+    )
     async with server:
         agent = Agent(name="harness", model=Script(), mcp_servers=[server])
         result = await Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True))
@@ -174,13 +217,21 @@ async def test_pydantic_ai_through_mcp(tmp_path, no_leftover_processes):
     def script(messages, info):
         if len(messages) == 1:
             assert "read" in {t.name for t in info.function_tools}
-            return ModelResponse(parts=[ToolCallPart(n, a, tool_call_id=str(i)) for i, (n, a) in enumerate(CALLS[:2])])
+            return ModelResponse(
+                parts=[ToolCallPart(n, a, tool_call_id=str(i)) for i, (n, a) in enumerate(CALLS[:2])]
+            )
         return ModelResponse(parts=[TextPart("done")])
 
-    serve = StdioTransport(command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(tmp_path)])
-    async with Agent(FunctionModel(script), toolsets=[MCPToolset(Client(serve), tool_error_behavior="failed")]) as agent:
+    serve = StdioTransport(
+        command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(tmp_path)]
+    )
+    async with Agent(
+        FunctionModel(script), toolsets=[MCPToolset(Client(serve), tool_error_behavior="failed")]
+    ) as agent:
         result = await agent.run("go")
     assert result.output == "done"
-    returns = {p.tool_call_id: p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)}
+    returns = {
+        p.tool_call_id: p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)
+    }
     assert returns["0"].content == "     1\thello"
     assert returns["1"].outcome == "failed" and "no such file: 'missing.txt'" in str(returns["1"].content)

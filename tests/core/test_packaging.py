@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
-
 from support import require_binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +30,9 @@ DISTS = ["tether", "tether_core", *(f"tether_{f}" for f in FAMILIES)]
 def dist(tmp_path_factory) -> Path:
     uv = os.environ.get("UV") or require_binary("uv")  # `uv run` names itself in $UV
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([uv, "build", "--all-packages", "--quiet", "-o", str(out)], cwd=REPO, check=True, timeout=600)
+    subprocess.run(
+        [uv, "build", "--all-packages", "--quiet", "-o", str(out)], cwd=REPO, check=True, timeout=600
+    )
     return out
 
 
@@ -45,8 +46,12 @@ def metadata(dist: Path, name: str) -> email.message.Message:
 def test_twine_check_passes_on_every_wheel_and_sdist(dist):
     files = sorted([*dist.glob("*.whl"), *dist.glob("*.tar.gz")])
     assert len(files) == 2 * len(DISTS), [f.name for f in files]
-    out = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -83,8 +88,12 @@ def test_every_wheel_is_described_licensed_classified_and_typed(dist):
 def test_the_meta_sdist_ships_only_what_it_needs(dist):
     (sdist,) = dist.glob("tether-0*.tar.gz")
     with tarfile.open(sdist) as t:
-        shipped = {Path(m.name).relative_to(Path(m.name).parts[0]).as_posix() for m in t.getmembers() if m.isfile()}
-    assert shipped <= {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "PKG-INFO", ".gitignore"}, shipped
+        shipped = {
+            Path(m.name).relative_to(Path(m.name).parts[0]).as_posix() for m in t.getmembers() if m.isfile()
+        }
+    assert shipped <= {"pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "PKG-INFO", ".gitignore"}, (
+        shipped
+    )
     assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= shipped
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tether
 
-APP = '''\
+APP = """\
 import sys
 
 
@@ -28,7 +28,7 @@ def main():
 
 
 main()
-'''
+"""
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -75,8 +75,11 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     assert delve.transport == "tcp" and delve.command == ("dlv", "dap", "--listen=127.0.0.1:0")
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
+
     def mode(program, **kw):
-        return delve.launch_config(LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw))["mode"]
+        return delve.launch_config(
+            LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw)
+        )["mode"]
 
     assert mode(tmp_path) == "debug"
     assert mode(tmp_path, test=True) == "test"
@@ -101,7 +104,9 @@ def test_debugpy_prefers_the_project_venv(tmp_path):
     assert located.argv[1:] == ("-m", "debugpy.adapter")
 
 
-async def test_the_debuggee_runs_under_the_project_venv_python(pyproject, open_debug, write_files, no_leftover_processes):
+async def test_the_debuggee_runs_under_the_project_venv_python(
+    pyproject, open_debug, write_files, no_leftover_processes
+):
     # a real venv without debugpy in it: the adapter (tether's interpreter) injects debugpy itself
     venv = [sys.executable, "-m", "venv", "--without-pip", str(pyproject / ".venv")]
     await asyncio.to_thread(subprocess.run, venv, check=True, timeout=60)
@@ -179,11 +184,15 @@ HEAVY = ("debugpy", "tether_debug.session", "tether_debug.dap")
 def test_entry_point_imports_nothing_heavy(tmp_path):
     assert_light_entry_point("tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tool", "psutil"))
     # registering the tool creates the supervisor: still nothing of a session before launch
-    assert_light_entry_point("tether_debug.plugin", forbidden=HEAVY, then=(
-        "import tether\n"
-        f"with tether.open_run_sync({str(tmp_path)!r}, conversation_id='c') as run:\n"
-        "    assert 'debug' in [t.name for t in run.tools()]"
-    ))
+    assert_light_entry_point(
+        "tether_debug.plugin",
+        forbidden=HEAVY,
+        then=(
+            "import tether\n"
+            f"with tether.open_run_sync({str(tmp_path)!r}, conversation_id='c') as run:\n"
+            "    assert 'debug' in [t.name for t in run.tools()]"
+        ),
+    )
 
 
 class SecondPython:
@@ -195,24 +204,38 @@ class SecondPython:
     def tether_debug_adapters(self, run):
         def launch_config(request):
             return {
-                "type": "python", "program": str(request.program), "args": request.args, "cwd": str(request.cwd),
-                "env": request.env, "python": [sys.executable], "console": "internalConsole", "subProcess": False,
+                "type": "python",
+                "program": str(request.program),
+                "args": request.args,
+                "cwd": str(request.cwd),
+                "env": request.env,
+                "python": [sys.executable],
+                "console": "internalConsole",
+                "subProcess": False,
             }
 
         return [
             AdapterDef(
-                id="altpy", command=(sys.executable, "-m", "debugpy.adapter"), markers=("alt.toml",),
-                launch_config=launch_config, handles=lambda p: p.suffix == ".py", takes="a .py file, the other way",
+                id="altpy",
+                command=(sys.executable, "-m", "debugpy.adapter"),
+                markers=("alt.toml",),
+                launch_config=launch_config,
+                handles=lambda p: p.suffix == ".py",
+                takes="a .py file, the other way",
             )
         ]
 
 
 async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path, no_leftover_processes):
-    (tmp_path / "alt.toml").write_text("")  # altpy's marker; none of debugpy's: the built-in is not usable here
+    (tmp_path / "alt.toml").write_text(
+        ""
+    )  # altpy's marker; none of debugpy's: the built-in is not usable here
     (tmp_path / "sub").mkdir()
     (tmp_path / "show.py").write_text("import os\nprint(os.getcwd(), os.environ['TETHER_DEMO'])\n")
     async with tether.open_run(tmp_path, conversation_id="c", plugins=[SecondPython()]) as run:
-        ended = await run.call("debug", {"action": "launch", "program": "show.py", "cwd": "sub", "env": {"TETHER_DEMO": "yes"}})
+        ended = await run.call(
+            "debug", {"action": "launch", "program": "show.py", "cwd": "sub", "env": {"TETHER_DEMO": "yes"}}
+        )
         assert not ended.is_error, ended.plain
         assert ended.data["output"].split() == [str(tmp_path / "sub"), "yes"]
         bad_env = await run.call("debug", {"action": "launch", "program": "show.py", "env": {"A=B": "x"}})
@@ -220,7 +243,10 @@ async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path,
         (tmp_path / "notes.txt").write_text("hi\n")
         nobody = await run.call("debug", {"action": "launch", "program": "notes.txt"})
         assert nobody.is_error and "no debug adapter handles 'notes.txt'" in nobody.plain
-        assert "altpy (a .py file, the other way)" in nobody.plain and "delve (a Go package directory" in nobody.plain
+        assert (
+            "altpy (a .py file, the other way)" in nobody.plain
+            and "delve (a Go package directory" in nobody.plain
+        )
         assert nobody.data["adapters"] == ["dart", "debugpy", "lldb", "delve", "altpy"]
 
 

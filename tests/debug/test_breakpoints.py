@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-LOOP = '''\
+LOOP = """\
 import sys
 
 
@@ -30,11 +30,15 @@ def main():
 
 
 main()
-'''
+"""
 
-MANY = "def wide():\n" + "".join(f"    v{i:02d} = {i}\n" for i in range(60)) + "    long = 'y' * 1000\n    return v00\n\n\nwide()\n"
+MANY = (
+    "def wide():\n"
+    + "".join(f"    v{i:02d} = {i}\n" for i in range(60))
+    + "    long = 'y' * 1000\n    return v00\n\n\nwide()\n"
+)
 
-TEST_FILE = '''\
+TEST_FILE = """\
 def double(x):
     return x * 2
 
@@ -42,7 +46,7 @@ def double(x):
 def test_double():
     value = double(21)
     assert value == 42
-'''
+"""
 
 
 @pytest.fixture
@@ -71,7 +75,9 @@ async def test_a_hit_count(loop):
 
 
 async def test_a_logpoint_prints_without_stopping(loop):
-    await loop.ok(action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "f({i}) -> {i * 2}"}])
+    await loop.ok(
+        action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "f({i}) -> {i * 2}"}]
+    )
     ended = await loop.ok(action="launch", program="loop.py")
     expected = [f"f({i}) -> {i * 2}" for i in range(10)]
     assert ended.data["ended"]["exit_code"] == 0  # never stopped
@@ -81,7 +87,9 @@ async def test_a_logpoint_prints_without_stopping(loop):
 
 
 async def test_logpoint_lines_come_with_the_next_stop(loop):
-    await loop.ok(action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "at {i}"}, {"line": 16}])
+    await loop.ok(
+        action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "at {i}"}, {"line": 16}]
+    )
     stopped = await loop.ok(action="launch", program="loop.py")
     assert stopped.data["stopped"]["line"] == 16
     assert stopped.data["logged"] == [f"at {i}" for i in range(10)]
@@ -93,7 +101,10 @@ async def test_a_function_breakpoint(loop):
     assert "function breakpoints: f kept" in placed.plain
     stopped = await loop.ok(action="launch", program="loop.py")
     assert stopped.data["stopped"]["reason"] == "function breakpoint"
-    assert (stopped.data["stopped"]["line"], stopped.data["locals"]["variables"][0]["value"]) == (4, "0")  # the def line
+    assert (stopped.data["stopped"]["line"], stopped.data["locals"]["variables"][0]["value"]) == (
+        4,
+        "0",
+    )  # the def line
     again = await loop.ok(action="continue")
     assert again.data["locals"]["variables"][0]["value"] == "1"
     cleared = await loop.ok(action="breakpoints", functions=[])
@@ -104,13 +115,21 @@ async def test_a_function_breakpoint(loop):
 async def test_exceptions_raised_stops_at_a_caught_one_with_its_info(loop):
     await loop.ok(action="breakpoints", exceptions="raised")
     stopped = await loop.ok(action="launch", program="loop.py")
-    assert stopped.data["stopped"] == {"reason": "exception", "thread_id": stopped.data["stopped"]["thread_id"], "file": "loop.py", "line": 13}
+    assert stopped.data["stopped"] == {
+        "reason": "exception",
+        "thread_id": stopped.data["stopped"]["thread_id"],
+        "file": "loop.py",
+        "line": 13,
+    }
     info = stopped.data["exceptionInfo"]
     assert (info["type"], info["message"]) == ("ValueError", "caught one")
     assert any('loop.py", line 13, in main' in line for line in info["stack"])
     assert "exception: ValueError: caught one" in stopped.plain
     status = await loop.ok(action="status")
-    assert "exceptions=raised: filters raised (Raised Exceptions), uncaught (Uncaught Exceptions)" in status.plain
+    assert (
+        "exceptions=raised: filters raised (Raised Exceptions), uncaught (Uncaught Exceptions)"
+        in status.plain
+    )
     assert (await loop.ok(action="continue")).data["ended"]["exit_code"] == 0
 
 
@@ -145,7 +164,9 @@ async def test_exception_mode_changes_in_a_live_session(loop):
 
 
 async def test_the_live_list_says_verified_and_where(loop):
-    await loop.ok(action="breakpoints", file="loop.py", points=[{"line": 11, "condition": "i == 5"}, {"line": 16}])
+    await loop.ok(
+        action="breakpoints", file="loop.py", points=[{"line": 11, "condition": "i == 5"}, {"line": 16}]
+    )
     await loop.ok(action="breakpoints", functions=["f"])
     kept = await loop.ok(action="breakpoints")
     assert kept.data["sent"] is False and kept.data["files"][0]["breakpoints"][0]["verified"] is None
@@ -180,7 +201,9 @@ async def test_restart_without_a_launch_says_so(loop):
     assert "restart=true needs a launch to repeat" in refused.plain
 
 
-async def test_the_snapshot_is_capped_and_says_both_cuts(pyproject, write_files, open_debug, no_leftover_processes):
+async def test_the_snapshot_is_capped_and_says_both_cuts(
+    pyproject, write_files, open_debug, no_leftover_processes
+):
     write_files(pyproject, {"many.py": MANY})
     async with open_debug(pyproject, debug_stop_timeout=30) as debug:
         await debug.ok(action="breakpoints", file="many.py", lines=[63])
@@ -211,10 +234,18 @@ async def test_evaluate_without_a_frame_names_the_top_frame(loop):
     assert "frame 1000" not in failed.plain
 
 
-async def test_module_launch_of_pytest_with_a_breakpoint_in_a_test(pyproject, write_files, open_debug, no_leftover_processes):
+async def test_module_launch_of_pytest_with_a_breakpoint_in_a_test(
+    pyproject, write_files, open_debug, no_leftover_processes
+):
     # the project's interpreter is one with pytest in it (tether's own), as a .venv would be
-    write_files(pyproject, {"test_demo.py": TEST_FILE, ".venv/bin/python": f'#!/bin/sh\nexec {sys.executable} "$@"\n',
-                            ".venv/bin/pytest": f"#!{sys.executable}\nimport sys\nimport pytest\nsys.exit(pytest.main())\n"})
+    write_files(
+        pyproject,
+        {
+            "test_demo.py": TEST_FILE,
+            ".venv/bin/python": f'#!/bin/sh\nexec {sys.executable} "$@"\n',
+            ".venv/bin/pytest": f"#!{sys.executable}\nimport sys\nimport pytest\nsys.exit(pytest.main())\n",
+        },
+    )
     for script in (".venv/bin/python", ".venv/bin/pytest"):
         (pyproject / script).chmod(0o755)
     async with open_debug(pyproject, debug_stop_timeout=60) as debug:
@@ -226,7 +257,9 @@ async def test_module_launch_of_pytest_with_a_breakpoint_in_a_test(pyproject, wr
         args = ["-q", "-p", "no:cacheprovider", "test_demo.py"]
         stopped = await debug.ok(action="launch", module="pytest", args=args)
         assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == ("test_demo.py", 7)
-        assert stopped.data["locals"]["variables"] == [{"name": "value", "value": "42", "type": "int", "reference": 0}]
+        assert stopped.data["locals"]["variables"] == [
+            {"name": "value", "value": "42", "type": "int", "reference": 0}
+        ]
         assert "1 passed" in (await debug.ok(action="continue")).data["output"]
         # the console script is a python script by its shebang: debugpy takes it without adapter=
         script = await debug.ok(action="launch", program=".venv/bin/pytest", args=args)
@@ -234,8 +267,15 @@ async def test_module_launch_of_pytest_with_a_breakpoint_in_a_test(pyproject, wr
         await debug.ok(action="terminate")
 
 
-async def test_a_signal_death_is_reported_as_the_signal(pyproject, write_files, open_debug, no_leftover_processes):
-    write_files(pyproject, {"crash.py": "import os\nimport signal\n\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n"})
+async def test_a_signal_death_is_reported_as_the_signal(
+    pyproject, write_files, open_debug, no_leftover_processes
+):
+    write_files(
+        pyproject,
+        {
+            "crash.py": "import os\nimport signal\n\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+        },
+    )
     async with open_debug(pyproject) as debug:
         ended = await debug.ok(action="launch", program="crash.py")
     assert "killed by SIGSEGV (signal 11" in ended.plain
@@ -246,7 +286,9 @@ async def test_a_signal_death_is_reported_as_the_signal(pyproject, write_files, 
 
 
 async def test_a_condition_that_does_not_compile(loop):
-    await loop.ok(action="breakpoints", file="loop.py", points=[{"line": 11, "condition": "i ==="}, {"line": 16}])
+    await loop.ok(
+        action="breakpoints", file="loop.py", points=[{"line": 11, "condition": "i ==="}, {"line": 16}]
+    )
     stopped = await loop.ok(action="launch", program="loop.py")
     assert "line 11 (if i ===) not verified: the condition does not compile: SyntaxError" in stopped.plain
     assert stopped.data["stopped"]["line"] == 16  # the session is alive, the other breakpoint holds
@@ -256,7 +298,9 @@ async def test_a_condition_that_does_not_compile(loop):
 
 
 async def test_a_log_message_with_an_unbalanced_brace(loop):
-    refused = await loop.err(action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "i={i"}])
+    refused = await loop.err(
+        action="breakpoints", file="loop.py", points=[{"line": 5, "log_message": "i={i"}]
+    )
     assert "unbalanced brace" in refused.plain and "i={i} total={total}" in refused.plain
     assert refused.data["error"] == "bad_log_message"
     assert (await loop.ok(action="breakpoints")).data["files"] == []  # nothing kept

@@ -43,7 +43,10 @@ def test_frames_round_trip_back_to_back(messages):
 
 async def test_extra_headers_and_non_ascii_bodies():
     body = json.dumps({"type": "event", "event": "output", "body": {"output": "héllo ✓\n"}}).encode()
-    data = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    data = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
     message = await read_message(_reader(data))
     assert message["body"]["output"] == "héllo ✓\n"
     assert await read_message(_reader(b"")) is None
@@ -74,11 +77,13 @@ async def test_reverse_requests_are_answered_and_requests_time_out():
         assert "startDebugging" in answer["message"]
 
         # a request nobody answers is bounded
-        with pytest.raises(DapTimeout, match="did not answer 'threads' within 0.3 s"):
+        with pytest.raises(DapTimeout, match=r"did not answer 'threads' within 0\.3 s"):
             await client.request("threads")
 
         # an event that arrives before anyone waits is not lost
-        peer_writer.write(encode({"type": "event", "seq": 9, "event": "stopped", "body": {"reason": "pause"}}))
+        peer_writer.write(
+            encode({"type": "event", "seq": 9, "event": "stopped", "body": {"reason": "pause"}})
+        )
         await peer_writer.drain()
         hit = await client.wait_event(("stopped",), 0, 5)
         assert hit is not None and hit[1]["body"]["reason"] == "pause"

@@ -106,7 +106,10 @@ async def test_frame_id_and_reference_from_an_old_stop(debug):
     old_ref = scopes.data["scopes"][0]["reference"]
     await debug.ok(action="continue")
     stale = await debug.err(action="scopes", frame_id=old_frame)
-    assert f"frame_id {old_frame} is not a frame of the current stop" in stale.plain and "action='stack'" in stale.plain
+    assert (
+        f"frame_id {old_frame} is not a frame of the current stop" in stale.plain
+        and "action='stack'" in stale.plain
+    )
     assert stale.data["error"] == "stale_frame"
     stale_eval = await debug.err(action="evaluate", expression="a", frame_id=old_frame)
     assert "not a frame of the current stop" in stale_eval.plain

@@ -55,11 +55,17 @@ def c_project(tmp_path_factory) -> Path:
     require_binary("lldb-dap", "lldb-dap-19", "/usr/lib/llvm-19/bin/lldb-dap")
     gcc = require_binary("gcc", "cc")
     root = tmp_path_factory.mktemp("cproj")
-    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.10)\nproject(demo C)\nadd_executable(demo main.c)\n")
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.10)\nproject(demo C)\nadd_executable(demo main.c)\n"
+    )
     (root / "main.c").write_text(C_SOURCE)
     subprocess.run([gcc, "-g", "-O0", "-o", str(root / "demo"), str(root / "main.c")], check=True, timeout=60)
-    (root / "crash.c").write_text('#include <stdio.h>\nint main(void) {\n    int *p = 0;\n    puts("before");\n    *p = 42;\n    return 0;\n}\n')
-    subprocess.run([gcc, "-g", "-O0", "-o", str(root / "crash"), str(root / "crash.c")], check=True, timeout=60)
+    (root / "crash.c").write_text(
+        '#include <stdio.h>\nint main(void) {\n    int *p = 0;\n    puts("before");\n    *p = 42;\n    return 0;\n}\n'
+    )
+    subprocess.run(
+        [gcc, "-g", "-O0", "-o", str(root / "crash"), str(root / "crash.c")], check=True, timeout=60
+    )
     return root
 
 
@@ -71,7 +77,9 @@ def go_project(tmp_path_factory) -> Path:
     (root / "go.mod").write_text("module example.com/demo\n\ngo 1.19\n")
     (root / "main.go").write_text(GO_SOURCE)
     (root / "panicky").mkdir()
-    (root / "panicky" / "main.go").write_text('package main\n\nfunc main() {\n\tvar m map[string]int\n\tm["x"] = 1\n}\n')
+    (root / "panicky" / "main.go").write_text(
+        'package main\n\nfunc main() {\n\tvar m map[string]int\n\tm["x"] = 1\n}\n'
+    )
     return root
 
 
@@ -92,7 +100,10 @@ async def test_c_breakpoint_stack_variables_through_lldb(c_project, open_debug, 
         assert "int c = a + b;" in stopped.plain
 
         frames = (await debug.ok(action="stack")).data["frames"]
-        assert [(f["name"], f["file"], f["line"]) for f in frames[:2]] == [("add", "main.c", 6), ("main", "main.c", 13)]
+        assert [(f["name"], f["file"], f["line"]) for f in frames[:2]] == [
+            ("add", "main.c", 6),
+            ("main", "main.c", 13),
+        ]
         scopes = await debug.ok(action="scopes", frame_id=frames[0]["id"])
         names = [s["name"] for s in scopes.data["scopes"]]
         assert "Locals" in names and "Registers" not in names  # Registers are skipped: noise for a model
@@ -142,7 +153,9 @@ async def test_go_breakpoint_stack_variables_through_delve(go_project, open_debu
         assert (local["a"]["value"], local["b"]["value"], local["a"]["type"]) == ("1", "5", "int")
 
         main_scopes = await debug.ok(action="scopes", frame_id=frames[1]["id"])
-        main_locals = _by_name(await debug.ok(action="variables", reference=main_scopes.data["scopes"][0]["reference"]))
+        main_locals = _by_name(
+            await debug.ok(action="variables", reference=main_scopes.data["scopes"][0]["reference"])
+        )
         assert main_locals["values"]["reference"] > 0
         values = await debug.ok(action="variables", reference=main_locals["values"]["reference"])
         assert [v["value"] for v in values.data["variables"]] == ["1", "2", "3"]
@@ -157,7 +170,6 @@ async def test_go_breakpoint_stack_variables_through_delve(go_project, open_debu
         ended = await debug.ok(action="continue")
         assert ended.data["stopped"] is None
         assert "total 6" in ended.data["output"]  # delve has no output events: drained from its stdout
-
 
 
 async def test_c_segfault_stops_with_the_signal(c_project, open_debug, no_leftover_processes):
@@ -221,15 +233,25 @@ def c_loop(c_project) -> Path:
     gcc = require_binary("gcc", "cc")
     for name, source in (("loop", C_LOOP), ("wait", C_WAIT)):
         (c_project / f"{name}.c").write_text(source)
-        subprocess.run([gcc, "-g", "-O0", "-o", str(c_project / name), str(c_project / f"{name}.c")], check=True, timeout=60)
+        subprocess.run(
+            [gcc, "-g", "-O0", "-o", str(c_project / name), str(c_project / f"{name}.c")],
+            check=True,
+            timeout=60,
+        )
     return c_project
 
 
 async def test_c_condition_hit_count_and_logpoint(c_loop, open_debug, no_leftover_processes):
     async with open_debug(c_loop, debug_stop_timeout=30) as debug:
-        await debug.ok(action="breakpoints", file="loop.c", points=[
-            {"line": 4, "log_message": "f got {i}"}, {"line": 11, "condition": "i == 3"}, {"line": 13, "hit_condition": "1"},
-        ])
+        await debug.ok(
+            action="breakpoints",
+            file="loop.c",
+            points=[
+                {"line": 4, "log_message": "f got {i}"},
+                {"line": 11, "condition": "i == 3"},
+                {"line": 13, "hit_condition": "1"},
+            ],
+        )
         stopped = await debug.ok(action="launch", program="loop")
         assert "line 11 (if i == 3) verified" in stopped.plain
         assert stopped.data["stopped"]["line"] == 11
@@ -242,13 +264,18 @@ async def test_c_condition_hit_count_and_logpoint(c_loop, open_debug, no_leftove
         assert (await debug.ok(action="continue")).data["ended"]["exit_code"] == 0
 
 
-async def test_c_function_breakpoints_and_the_live_list_of_a_moved_line(c_loop, open_debug, no_leftover_processes):
+async def test_c_function_breakpoints_and_the_live_list_of_a_moved_line(
+    c_loop, open_debug, no_leftover_processes
+):
     async with open_debug(c_loop, debug_stop_timeout=30) as debug:
         await debug.ok(action="breakpoints", file="loop.c", lines=[9])  # `int unused;` has no code of its own
         await debug.ok(action="breakpoints", functions=["f", "no_such_function"])
         stopped = await debug.ok(action="launch", program="loop")
         assert "line 9 verified, bound to line 10" in stopped.plain
-        assert "no_such_function not verified" in stopped.plain and "Write names as the adapter expects" in stopped.plain
+        assert (
+            "no_such_function not verified" in stopped.plain
+            and "Write names as the adapter expects" in stopped.plain
+        )
         assert stopped.data["stopped"]["line"] == 10
         listed = await debug.ok(action="status")
         (row,) = listed.data["breakpoints"]["files"][0]["breakpoints"]
@@ -269,7 +296,9 @@ async def test_c_a_condition_that_does_not_compile(c_loop, open_debug, no_leftov
         assert stopped.data["stopped"]["line"] == 11
         (row,) = (await debug.ok(action="breakpoints")).data["files"][0]["breakpoints"]
         assert row["verified"] is False and "does not compile" in row["message"]
-        assert (await debug.ok(action="evaluate", expression="i")).data["result"] == "0"  # the session is alive
+        assert (await debug.ok(action="evaluate", expression="i")).data[
+            "result"
+        ] == "0"  # the session is alive
 
 
 async def test_c_stop_on_entry_and_restart_keeping_breakpoints(c_loop, open_debug, no_leftover_processes):
@@ -312,7 +341,9 @@ async def test_c_attach_to_no_such_process(c_loop, open_debug, no_leftover_proce
         assert "needs port" in both.plain and "not both" in both.plain
 
 
-async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(c_loop, open_debug, no_leftover_processes, tmp_path, monkeypatch):
+async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(
+    c_loop, open_debug, no_leftover_processes, tmp_path, monkeypatch
+):
     from tether_debug import running
 
     scope = tmp_path / "ptrace_scope"
@@ -322,7 +353,10 @@ async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(c_loop, ope
     try:
         async with open_debug(c_loop) as debug:
             refused = await debug.err(action="attach", pid=proc.pid)
-            assert f"cannot attach to process {proc.pid}: ptrace is restricted (kernel.yama.ptrace_scope=2)" in refused.plain
+            assert (
+                f"cannot attach to process {proc.pid}: ptrace is restricted (kernel.yama.ptrace_scope=2)"
+                in refused.plain
+            )
             assert "action='launch'" in refused.plain and refused.data["error"] == "attach_refused"
             assert debug.run.resource("tether_debug_supervisor").sessions == {}
     finally:
@@ -334,7 +368,9 @@ async def test_c_sigsegv_is_reported_as_the_signal(c_project, open_debug, no_lef
     async with open_debug(c_project) as debug:
         await debug.ok(action="launch", program="crash")
         ended = await debug.ok(action="continue")
-    assert "the program was killed by SIGSEGV (signal 11)" in ended.plain and "exit code 11" not in ended.plain
+    assert (
+        "the program was killed by SIGSEGV (signal 11)" in ended.plain and "exit code 11" not in ended.plain
+    )
     assert ended.data["ended"]["signal"] == "SIGSEGV"
 
 
@@ -377,8 +413,15 @@ def go_more(go_project) -> Path:
 
 async def test_go_condition_logpoint_and_set_variable(go_more, open_debug, no_leftover_processes):
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
-        await debug.ok(action="breakpoints", file="loop/main.go", points=[
-            {"line": 6, "log_message": "f got {i}"}, {"line": 12, "condition": "i == 3"}, {"line": 14}])
+        await debug.ok(
+            action="breakpoints",
+            file="loop/main.go",
+            points=[
+                {"line": 6, "log_message": "f got {i}"},
+                {"line": 12, "condition": "i == 3"},
+                {"line": 14},
+            ],
+        )
         stopped = await debug.ok(action="launch", program="loop")
         assert stopped.data["stopped"]["line"] == 12
         assert {v["name"]: v["value"] for v in stopped.data["locals"]["variables"]}["i"] == "3"
@@ -387,18 +430,27 @@ async def test_go_condition_logpoint_and_set_variable(go_more, open_debug, no_le
         assert "set with setVariable" in set_total.plain
         at_print = await debug.ok(action="continue")
         assert at_print.data["stopped"]["line"] == 14
-        assert (await debug.ok(action="evaluate", expression="total")).data["result"] == str(1000 + sum(2 * i for i in range(3, 10)))
+        assert (await debug.ok(action="evaluate", expression="total")).data["result"] == str(
+            1000 + sum(2 * i for i in range(3, 10))
+        )
 
 
 async def test_go_function_breakpoints_qualified_and_not(go_more, open_debug, no_leftover_processes):
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
         await debug.ok(action="breakpoints", functions=["main.f", "nosuch"])
         stopped = await debug.ok(action="launch", program="loop")
-        assert (stopped.data["stopped"]["reason"], stopped.data["stopped"]["file"]) == ("function breakpoint", "loop/main.go")
+        assert (stopped.data["stopped"]["reason"], stopped.data["stopped"]["file"]) == (
+            "function breakpoint",
+            "loop/main.go",
+        )
         assert 'nosuch not verified: location "nosuch" not found' in stopped.plain
         assert "Go function breakpoints take qualified names: 'main.add'" in stopped.plain
-        unqualified = await debug.ok(action="breakpoints", functions=["f"])  # delve binds a unique short name too
-        assert unqualified.data["functions"] == [{"function": "f", "verified": True, "file": "loop/main.go", "line": 5}]
+        unqualified = await debug.ok(
+            action="breakpoints", functions=["f"]
+        )  # delve binds a unique short name too
+        assert unqualified.data["functions"] == [
+            {"function": "f", "verified": True, "file": "loop/main.go", "line": 5}
+        ]
 
 
 async def test_go_test_mode_and_a_test_binary(go_more, open_debug, no_leftover_processes):
@@ -408,7 +460,12 @@ async def test_go_test_mode_and_a_test_binary(go_more, open_debug, no_leftover_p
         await debug.ok(action="breakpoints", file="lib/lib.go", lines=[4])
         in_test = await debug.ok(action="launch", program="lib", test=True, args=["-test.run", "TestDouble"])
         assert (in_test.data["stopped"]["file"], in_test.data["stopped"]["line"]) == ("lib/lib.go", 4)
-        assert in_test.data["locals"]["variables"][0] == {"name": "i", "value": "2", "type": "int", "reference": 0}
+        assert in_test.data["locals"]["variables"][0] == {
+            "name": "i",
+            "value": "2",
+            "type": "int",
+            "reference": 0,
+        }
         await debug.ok(action="terminate")
         binary = await debug.ok(action="launch", program="lib.test")  # a `go test -c` binary goes to delve
         assert binary.data["stopped"]["line"] == 4
@@ -429,18 +486,31 @@ async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftov
     assert not (go_more / "__debug_bin").exists()
 
 
-async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(go_more, open_debug, no_leftover_processes):
+async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(
+    go_more, open_debug, no_leftover_processes
+):
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
-        await debug.ok(action="breakpoints", file="loop/main.go", points=[
-            {"line": 6, "hit_condition": "3"}, {"line": 12, "condition": "i == ((("}, {"line": 14}])
+        await debug.ok(
+            action="breakpoints",
+            file="loop/main.go",
+            points=[{"line": 6, "hit_condition": "3"}, {"line": 12, "condition": "i == ((("}, {"line": 14}],
+        )
         await debug.ok(action="breakpoints", exceptions="raised")
         stopped = await debug.ok(action="launch", program="loop")
         # delve refuses the condition itself: its message, the breakpoint unverified, the others hold
         assert "line 12 (if i == ((() not verified: 1:" in stopped.plain
-        assert "line 6 (hits 3) verified (hit_condition not supported by this adapter: not sent)" in stopped.plain
+        assert (
+            "line 6 (hits 3) verified (hit_condition not supported by this adapter: not sent)"
+            in stopped.plain
+        )
         assert stopped.data["stopped"]["line"] == 6  # no hit count: the first hit stops
         status = await debug.ok(action="status")
-        assert "exceptions=raised: the delve adapter offers no exception filters (an unrecovered panic stops" in status.plain
+        assert (
+            "exceptions=raised: the delve adapter offers no exception filters (an unrecovered panic stops"
+            in status.plain
+        )
         rows = {r["requested"]: r for r in status.data["breakpoints"]["files"][0]["breakpoints"]}
         assert rows[12]["verified"] is False and rows[6]["unsupported"] == ["hit_condition"]
-        assert (await debug.ok(action="evaluate", expression="i")).data["result"] == "0"  # the session is alive
+        assert (await debug.ok(action="evaluate", expression="i")).data[
+            "result"
+        ] == "0"  # the session is alive

@@ -14,13 +14,22 @@ import psutil
 async def test_breakpoint_hit_stack_and_variables(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[5])
     launched = await debug.ok(action="launch", program="app.py")
-    assert launched.data["stopped"] == {"reason": "breakpoint", "thread_id": launched.data["stopped"]["thread_id"], "file": "app.py", "line": 5}
+    assert launched.data["stopped"] == {
+        "reason": "breakpoint",
+        "thread_id": launched.data["stopped"]["thread_id"],
+        "file": "app.py",
+        "line": 5,
+    }
     assert "c = a + b" in launched.plain
     assert "line 5 verified" in launched.plain
 
     stack = await debug.ok(action="stack")
     frames = stack.data["frames"]
-    assert [(f["name"], f["file"], f["line"]) for f in frames[:3]] == [("add", "app.py", 5), ("main", "app.py", 13), ("<module>", "app.py", 18)]
+    assert [(f["name"], f["file"], f["line"]) for f in frames[:3]] == [
+        ("add", "app.py", 5),
+        ("main", "app.py", 13),
+        ("<module>", "app.py", 18),
+    ]
 
     scopes = await debug.ok(action="scopes", frame_id=frames[0]["id"])
     locals_ref = next(s["reference"] for s in scopes.data["scopes"] if s["name"] == "Locals")
@@ -81,7 +90,9 @@ async def test_step_in_over_out(debug):
     assert step_out.data["stopped"]["file"] == "app.py"
     assert step_out.data["stopped"]["line"] in (13, 14)  # back in main, at or after the call
     over = await debug.ok(action="step_over")
-    assert over.data["stopped"]["line"] > step_out.data["stopped"]["line"] or over.data["stopped"]["line"] == 14
+    assert (
+        over.data["stopped"]["line"] > step_out.data["stopped"]["line"] or over.data["stopped"]["line"] == 14
+    )
 
 
 async def test_output_capture_since_last_read(debug):
@@ -102,7 +113,9 @@ async def test_output_capture_since_last_read(debug):
     assert status.data["session"] is None and "exit code 0" in status.plain
 
 
-async def test_uncaught_exception_stops_and_status_shows_it(pyproject, no_leftover_processes, open_debug, write_files):
+async def test_uncaught_exception_stops_and_status_shows_it(
+    pyproject, no_leftover_processes, open_debug, write_files
+):
     write_files(pyproject, {"boom.py": "def f(x):\n    raise ValueError(f'bad value {x}')\n\nf(7)\n"})
     async with open_debug(pyproject) as debug:
         stopped = await debug.ok(action="launch", program="boom.py")
@@ -113,13 +126,20 @@ async def test_uncaught_exception_stops_and_status_shows_it(pyproject, no_leftov
         assert status.data["stopped"]["file"] == "boom.py"
 
 
-async def test_program_that_spawns_a_subprocess_does_not_hang(pyproject, no_leftover_processes, open_debug, write_files):
-    write_files(pyproject, {"spawn.py": (
-        "import subprocess, sys\n"
-        "out = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout\n"
-        "answer = out.strip()\n"
-        "print('child said', answer)\n"
-    )})
+async def test_program_that_spawns_a_subprocess_does_not_hang(
+    pyproject, no_leftover_processes, open_debug, write_files
+):
+    write_files(
+        pyproject,
+        {
+            "spawn.py": (
+                "import subprocess, sys\n"
+                "out = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout\n"
+                "answer = out.strip()\n"
+                "print('child said', answer)\n"
+            )
+        },
+    )
     async with open_debug(pyproject, debug_stop_timeout=20) as debug:
         await debug.ok(action="breakpoints", file="spawn.py", lines=[4])
         started = time.monotonic()
@@ -155,7 +175,9 @@ async def test_breakpoints_while_running_say_where_they_landed(debug):
     assert ended.data["ended"]["exit_code"] == 0
 
 
-async def test_threads_and_pause_of_a_running_program(pyproject, no_leftover_processes, open_debug, write_files):
+async def test_threads_and_pause_of_a_running_program(
+    pyproject, no_leftover_processes, open_debug, write_files
+):
     loop = "import time\n\nn = 0\nwhile True:\n    n += 1\n    if n == 1:\n        print('looping', flush=True)\n    time.sleep(0.01)\n"
     write_files(pyproject, {"loop.py": loop})
     async with open_debug(pyproject, debug_stop_timeout=1.5) as debug:
@@ -188,7 +210,9 @@ async def test_second_launch_is_refused(debug):
     assert status.data["stopped"] == first.data["stopped"]
 
 
-async def test_ttl_expiry_terminates_and_the_next_call_says_so(pyproject, no_leftover_processes, open_debug, write_files):
+async def test_ttl_expiry_terminates_and_the_next_call_says_so(
+    pyproject, no_leftover_processes, open_debug, write_files
+):
     async with open_debug(pyproject, debug_ttl=2) as debug:
         await debug.ok(action="breakpoints", file="app.py", lines=[13])
         await debug.ok(action="launch", program="app.py")
@@ -197,7 +221,9 @@ async def test_ttl_expiry_terminates_and_the_next_call_says_so(pyproject, no_lef
         tree = [adapter, *(p.pid for p in psutil.Process(adapter).children(recursive=True))]
         assert len(tree) >= 2  # adapter, launcher and debuggee
         await asyncio.sleep(3.5)
-        assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree)
+        assert not any(
+            psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree
+        )
         expired = await debug.err(action="stack")
         assert "time limit" in expired.plain and "terminated" in expired.plain
         assert "no debug session" in expired.plain
@@ -215,17 +241,26 @@ def _free_port() -> int:
 
 async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, open_debug, write_files):
     port = _free_port()
-    write_files(pyproject, {"served.py": (
-        "import sys\n"
-        "import debugpy\n"
-        "debugpy.listen(('127.0.0.1', int(sys.argv[1])))\n"
-        "print('ready', flush=True)\n"
-        "debugpy.wait_for_client()\n"
-        "value = 21 * 2\n"
-        "print('value', value, flush=True)\n"
-    )})
+    write_files(
+        pyproject,
+        {
+            "served.py": (
+                "import sys\n"
+                "import debugpy\n"
+                "debugpy.listen(('127.0.0.1', int(sys.argv[1])))\n"
+                "print('ready', flush=True)\n"
+                "debugpy.wait_for_client()\n"
+                "value = 21 * 2\n"
+                "print('value', value, flush=True)\n"
+            )
+        },
+    )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(pyproject / "served.py"), str(port), stdout=subprocess.PIPE, start_new_session=True
+        sys.executable,
+        str(pyproject / "served.py"),
+        str(port),
+        stdout=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
@@ -248,14 +283,25 @@ async def test_attach_to_the_debugpy_command_line_listener(pyproject, open_debug
     """`python -m debugpy --listen 127.0.0.1:PORT --wait-for-client app.py`: tether connects straight to PORT."""
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", "app.py",
-        cwd=pyproject, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        sys.executable,
+        "-m",
+        "debugpy",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--wait-for-client",
+        "app.py",
+        cwd=pyproject,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         async with open_debug(pyproject) as debug:
             await debug.ok(action="breakpoints", file="app.py", lines=[5])
             deadline = time.monotonic() + 20
-            while (attached := await debug(action="attach", port=port)).is_error and time.monotonic() < deadline:
+            while (
+                attached := await debug(action="attach", port=port)
+            ).is_error and time.monotonic() < deadline:
                 assert "nothing accepts connections" in attached.plain  # not listening yet: the error says so
                 await asyncio.sleep(0.1)
             assert not attached.is_error, attached.plain
@@ -278,7 +324,9 @@ async def test_attach_to_the_debugpy_command_line_listener(pyproject, open_debug
 
 
 def _listeners(port: int) -> list[psutil.Process]:
-    return [p for p in psutil.process_iter(["cmdline"]) if f"--port {port}" in " ".join(p.info["cmdline"] or ())]
+    return [
+        p for p in psutil.process_iter(["cmdline"]) if f"--port {port}" in " ".join(p.info["cmdline"] or ())
+    ]
 
 
 async def test_terminate_leaves_no_process_behind(debug):
@@ -301,7 +349,9 @@ async def test_run_close_ends_a_live_session(pyproject, no_leftover_processes, o
     # no_leftover_processes checks the adapter and the debuggee are gone
 
 
-async def test_a_stop_that_comes_after_the_wait_gave_up_is_reported(pyproject, open_debug, write_files, no_leftover_processes):
+async def test_a_stop_that_comes_after_the_wait_gave_up_is_reported(
+    pyproject, open_debug, write_files, no_leftover_processes
+):
     write_files(pyproject, {"late.py": "import time\ntime.sleep(2)\nlate = 'here'\nprint(late)\n"})
     async with open_debug(pyproject, debug_stop_timeout=0.5) as debug:
         await debug.ok(action="breakpoints", file="late.py", lines=[4])
@@ -313,7 +363,9 @@ async def test_a_stop_that_comes_after_the_wait_gave_up_is_reported(pyproject, o
         assert (await debug.ok(action="evaluate", expression="late")).data["result"] == "'here'"
 
 
-async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(pyproject, open_debug, write_files, no_leftover_processes):
+async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(
+    pyproject, open_debug, write_files, no_leftover_processes
+):
     write_files(pyproject, {"short.py": "import time\ntime.sleep(1.5)\nprint('done')\n"})
     async with open_debug(pyproject, debug_stop_timeout=0.5) as debug:
         assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
@@ -324,7 +376,9 @@ async def test_an_end_that_comes_after_the_wait_gave_up_is_reported(pyproject, o
         assert (await debug.ok(action="status")).data["session"] is None
 
 
-async def test_launch_after_a_running_program_ended_unwatched(pyproject, open_debug, write_files, no_leftover_processes):
+async def test_launch_after_a_running_program_ended_unwatched(
+    pyproject, open_debug, write_files, no_leftover_processes
+):
     write_files(pyproject, {"short.py": "import time\ntime.sleep(1)\nprint('done')\n"})
     async with open_debug(pyproject, debug_stop_timeout=0.3) as debug:
         assert (await debug.ok(action="launch", program="short.py")).data["running"] is True
@@ -332,7 +386,9 @@ async def test_launch_after_a_running_program_ended_unwatched(pyproject, open_de
         await debug.ok(action="breakpoints", file="app.py", lines=[13])
         await debug.ok(action="launch", program="app.py")  # not refused: the first one ended
         deadline = time.monotonic() + 20
-        while (status := await debug.ok(action="status")).data.get("stopped") is None and time.monotonic() < deadline:
+        while (status := await debug.ok(action="status")).data.get(
+            "stopped"
+        ) is None and time.monotonic() < deadline:
             await asyncio.sleep(0.2)  # the 0.3 s stop bound is shorter than debugpy's way to the breakpoint
         assert status.data["stopped"]["line"] == 13
 
@@ -350,13 +406,20 @@ async def test_an_adapter_that_dies_under_a_stopped_program_ends_the_session(deb
     assert again.data["stopped"]["line"] == 13
 
 
-async def test_deep_stack_is_capped_at_30_frames_and_says_so(pyproject, open_debug, write_files, no_leftover_processes):
-    write_files(pyproject, {"deep.py": "def down(n):\n    if n == 0:\n        return 0\n    return down(n - 1)\n\n\ndown(50)\n"})
+async def test_deep_stack_is_capped_at_30_frames_and_says_so(
+    pyproject, open_debug, write_files, no_leftover_processes
+):
+    write_files(
+        pyproject,
+        {"deep.py": "def down(n):\n    if n == 0:\n        return 0\n    return down(n - 1)\n\n\ndown(50)\n"},
+    )
     async with open_debug(pyproject) as debug:
         await debug.ok(action="breakpoints", file="deep.py", lines=[3])
         await debug.ok(action="launch", program="deep.py")
         stack = await debug.ok(action="stack")
-        assert len(stack.data["frames"]) == 30 and stack.data["total"] == 52  # 51 calls of down() and <module>
+        assert (
+            len(stack.data["frames"]) == 30 and stack.data["total"] == 52
+        )  # 51 calls of down() and <module>
         assert "22 more frames not shown (showing 30 of 52" in stack.plain
 
 

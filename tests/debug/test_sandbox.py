@@ -34,8 +34,9 @@ print("done")
 
 
 async def test_a_debugged_python_program_is_confined(confined):
-    (confined.root / "probe.py").write_text(PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"),
-                                                         port=confined.port))
+    (confined.root / "probe.py").write_text(
+        PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"), port=confined.port)
+    )
     async with tether.open_run(confined.root, conversation_id="c", options={"sandbox": True}) as run:
         await run.call("debug", {"action": "breakpoints", "file": "probe.py", "lines": [15]})
         launched = await run.call("debug", {"action": "launch", "program": "probe.py"})
@@ -44,8 +45,14 @@ async def test_a_debugged_python_program_is_confined(confined):
         for name in ("key", "outside", "inside", "hook", "connect", "secret"):
             r = await run.call("debug", {"action": "evaluate", "expression": f"str({name})"})
             seen[name] = r.data["result"]
-        assert seen == {"key": "'FileNotFoundError'", "outside": "'OSError'", "inside": "'2'", "hook": "'OSError'",
-                        "connect": "'ConnectionRefusedError'", "secret": "'None'"}
+        assert seen == {
+            "key": "'FileNotFoundError'",
+            "outside": "'OSError'",
+            "inside": "'2'",
+            "hook": "'OSError'",
+            "connect": "'ConnectionRefusedError'",
+            "secret": "'None'",
+        }
         await run.call("debug", {"action": "terminate"})
     assert confined.accepted == 0 and not (confined.home / "x").exists()
     assert (confined.root / "made-by-debuggee.txt").read_text() == "ok"
@@ -58,9 +65,13 @@ async def test_delve_is_relayed_from_inside_the_sandbox(confined):
     (confined.root / "main.go").write_text(
         'package main\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nfunc main() {\n'
         f'\t_, err := os.ReadFile("{confined.key}")\n'
-        '\tfmt.Println("read:", err != nil)\n}\n')
-    async with tether.open_run(confined.root, conversation_id="c", options={
-            "sandbox": True, "debug_stop_timeout": 120, "debug_launch_timeout": 240}) as run:
+        '\tfmt.Println("read:", err != nil)\n}\n'
+    )
+    async with tether.open_run(
+        confined.root,
+        conversation_id="c",
+        options={"sandbox": True, "debug_stop_timeout": 120, "debug_launch_timeout": 240},
+    ) as run:
         await run.call("debug", {"action": "breakpoints", "file": "main.go", "lines": [10]})
         launched = await run.call("debug", {"action": "launch", "program": "."})
         assert not launched.is_error and launched.data["stopped"]["line"] == 10, launched.plain

@@ -10,6 +10,7 @@ import tether
 from support import assert_no_new_children, children
 from tether import Diagnostic, Surface, Tier, Tool, ToolError, arg, hookimpl
 
+
 @attrs.frozen
 class EchoArgs:
     text: str = arg("what to echo")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import tether
 import tether_eval.plugin as eval_plugin
@@ -17,11 +16,15 @@ async def run(tmp_path, tether_run, no_leftover_processes):
 
 def test_registering_eval_imports_no_kernel_machinery(tmp_path):
     """What `tether tools` does (open a run, list its tools) loads neither jupyter_client nor zmq nor ipykernel."""
-    assert_light_entry_point("tether_eval.plugin", forbidden=("jupyter_client", "jupyter_core", "zmq", "ipykernel"), then=(
-        "import tether, tether_eval.plugin as p\n"
-        f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
-        "    assert [t.name for t in run.tools()] == ['eval']"
-    ))
+    assert_light_entry_point(
+        "tether_eval.plugin",
+        forbidden=("jupyter_client", "jupyter_core", "zmq", "ipykernel"),
+        then=(
+            "import tether, tether_eval.plugin as p\n"
+            f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
+            "    assert [t.name for t in run.tools()] == ['eval']"
+        ),
+    )
 
 
 async def test_missing_description(run):

@@ -89,7 +89,9 @@ async def test_projects_own_package_shadows_the_installed_namesake(tmp_path, no_
         r = await run.call("eval", {"code": code, "description": D})
         assert not r.is_error, r.plain
         assert f"the project | {root / 'src' / 'click' / '__init__.py'} | root package" in r.plain, r.plain
-        assert "the project's own code comes first on sys.path (src and .): click, tools are imported" in r.plain
+        assert (
+            "the project's own code comes first on sys.path (src and .): click, tools are imported" in r.plain
+        )
         assert "tether's own environment" in r.plain
 
 

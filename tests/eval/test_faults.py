@@ -166,7 +166,9 @@ async def test_cancelled_call_interrupts_the_cell(tmp_path, fake_tools, no_lefto
 # -- budgets: inactivity counts only output that changes something, and a cell has a total budget ---
 
 
-async def test_cell_that_prints_forever_stops_at_its_total_budget(tmp_path, fake_tools, no_leftover_processes):
+async def test_cell_that_prints_forever_stops_at_its_total_budget(
+    tmp_path, fake_tools, no_leftover_processes
+):
     import asyncio
 
     async with open_run(tmp_path, fake_tools, eval_timeout=2.0, eval_total_timeout=3.0) as run:
@@ -246,7 +248,11 @@ async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing()
     from tether_eval.kernel import SETTLE, CellEnd, Kernel, KernelSpec
 
     queue: asyncio.Queue = asyncio.Queue()
-    probe_idle = {"msg_type": "status", "parent_header": {"msg_id": "probe"}, "content": {"execution_state": "idle"}}
+    probe_idle = {
+        "msg_type": "status",
+        "parent_header": {"msg_id": "probe"},
+        "content": {"execution_state": "idle"},
+    }
 
     class Client:  # the kernel answers the probe (a kernel_info): its idle arrives, the cell's never will
         probes = 0
@@ -257,9 +263,15 @@ async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing()
             return "probe"
 
     spec = KernelSpec("python", ("python",), "ipc", "python", "test", "host")
-    kernel = Kernel(spec, Path("unused"), Path("unused"), stop=None)  # only its message loop runs, on a queue fed here
+    kernel = Kernel(
+        spec, Path("unused"), Path("unused"), stop=None
+    )  # only its message loop runs, on a queue fed here
     kernel.kc = Client()
-    out = {"msg_type": "stream", "parent_header": {"msg_id": "cell"}, "content": {"name": "stdout", "text": "last words\n"}}
+    out = {
+        "msg_type": "stream",
+        "parent_header": {"msg_id": "cell"},
+        "content": {"name": "stdout", "text": "last words\n"},
+    }
     queue.put_nowait(("iopub", out))
     queue.put_nowait(("shell", {"msg_type": "execute_reply", "content": {"status": "ok"}}))
     end = CellEnd("ok", [])

@@ -23,7 +23,7 @@ def test_javascript_idioms_keep_indentation():
 
 def test_javascript_cell_magics():
     assert rewrite("%%sh\nls") == '__tether.sh("ls", {shell: "/bin/sh"});'
-    assert rewrite("\n%%bash\necho 'a'") == "__tether.sh(\"echo 'a'\", {shell: \"bash\"});"
+    assert rewrite("\n%%bash\necho 'a'") == '__tether.sh("echo \'a\'", {shell: "bash"});'
     assert rewrite("%%timeit -r 3\nf()") == "await __tether.timeit(async () => {\nf()\n}, 3);"
 
 

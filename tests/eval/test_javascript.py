@@ -102,8 +102,12 @@ async def test_js_specifiers_of_typescript_files_resolve(tmp_path, fake_tools):
     """The `module: nodenext` layout of TypeScript libraries (ky's): `./core/Ky.js` names core/Ky.ts."""
     root = tmp_path / "tslib"
     (root / "source" / "core").mkdir(parents=True)
-    (root / "source" / "index.ts").write_text("export {Ky} from './core/Ky.js';\nexport const n: number = 7;\n")
-    (root / "source" / "core" / "Ky.ts").write_text("export class Ky { static hi(): string { return 'hi'; } }\n")
+    (root / "source" / "index.ts").write_text(
+        "export {Ky} from './core/Ky.js';\nexport const n: number = 7;\n"
+    )
+    (root / "source" / "core" / "Ky.ts").write_text(
+        "export class Ky { static hi(): string { return 'hi'; } }\n"
+    )
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
     async with tether.open_run(root, plugins=[eval_plugin], load_entry_points=False) as run:
         r = await cell(run, "const lib = await import('./source/index.ts');\n[lib.Ky.hi(), lib.n]")

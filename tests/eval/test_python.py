@@ -168,7 +168,9 @@ async def test_shell_bang_capture_and_indentation(run):
 async def test_bang_and_percent_inside_a_triple_quoted_string_are_text(run):
     r = await cell(run, 'kept = """\n!important: keep\n%cd nowhere\n"""\nkept')
     assert not r.is_error, r.plain
-    assert r.plain.strip().endswith("Out[{}]: '\\n!important: keep\\n%cd nowhere\\n'".format(r.data["execution_count"]))
+    assert r.plain.strip().endswith(
+        "Out[{}]: '\\n!important: keep\\n%cd nowhere\\n'".format(r.data["execution_count"])
+    )
 
 
 async def test_shell_expands_variables_and_expressions(run):
@@ -238,7 +240,10 @@ async def test_pager_text_is_shown(run, code, needle):
 async def test_load_shows_the_text_ipython_would_put_in_the_next_cell(run):
     r = await cell(run, "%load data.csv")
     assert not r.is_error, r.plain
-    assert "[IPython's text for the next cell; send it as a cell to run it]\n# %load data.csv\na,b\n1,2\n3,4" in r.plain, r.plain
+    assert (
+        "[IPython's text for the next cell; send it as a cell to run it]\n# %load data.csv\na,b\n1,2\n3,4"
+        in r.plain
+    ), r.plain
 
 
 async def test_signature_is_in_the_help(run):

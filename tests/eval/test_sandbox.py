@@ -37,60 +37,125 @@ def probe(world) -> str:
 
 
 async def test_a_sandboxed_cell_and_its_shell_cannot_reach_what_the_policy_denies(confined):
-    async with tether.open_run(confined.root, plugins=[eval_plugin], load_entry_points=False,
-                               options={"sandbox": True}) as run:
+    async with tether.open_run(
+        confined.root, plugins=[eval_plugin], load_entry_points=False, options={"sandbox": True}
+    ) as run:
         r = await run.call("eval", {"code": probe(confined), "description": D})
         assert not r.is_error, r.plain
         assert "on the envelope 'bubblewrap'" in r.plain and "[sandboxed: root read-write" in r.plain
-        out = dict(line.split(" ", 1) for line in r.plain.splitlines() if line.split(" ")[0] in
-                   {"key", "gitconfig", "outside", "home", "inside", "hook", "gitcfg", "connect", "secret"})
+        out = dict(
+            line.split(" ", 1)
+            for line in r.plain.splitlines()
+            if line.split(" ")[0]
+            in {"key", "gitconfig", "outside", "home", "inside", "hook", "gitcfg", "connect", "secret"}
+        )
         # outside.txt is under the host's /tmp: inside, /tmp is private, so the write lands there, not on the host
-        assert out == {"key": "FileNotFoundError", "gitconfig": "True", "outside": "1", "home": "OSError",
-                       "inside": "2", "hook": "OSError", "gitcfg": "OSError", "connect": "ConnectionRefusedError",
-                       "secret": "None"}, r.plain
-        shell = await run.call("eval", {"code": f"!cat {confined.key}; echo token=$FAKE_SERVICE_TOKEN; touch {confined.outside}",
-                                        "description": D})
+        assert out == {
+            "key": "FileNotFoundError",
+            "gitconfig": "True",
+            "outside": "1",
+            "home": "OSError",
+            "inside": "2",
+            "hook": "OSError",
+            "gitcfg": "OSError",
+            "connect": "ConnectionRefusedError",
+            "secret": "None",
+        }, r.plain
+        shell = await run.call(
+            "eval",
+            {
+                "code": f"!cat {confined.key}; echo token=$FAKE_SERVICE_TOKEN; touch {confined.outside}",
+                "description": D,
+            },
+        )
         assert "BEGIN OPENSSH" not in shell.plain and "s3cret" not in shell.plain and "token=" in shell.plain
-        assert "No such file or directory" in shell.plain and "[sandbox: credentials and histories" in shell.plain
-        bash = await run.call("eval", {"code": f"%%bash\necho hi > {confined.home}/x.txt\necho made > in-root.txt",
-                                       "description": D})
+        assert (
+            "No such file or directory" in shell.plain
+            and "[sandbox: credentials and histories" in shell.plain
+        )
+        bash = await run.call(
+            "eval",
+            {"code": f"%%bash\necho hi > {confined.home}/x.txt\necho made > in-root.txt", "description": D},
+        )
         assert "Read-only file system" in bash.plain and "[sandbox: only the root is writable" in bash.plain
-        js = await run.call("eval", {"code": (
-            f"try {{ await Deno.readTextFile({str(confined.key)!r}); 'read' }} catch (e) {{ e.name }}"),
-            "language": "javascript", "description": D})
+        js = await run.call(
+            "eval",
+            {
+                "code": (
+                    f"try {{ await Deno.readTextFile({str(confined.key)!r}); 'read' }} catch (e) {{ e.name }}"
+                ),
+                "language": "javascript",
+                "description": D,
+            },
+        )
         assert "NotFound" in js.plain, js.plain
-        js_net = await run.call("eval", {"code": (
-            f"try {{ await Deno.connect({{hostname: '127.0.0.1', port: {confined.port}}}); 'connected' }} "
-            "catch (e) { e.name }"), "language": "javascript", "description": D})
+        js_net = await run.call(
+            "eval",
+            {
+                "code": (
+                    f"try {{ await Deno.connect({{hostname: '127.0.0.1', port: {confined.port}}}); 'connected' }} "
+                    "catch (e) { e.name }"
+                ),
+                "language": "javascript",
+                "description": D,
+            },
+        )
         assert "ConnectionRefused" in js_net.plain, js_net.plain
     assert confined.accepted == 0
-    assert not confined.outside.exists() and not (confined.home / "new.txt").exists() and not (confined.home / "x.txt").exists()
-    assert (confined.root / "made-inside.txt").read_text() == "ok" and (confined.root / "in-root.txt").exists()
+    assert (
+        not confined.outside.exists()
+        and not (confined.home / "new.txt").exists()
+        and not (confined.home / "x.txt").exists()
+    )
+    assert (confined.root / "made-inside.txt").read_text() == "ok" and (
+        confined.root / "in-root.txt"
+    ).exists()
     assert not (confined.root / ".git" / "hooks" / "pre-commit").exists()
 
 
-async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with_diagnostics(confined, fake_tools):
-    async with tether.open_run(confined.root, plugins=[eval_plugin, fake_tools], load_entry_points=False,
-                               options={"sandbox": True}) as run:
-        r = await run.call("eval", {"code": (
-            "res = tool_result('write_file', {'path': 'pkg/mod.py', 'content': 'x = 1  # TODO\\n'})\n"
-            "print(res['text'])\n[d['message'] for d in res['data']['diagnostics']]"), "description": D})
+async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with_diagnostics(
+    confined, fake_tools
+):
+    async with tether.open_run(
+        confined.root, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"sandbox": True}
+    ) as run:
+        r = await run.call(
+            "eval",
+            {
+                "code": (
+                    "res = tool_result('write_file', {'path': 'pkg/mod.py', 'content': 'x = 1  # TODO\\n'})\n"
+                    "print(res['text'])\n[d['message'] for d in res['data']['diagnostics']]"
+                ),
+                "description": D,
+            },
+        )
         assert not r.is_error, r.plain
         assert "wrote pkg/mod.py" in r.plain and "TODO left in the code" in r.plain
-        js = await run.call("eval", {"code": (
-            "const res = toolResult('write_file', {path: 'web/app.js', content: '// TODO\\n'});\n"
-            "res.data.diagnostics.length + ' ' + res.text"), "language": "javascript", "description": D})
+        js = await run.call(
+            "eval",
+            {
+                "code": (
+                    "const res = toolResult('write_file', {path: 'web/app.js', content: '// TODO\\n'});\n"
+                    "res.data.diagnostics.length + ' ' + res.text"
+                ),
+                "language": "javascript",
+                "description": D,
+            },
+        )
         assert "1 wrote web/app.js" in js.plain, js.plain
     assert (confined.root / "pkg" / "mod.py").read_text() == "x = 1  # TODO\n"
 
 
 async def test_pip_installs_a_local_wheel_into_the_projects_environment_inside_the_sandbox(confined):
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(confined.root / ".venv")], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(confined.root / ".venv")], check=True, timeout=60
+    )
     (site_dir,) = (confined.root / ".venv").glob("lib/python3*/site-packages")
     (site_dir / "tether_parent.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     wheel = build_wheel(confined.root / "wheels", "0.1.0")
-    async with tether.open_run(confined.root, plugins=[eval_plugin], load_entry_points=False,
-                               options={"sandbox": True}) as run:
+    async with tether.open_run(
+        confined.root, plugins=[eval_plugin], load_entry_points=False, options={"sandbox": True}
+    ) as run:
         r = await run.call("eval", {"code": f"%pip install {wheel}", "description": D})
         assert not r.is_error, r.plain
         r = await run.call("eval", {"code": "import tinypkg\ntinypkg.VERSION", "description": D})
@@ -98,7 +163,9 @@ async def test_pip_installs_a_local_wheel_into_the_projects_environment_inside_t
     assert list((confined.root / ".venv").glob("lib/python3*/site-packages/tinypkg/__init__.py"))
 
 
-async def test_without_bubblewrap_the_sandboxed_eval_refuses_and_runs_nothing(confined, monkeypatch, tmp_path):
+async def test_without_bubblewrap_the_sandboxed_eval_refuses_and_runs_nothing(
+    confined, monkeypatch, tmp_path
+):
     from tether import sandbox
 
     empty = tmp_path / "bin"
@@ -106,8 +173,9 @@ async def test_without_bubblewrap_the_sandboxed_eval_refuses_and_runs_nothing(co
     monkeypatch.setenv("PATH", str(empty))
     sandbox.bwrap_problem.cache_clear()
     try:
-        async with tether.open_run(confined.root, plugins=[eval_plugin], load_entry_points=False,
-                                   options={"sandbox": True}) as run:
+        async with tether.open_run(
+            confined.root, plugins=[eval_plugin], load_entry_points=False, options={"sandbox": True}
+        ) as run:
             assert run.tool_listing()["sandbox"].startswith("exec tools refuse to run: ")
             r = await run.call("eval", {"code": "open('ran.txt', 'w').write('x')", "description": D})
             assert r.is_error and r.data["error"] == "sandbox_unavailable"
@@ -119,17 +187,25 @@ async def test_without_bubblewrap_the_sandboxed_eval_refuses_and_runs_nothing(co
     assert not (confined.root / "ran.txt").exists()
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"sandbox": True, "sandbox_netwrk": "on"}, "unknown run option 'sandbox_netwrk' (did you mean 'sandbox_network'"),
-    ({"sandbox": True, "sandbox_deny": ["relative/dir"]}, "'relative/dir' is not an absolute path"),
-    ({"sandbox": True, "sandbox_network": "maybe"}, "sandbox_network"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"sandbox": True, "sandbox_netwrk": "on"},
+            "unknown run option 'sandbox_netwrk' (did you mean 'sandbox_network'",
+        ),
+        ({"sandbox": True, "sandbox_deny": ["relative/dir"]}, "'relative/dir' is not an absolute path"),
+        ({"sandbox": True, "sandbox_network": "maybe"}, "sandbox_network"),
+    ],
+)
 def test_bad_sandbox_options_are_one_line_at_open(tmp_path, options, message):
     from tether.options import OptionsError
 
-    with pytest.raises(OptionsError) as caught:
-        with tether.open_run_sync(tmp_path, plugins=[eval_plugin], load_entry_points=False, options=options):
-            pass
+    with (
+        pytest.raises(OptionsError) as caught,
+        tether.open_run_sync(tmp_path, plugins=[eval_plugin], load_entry_points=False, options=options),
+    ):
+        pass
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -137,7 +213,11 @@ def test_a_project_cannot_loosen_its_own_sandbox(tmp_path):
     from tether.options import OptionsError
 
     (tmp_path / "pyproject.toml").write_text('[tool.tether]\nsandbox_network = "on"\n')
-    with pytest.raises(OptionsError, match="sandbox_network .*the project cannot decide it for itself"):
-        with tether.open_run_sync(tmp_path, plugins=[eval_plugin], load_entry_points=False, options={"sandbox": True}):
-            pass
+    with (
+        pytest.raises(OptionsError, match=r"sandbox_network .*the project cannot decide it for itself"),
+        tether.open_run_sync(
+            tmp_path, plugins=[eval_plugin], load_entry_points=False, options={"sandbox": True}
+        ),
+    ):
+        pass
     assert os.environ.get("FAKE_SERVICE_TOKEN") is None

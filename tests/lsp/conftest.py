@@ -24,7 +24,7 @@ class Greeter:
         return greet("x")
 '''
 
-MAIN = '''\
+MAIN = """\
 from pkg import util as u
 from pkg.util import greet
 
@@ -32,13 +32,13 @@ greeting = greet("a")
 result = greet(greet("b"))
 print("😀😀", u.greet("c"))
 value: int = u.greet("d")
-'''
+"""
 
-OTHER = '''\
+OTHER = """\
 from pkg.util import greet, Greeter
 
 print(greet("other"), Greeter().hello())
-'''
+"""
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -51,13 +51,16 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 def python_project(root: Path) -> Path:
     """pkg/util.py (definitions), pkg/main.py (uses, one existing type error), pkg/other.py (never opened)."""
-    return write_tree(root, {
-        "pyproject.toml": '[project]\nname = "sample"\nversion = "0"\n\n[tool.basedpyright]\ntypeCheckingMode = "standard"\n',
-        "pkg/__init__.py": "",
-        "pkg/util.py": UTIL,
-        "pkg/main.py": MAIN,
-        "pkg/other.py": OTHER,
-    })
+    return write_tree(
+        root,
+        {
+            "pyproject.toml": '[project]\nname = "sample"\nversion = "0"\n\n[tool.basedpyright]\ntypeCheckingMode = "standard"\n',
+            "pkg/__init__.py": "",
+            "pkg/util.py": UTIL,
+            "pkg/main.py": MAIN,
+            "pkg/other.py": OTHER,
+        },
+    )
 
 
 @pytest.fixture
@@ -70,8 +73,15 @@ def samples():
     """The builders, for tests and module-scoped fixtures (a test module cannot import this conftest)."""
     import types
 
-    return types.SimpleNamespace(python_project=python_project, write_tree=write_tree, pid_of=pid_of,
-                                 UTIL=UTIL, MAIN=MAIN, OTHER=OTHER, node_bin=node_bin)
+    return types.SimpleNamespace(
+        python_project=python_project,
+        write_tree=write_tree,
+        pid_of=pid_of,
+        UTIL=UTIL,
+        MAIN=MAIN,
+        OTHER=OTHER,
+        node_bin=node_bin,
+    )
 
 
 def node_bin() -> Path:
@@ -97,7 +107,9 @@ def pid_of(run, server: str = "basedpyright") -> int:
 # -- real projects, downloaded once from their registries at pinned versions ------------------------
 
 CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
-CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"  # click-8.5.1.tar.gz, the PyPI sdist
+CLICK_SHA256 = (
+    "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"  # click-8.5.1.tar.gz, the PyPI sdist
+)
 PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")  # Debian's golang-github-spf13-pflag-dev
 
 
@@ -135,8 +147,22 @@ def _unpacked(archive: Path, top: str) -> Path:
 @pytest.fixture(scope="session")
 def click_pristine() -> Path:
     python = shutil.which("python3") or sys.executable
-    archive = _fetch_once("click-8.5.1.tar.gz", CLICK_SHA256, [
-        python, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "click==8.5.1", "-d", str(CACHE)])
+    archive = _fetch_once(
+        "click-8.5.1.tar.gz",
+        CLICK_SHA256,
+        [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "click==8.5.1",
+            "-d",
+            str(CACHE),
+        ],
+    )
     return _unpacked(archive, "click-8.5.1")
 
 
@@ -152,7 +178,9 @@ def pflag_root(tmp_path: Path) -> Path:
     if not (PFLAG_SOURCE / "flag.go").is_file():
         from support import IN_CI
 
-        (pytest.fail if IN_CI else pytest.skip)("golang-github-spf13-pflag-dev is not installed (.ci/run installs it)")
+        (pytest.fail if IN_CI else pytest.skip)(
+            "golang-github-spf13-pflag-dev is not installed (.ci/run installs it)"
+        )
     root = Path(shutil.copytree(PFLAG_SOURCE, tmp_path / "pflag", symlinks=False))
     if not (root / "go.mod").is_file():
         (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")

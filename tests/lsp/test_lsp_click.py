@@ -10,8 +10,14 @@ import pytest
 import tether
 import tether.files
 
-MAKE_STR = ("    return str(value)\n\n\ndef _make_default", "    return len(str(value))\n\n\ndef _make_default")
-ECHO = ("    message: object = None,\n    file: t.IO[t.Any] | None = None,", "    message: object,\n    file: t.IO[t.Any] | None = None,")
+MAKE_STR = (
+    "    return str(value)\n\n\ndef _make_default",
+    "    return len(str(value))\n\n\ndef _make_default",
+)
+ECHO = (
+    "    message: object = None,\n    file: t.IO[t.Any] | None = None,",
+    "    message: object,\n    file: t.IO[t.Any] | None = None,",
+)
 
 
 def introduced(r):
@@ -27,7 +33,12 @@ async def edit(run, path, old, new):
 @pytest.mark.usefixtures("cpu_stress")
 async def test_the_first_write_of_a_fresh_run_reports_no_old_error_of_another_file(click_root):
     async with tether.open_run(click_root, plugins=[tether.files]) as run:
-        r = await edit(run, "src/click/utils.py", "def make_str(value: t.Any) -> str:", "def make_str(value: t.Any) -> str:  # c")
+        r = await edit(
+            run,
+            "src/click/utils.py",
+            "def make_str(value: t.Any) -> str:",
+            "def make_str(value: t.Any) -> str:  # c",
+        )
         assert introduced(r) == [], r.plain
         assert "introduced" not in r.plain
 
@@ -62,23 +73,46 @@ async def test_a_signature_change_reports_every_broken_caller_also_in_never_open
 @pytest.mark.usefixtures("cpu_stress")
 async def test_the_first_references_of_a_fresh_run_are_complete_or_say_they_may_not_be(click_root):
     async with tether.open_run(click_root) as run:
-        r = await run.call("lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"})
+        r = await run.call(
+            "lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"}
+        )
         assert not r.is_error, r.plain
         assert r.data["total"] >= 30 or "still analysing" in r.plain, r.plain
-        again = await run.call("lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"})
+        again = await run.call(
+            "lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"}
+        )
         assert again.data["total"] == r.data["total"] or "still analysing" in r.plain
 
 
 async def test_a_rename_names_the_callers_outside_the_servers_program(click_root):
     # tests/ is outside [tool.pyright] include: basedpyright neither renames nor reports the call there
     async with tether.open_run(click_root, plugins=[tether.files]) as run:
-        r = await run.call("lsp", {"action": "references", "file": "src/click/core.py", "line": 147, "symbol": "iter_params_for_processing"})
+        r = await run.call(
+            "lsp",
+            {
+                "action": "references",
+                "file": "src/click/core.py",
+                "line": 147,
+                "symbol": "iter_params_for_processing",
+            },
+        )
         assert not r.is_error, r.plain
-        assert "outside basedpyright's program" in r.plain and "tests/test_commands.py:417:" in r.plain, r.plain
-        r = await run.call("lsp_rename", {"file": "src/click/core.py", "line": 147, "symbol": "iter_params_for_processing",
-                                          "new_name": "params_in_processing_order"})
+        assert "outside basedpyright's program" in r.plain and "tests/test_commands.py:417:" in r.plain, (
+            r.plain
+        )
+        r = await run.call(
+            "lsp_rename",
+            {
+                "file": "src/click/core.py",
+                "line": 147,
+                "symbol": "iter_params_for_processing",
+                "new_name": "params_in_processing_order",
+            },
+        )
         assert not r.is_error, r.plain
         assert "NOT renamed: 'iter_params_for_processing' is still written" in r.plain, r.plain
         assert "tests/test_commands.py:417:" in r.plain
         assert {"file": "tests/test_commands.py", "line": 417} in r.data["not_renamed"]
-        assert (click_root / "src/click/core.py").read_text().splitlines()[146] == "def params_in_processing_order("
+        assert (click_root / "src/click/core.py").read_text().splitlines()[
+            146
+        ] == "def params_in_processing_order("

@@ -24,7 +24,7 @@ TS_FILES = {
 
 GO_FILES = {
     "go.mod": "module example.com/sample\n\ngo 1.19\n",
-    "util/util.go": "package util\n\n// Greet says hello.\nfunc Greet(name string) string {\n\treturn \"hi \" + name\n}\n",
+    "util/util.go": 'package util\n\n// Greet says hello.\nfunc Greet(name string) string {\n\treturn "hi " + name\n}\n',
     "main.go": 'package main\n\nimport (\n\t"fmt"\n\n\tu "example.com/sample/util"\n)\n\nfunc main() {\n\tfmt.Println(u.Greet("a"))\n}\n',
 }
 
@@ -45,16 +45,27 @@ async def test_clangd_navigation_non_ascii_and_diagnostics_on_write(tmp_path, sa
         r = await run.call("lsp", {"action": "references", "file": "util.h", "line": 3, "symbol": "add"})
         assert not r.is_error, r.plain
         line4 = C_FILES["main.c"].splitlines()[3]
-        assert {"file": "main.c", "line": 4, "column": line4.index("add") + 1, "text": line4} in r.data["locations"]
+        assert {"file": "main.c", "line": 4, "column": line4.index("add") + 1, "text": line4} in r.data[
+            "locations"
+        ]
         r = await run.call("lsp", {"action": "hover", "file": "main.c", "line": 5, "symbol": "add"})
         assert "int add(int a, int b)" in r.plain
-        r = await run.call("edit", {"path": "main.c", "old_string": "return add(r, 0);", "new_string": "return add(r, 0) + missing_var;"})
+        r = await run.call(
+            "edit",
+            {
+                "path": "main.c",
+                "old_string": "return add(r, 0);",
+                "new_string": "return add(r, 0) + missing_var;",
+            },
+        )
         assert not r.is_error
         assert introduced(r) == [("main.c", 5, "error")], r.plain
         assert "missing_var" in r.plain
 
 
-async def test_typescript_language_server_alias_and_diagnostics_on_write(tmp_path, samples, with_node_bin, no_leftover_processes):
+async def test_typescript_language_server_alias_and_diagnostics_on_write(
+    tmp_path, samples, with_node_bin, no_leftover_processes
+):
     require_binary("typescript-language-server", str(samples.node_bin() / "typescript-language-server"))
     root = samples.write_tree(tmp_path / "ts", TS_FILES)
     async with tether.open_run(root, plugins=[tether.files]) as run:
@@ -64,15 +75,23 @@ async def test_typescript_language_server_alias_and_diagnostics_on_write(tmp_pat
         assert files & {("src/util.ts", 1), ("src/main.ts", 1)}, r.plain
         r = await run.call("lsp", {"action": "diagnostics", "file": "src/main.ts"})
         assert [(d["line"], d["code"]) for d in r.data["diagnostics"]] == [(3, "2322")], r.plain
-        r = await run.call("edit", {"path": "src/main.ts", "old_string": 'console.log(g("b"));', "new_string": 'console.log(g(2));'})
+        r = await run.call(
+            "edit",
+            {"path": "src/main.ts", "old_string": 'console.log(g("b"));', "new_string": "console.log(g(2));"},
+        )
         assert introduced(r) == [("src/main.ts", 4, "error")], r.plain
         require_binary("tsc", str(samples.node_bin() / "tsc"))  # npm's typescript, which CI installs
         r = await run.call("lsp", {"action": "diagnostics", "file": "*"})
         assert not r.is_error, r.plain
-        assert {(d["file"], d["line"]) for d in r.data["diagnostics"]} == {("src/main.ts", 3), ("src/main.ts", 4)}
+        assert {(d["file"], d["line"]) for d in r.data["diagnostics"]} == {
+            ("src/main.ts", 3),
+            ("src/main.ts", 4),
+        }
 
 
-async def test_gopls_definition_through_an_import_alias_and_diagnostics_on_write(tmp_path, samples, monkeypatch, no_leftover_processes):
+async def test_gopls_definition_through_an_import_alias_and_diagnostics_on_write(
+    tmp_path, samples, monkeypatch, no_leftover_processes
+):
     gopls = require_binary("gopls", os.path.expanduser("~/go/bin/gopls"))
     require_binary("go")
     root = samples.write_tree(tmp_path / "go", GO_FILES)
@@ -83,5 +102,7 @@ async def test_gopls_definition_through_an_import_alias_and_diagnostics_on_write
         assert [(x["file"], x["line"], x["column"]) for x in r.data["locations"]] == [("util/util.go", 4, 6)]
         r = await run.call("lsp", {"action": "hover", "file": "main.go", "line": 10, "symbol": "Greet"})
         assert "Greet says hello" in r.plain
-        r = await run.call("edit", {"path": "main.go", "old_string": 'u.Greet("a")', "new_string": "u.Greet(1)"})
+        r = await run.call(
+            "edit", {"path": "main.go", "old_string": 'u.Greet("a")', "new_string": "u.Greet(1)"}
+        )
         assert [(f, line) for f, line, _ in introduced(r)] == [("main.go", 10)], r.plain

@@ -29,7 +29,9 @@ async def call(nav, **args):
 async def test_definition_through_an_import_alias(nav):
     r = await call(nav, action="definition", file="pkg/main.py", line=7, symbol="greet")
     assert not r.is_error, r.plain
-    assert r.data["locations"] == [{"file": "pkg/util.py", "line": 1, "column": 5, "text": "def greet(name: str) -> str:"}]
+    assert r.data["locations"] == [
+        {"file": "pkg/util.py", "line": 1, "column": 5, "text": "def greet(name: str) -> str:"}
+    ]
     assert "pkg/util.py:1:5: def greet(name: str) -> str:" in r.plain
     # the alias itself: 'u' also occurs inside 'value'; the whole identifier is meant
     r = await call(nav, action="definition", file="pkg/main.py", line=7, symbol="u")
@@ -52,7 +54,9 @@ async def test_a_substring_inside_a_longer_identifier_prefers_the_whole_identifi
     # 'greet' first occurs inside 'greeting'; the call greet(...) is the whole identifier
     r = await call(nav, action="definition", file="pkg/main.py", line=4, symbol="greet")
     assert not r.is_error, r.plain
-    assert [(loc["file"], loc["line"], loc["column"]) for loc in r.data["locations"]] == [("pkg/util.py", 1, 5)]
+    assert [(loc["file"], loc["line"], loc["column"]) for loc in r.data["locations"]] == [
+        ("pkg/util.py", 1, 5)
+    ]
     # only inside the longer identifier: that one is meant
     r = await call(nav, action="hover", file="pkg/main.py", line=4, symbol="greeti")
     assert not r.is_error and "greeting" in r.plain
@@ -62,11 +66,15 @@ async def test_non_ascii_before_the_symbol_is_converted_to_utf16(nav):
     # two emoji are four UTF-16 units but two characters: a code-point column would land on 'u'
     r = await call(nav, action="definition", file="pkg/main.py", line=6, symbol="greet")
     assert not r.is_error, r.plain
-    assert [(loc["file"], loc["line"], loc["column"]) for loc in r.data["locations"]] == [("pkg/util.py", 1, 5)]
+    assert [(loc["file"], loc["line"], loc["column"]) for loc in r.data["locations"]] == [
+        ("pkg/util.py", 1, 5)
+    ]
     # and back: the column printed for that use is in characters
     r = await call(nav, action="references", file="pkg/util.py", line=1, symbol="greet")
     line6 = 'print("😀😀", u.greet("c"))'
-    assert {"file": "pkg/main.py", "line": 6, "column": line6.index("greet") + 1, "text": line6} in r.data["locations"]
+    assert {"file": "pkg/main.py", "line": 6, "column": line6.index("greet") + 1, "text": line6} in r.data[
+        "locations"
+    ]
 
 
 async def test_references_across_files_are_capped_at_50_and_say_how_many_more(nav):
@@ -78,7 +86,9 @@ async def test_references_across_files_are_capped_at_50_and_say_how_many_more(na
     assert f"[{total - 50} more references not shown (showing 50 of {total})." in r.plain
     files = {loc["file"] for loc in r.data["locations"]}
     assert {"pkg/main.py", "pkg/many.py"} <= files
-    assert r.data["locations"] == sorted(r.data["locations"], key=lambda x: (x["file"], x["line"], x["column"]))
+    assert r.data["locations"] == sorted(
+        r.data["locations"], key=lambda x: (x["file"], x["line"], x["column"])
+    )
 
 
 async def test_hover_symbols_and_code_actions(nav):
@@ -87,7 +97,11 @@ async def test_hover_symbols_and_code_actions(nav):
     r = await call(nav, action="symbols", file="pkg/util.py")
     assert not r.is_error
     names = [(s["name"], s["kind"], s["depth"]) for s in r.data["symbols"]]
-    assert ("greet", "function", 0) in names and ("Greeter", "class", 0) in names and ("hello", "method", 1) in names
+    assert (
+        ("greet", "function", 0) in names
+        and ("Greeter", "class", 0) in names
+        and ("hello", "method", 1) in names
+    )
     r = await call(nav, action="symbols", query="Greeter")
     assert not r.is_error, r.plain
     assert "pkg/util.py:6:7: class Greeter" in r.plain
@@ -109,32 +123,64 @@ async def test_file_diagnostics_and_the_project_checker(nav):
     r = await call(nav, action="diagnostics", file="pkg/main.py")
     assert not r.is_error, r.plain
     [d] = r.data["diagnostics"]
-    assert (d["file"], d["line"], d["column"], d["severity"], d["code"]) == ("pkg/main.py", 7, 14, "error", "reportAssignmentType")
+    assert (d["file"], d["line"], d["column"], d["severity"], d["code"]) == (
+        "pkg/main.py",
+        7,
+        14,
+        "error",
+        "reportAssignmentType",
+    )
     r = await call(nav, action="diagnostics", file="*")
     assert not r.is_error, r.plain
     assert "basedpyright --outputjson" in r.plain
-    assert [(d["file"], d["line"], d["code"]) for d in r.data["diagnostics"]] == [("pkg/main.py", 7, "reportAssignmentType")]
+    assert [(d["file"], d["line"], d["code"]) for d in r.data["diagnostics"]] == [
+        ("pkg/main.py", 7, "reportAssignmentType")
+    ]
 
 
 BAD = [
-    ({"action": "definition", "file": "pkg/nope.py", "line": 1, "symbol": "x"}, "no such file: 'pkg/nope.py'"),
-    ({"action": "definition", "file": "pkg/util.py", "line": 99, "symbol": "greet"}, "line 99 is beyond the end of 'pkg/util.py', which has 8 line(s)"),
-    ({"action": "definition", "file": "pkg/util.py", "line": 2, "symbol": "greet"}, "'greet' does not occur on line 2 of 'pkg/util.py'"),
+    (
+        {"action": "definition", "file": "pkg/nope.py", "line": 1, "symbol": "x"},
+        "no such file: 'pkg/nope.py'",
+    ),
+    (
+        {"action": "definition", "file": "pkg/util.py", "line": 99, "symbol": "greet"},
+        "line 99 is beyond the end of 'pkg/util.py', which has 8 line(s)",
+    ),
+    (
+        {"action": "definition", "file": "pkg/util.py", "line": 2, "symbol": "greet"},
+        "'greet' does not occur on line 2 of 'pkg/util.py'",
+    ),
     ({"action": "teleport", "file": "pkg/util.py"}, "invalid arguments for lsp: action: expected one of"),
-    ({"action": "definition", "file": "../outside.py", "line": 1, "symbol": "x"}, "resolves outside the root"),
+    (
+        {"action": "definition", "file": "../outside.py", "line": 1, "symbol": "x"},
+        "resolves outside the root",
+    ),
     ({"action": "definition", "file": "pkg/util.py", "line": 1}, "action definition needs symbol"),
     ({"action": "references", "file": "pkg/util.py", "symbol": "greet"}, "action references needs line"),
     ({"action": "diagnostics"}, "action diagnostics needs file"),
     ({"action": "symbols"}, "action symbols needs query"),
     ({"action": "hover", "file": "pkg", "line": 1, "symbol": "x"}, "'pkg' is a directory"),
     ({"action": "hover", "file": "README.md", "line": 1, "symbol": "x"}, "no such file"),
-    ({"action": "definition", "file": "pkg/util.py", "line": 0, "symbol": "greet"}, "line: must be at least 1"),
-    ({"action": "definition", "file": "pkg/util.py", "line": 1, "symbol": "greet", "occurrence": 0}, "occurrence: must be at least 1"),
+    (
+        {"action": "definition", "file": "pkg/util.py", "line": 0, "symbol": "greet"},
+        "line: must be at least 1",
+    ),
+    (
+        {"action": "definition", "file": "pkg/util.py", "line": 1, "symbol": "greet", "occurrence": 0},
+        "occurrence: must be at least 1",
+    ),
     ({"action": "definition", "file": "pkg/util.py", "line": 1, "symbol": ""}, "symbol: must not be empty"),
     ({"action": "symbols", "file": "pkg/nope.py"}, "no such file: 'pkg/nope.py'"),
     ({"action": "diagnostics", "file": "pkg/nope.py"}, "no such file: 'pkg/nope.py'"),
-    ({"action": "hover", "file": "pkg/latin1.py", "line": 1, "symbol": "x"}, "'pkg/latin1.py' is not UTF-8 text"),
-    ({"action": "hover", "file": "pkg/util.py", "line": "1", "symbol": "greet"}, "line: expected integer, got string '1'"),
+    (
+        {"action": "hover", "file": "pkg/latin1.py", "line": 1, "symbol": "x"},
+        "'pkg/latin1.py' is not UTF-8 text",
+    ),
+    (
+        {"action": "hover", "file": "pkg/util.py", "line": "1", "symbol": "greet"},
+        "line: expected integer, got string '1'",
+    ),
 ]
 
 

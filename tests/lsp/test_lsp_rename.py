@@ -16,29 +16,50 @@ def snapshot(root):
 
 async def test_rename_across_three_files_including_unopened_ones(py_root, no_leftover_processes):
     async with tether.open_run(py_root) as run:
-        r = await run.call("lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"})
+        r = await run.call(
+            "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+        )
         assert not r.is_error, r.plain
         sup = run.resource("tether_lsp_supervisor")
         (conn,) = sup.connections.values()
         opened = {run.relpath(d.path) for d in conn.docs.values()}
         assert "pkg/other.py" not in opened  # never opened, still renamed
-        assert {f["file"]: f["edits"] for f in r.data["files"]} == {"pkg/util.py": 2, "pkg/main.py": 6, "pkg/other.py": 2}
+        assert {f["file"]: f["edits"] for f in r.data["files"]} == {
+            "pkg/util.py": 2,
+            "pkg/main.py": 6,
+            "pkg/other.py": 2,
+        }
         assert r.plain.startswith("renamed 'greet' to 'welcome': 10 edit(s) in 3 file(s)")
         assert "greet" not in (py_root / "pkg/util.py").read_text() + (py_root / "pkg/other.py").read_text()
         main = (py_root / "pkg/main.py").read_text()
-        assert 'print("😀😀", u.welcome("c"))' in main and "greeting = welcome(" in main  # 'greeting' itself untouched
+        assert (
+            'print("😀😀", u.welcome("c"))' in main and "greeting = welcome(" in main
+        )  # 'greeting' itself untouched
         assert "This write introduced" not in r.plain  # a clean rename introduces nothing
         # the server saw the new files: the new name resolves, from a file it never had open
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/other.py", "line": 3, "symbol": "welcome"})
-        assert r.data["locations"][0] == {"file": "pkg/util.py", "line": 1, "column": 5, "text": "def welcome(name: str) -> str:"}
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/other.py", "line": 3, "symbol": "welcome"}
+        )
+        assert r.data["locations"][0] == {
+            "file": "pkg/util.py",
+            "line": 1,
+            "column": 5,
+            "text": "def welcome(name: str) -> str:",
+        }
 
 
 BAD_RENAMES = [
-    ({"file": "pkg/util.py", "line": 1, "symbol": "nothere", "new_name": "x"}, "'nothere' does not occur on line 1"),
+    (
+        {"file": "pkg/util.py", "line": 1, "symbol": "nothere", "new_name": "x"},
+        "'nothere' does not occur on line 1",
+    ),
     ({"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "two words"}, "contains whitespace"),
     ({"file": "../elsewhere.py", "line": 1, "symbol": "x", "new_name": "y"}, "resolves outside the root"),
     ({"file": "pkg/util.py", "line": 40, "symbol": "greet", "new_name": "y"}, "line 40 is beyond the end"),
-    ({"file": "pkg/missing.py", "line": 1, "symbol": "greet", "new_name": "y"}, "no such file: 'pkg/missing.py'"),
+    (
+        {"file": "pkg/missing.py", "line": 1, "symbol": "greet", "new_name": "y"},
+        "no such file: 'pkg/missing.py'",
+    ),
     ({"file": "pkg/util.py", "line": 2, "symbol": "Say", "new_name": "y"}, "found nothing to rename"),
     ({"file": "pkg/util.py", "line": 1, "symbol": "greet"}, "missing required argument 'new_name'"),
 ]
@@ -68,13 +89,18 @@ async def test_a_failing_write_restores_every_file(py_root, monkeypatch):
     async with tether.open_run(py_root) as run:
         await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         monkeypatch.setattr(tether.atomic, "_replace", flaky)
-        r = await run.call("lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"})
+        r = await run.call(
+            "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+        )
     assert r.is_error and "nothing was written" in r.plain and "No space left" in r.plain, r.plain
     assert snapshot(py_root) == before
 
 
 def _edit(uri, l1, c1, l2, c2, text):
-    return lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=l1, character=c1), end=lsp.Position(line=l2, character=c2)), new_text=text)
+    return lsp.TextEdit(
+        range=lsp.Range(start=lsp.Position(line=l1, character=c1), end=lsp.Position(line=l2, character=c2)),
+        new_text=text,
+    )
 
 
 @pytest.fixture
@@ -90,23 +116,32 @@ def bare_run(tmp_path):
 def test_document_changes_with_file_operations_and_whole_file_edits(bare_run):
     run, root = bare_run
     a, b = (root / "a.py").as_uri(), (root / "b.py").as_uri()
-    edit = lsp.WorkspaceEdit(document_changes=[
-        lsp.TextDocumentEdit(
-            text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=a, version=None),
-            edits=[_edit(a, 1, 11, 1, 11, "XX"), _edit(a, 0, 0, 0, 4, "cafe")],  # after 'café)': UTF-16 offsets
-        ),
-        lsp.CreateFile(uri=(root / "new/c.py").as_uri()),
-        lsp.TextDocumentEdit(
-            text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=(root / "new/c.py").as_uri(), version=None),
-            edits=[_edit(None, 0, 0, 0, 0, "made = True\n")],
-        ),
-        lsp.RenameFile(old_uri=b, new_uri=(root / "b2.py").as_uri()),
-        lsp.TextDocumentEdit(  # whole-file replacement, the end past the last line
-            text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=(root / "b2.py").as_uri(), version=None),
-            edits=[_edit(None, 0, 0, 99, 0, "whole\n")],
-        ),
-        lsp.DeleteFile(uri=(root / "gone.py").as_uri()),
-    ])
+    edit = lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=a, version=None),
+                edits=[
+                    _edit(a, 1, 11, 1, 11, "XX"),
+                    _edit(a, 0, 0, 0, 4, "cafe"),
+                ],  # after 'café)': UTF-16 offsets
+            ),
+            lsp.CreateFile(uri=(root / "new/c.py").as_uri()),
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(
+                    uri=(root / "new/c.py").as_uri(), version=None
+                ),
+                edits=[_edit(None, 0, 0, 0, 0, "made = True\n")],
+            ),
+            lsp.RenameFile(old_uri=b, new_uri=(root / "b2.py").as_uri()),
+            lsp.TextDocumentEdit(  # whole-file replacement, the end past the last line
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(
+                    uri=(root / "b2.py").as_uri(), version=None
+                ),
+                edits=[_edit(None, 0, 0, 99, 0, "whole\n")],
+            ),
+            lsp.DeleteFile(uri=(root / "gone.py").as_uri()),
+        ]
+    )
     plan = plan_workspace_edit(edit, run, "utf-16")
     tether.atomic.write_all(plan.writes(), root=root)
     assert (root / "a.py").read_text() == "cafe = 1\nprint(café)XX\n"
@@ -121,7 +156,9 @@ def test_changes_form_and_edits_outside_the_root_are_refused_whole(bare_run, tmp
     a = (root / "a.py").as_uri()
     outside = tmp_path / "outside.py"
     outside.write_text("x = 1\n")
-    edit = lsp.WorkspaceEdit(changes={a: [_edit(a, 0, 0, 0, 4, "tea")], outside.as_uri(): [_edit(None, 0, 0, 0, 1, "y")]})
+    edit = lsp.WorkspaceEdit(
+        changes={a: [_edit(a, 0, 0, 0, 4, "tea")], outside.as_uri(): [_edit(None, 0, 0, 0, 1, "y")]}
+    )
     with pytest.raises(ToolError, match="outside the root; nothing was written"):
         plan_workspace_edit(edit, run, "utf-16")
     assert (root / "a.py").read_text().startswith("café") and outside.read_text() == "x = 1\n"
@@ -142,7 +179,9 @@ async def test_an_approval_policy_sees_every_file_a_rename_would_write(py_root):
 
     before = snapshot(py_root)
     async with tether.open_run(py_root, plugins=[Protect()]) as run:
-        r = await run.call("lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"})
+        r = await run.call(
+            "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+        )
     assert r.is_error and "pkg/other.py is protected" in r.plain and "Nothing was written" in r.plain, r.plain
     assert asked == [["pkg/util.py"], ["pkg/main.py", "pkg/other.py", "pkg/util.py"]]
     assert snapshot(py_root) == before
@@ -153,7 +192,9 @@ async def test_rename_counts_lines_as_the_server_does_not_at_form_feeds_or_line_
     root = tmp_path / "r"
     root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "r"\nversion = "0"\n')
-    source = "def helper(x):\n    return x\n\ndef main():\n    # c\x0c p\n    # s \u2028 h\n    return helper(2)\n"
+    source = (
+        "def helper(x):\n    return x\n\ndef main():\n    # c\x0c p\n    # s \u2028 h\n    return helper(2)\n"
+    )
     (root / "f.py").write_bytes(source.encode("utf-8"))
     async with tether.open_run(root, plugins=[tether.files]) as run:
         r = await run.call("lsp_rename", {"file": "f.py", "line": 1, "symbol": "helper", "new_name": "h2"})

@@ -13,7 +13,9 @@ from tether.hookspecs import hookimpl
 from tether_lsp.servers import BUILTIN_SERVERS, PY_MARKERS
 
 
-async def test_nothing_starts_before_the_first_query_and_nothing_is_left_after_close(py_root, no_leftover_processes):
+async def test_nothing_starts_before_the_first_query_and_nothing_is_left_after_close(
+    py_root, no_leftover_processes
+):
     async with tether.open_run(py_root) as run:
         sup = run.resource("tether_lsp_supervisor")
         assert sup.connections == {}
@@ -27,14 +29,20 @@ async def test_nothing_starts_before_the_first_query_and_nothing_is_left_after_c
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-async def test_a_server_killed_mid_run_is_restarted_with_its_documents(py_root, samples, no_leftover_processes):
+async def test_a_server_killed_mid_run_is_restarted_with_its_documents(
+    py_root, samples, no_leftover_processes
+):
     async with tether.open_run(py_root) as run:
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
         assert not r.is_error, r.plain
         old = samples.pid_of(run)
         os.killpg(os.getpgid(old), signal.SIGKILL)
         psutil.Process(old).wait(5) if psutil.pid_exists(old) else None
-        r = await run.call("lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
         assert not r.is_error, r.plain
         assert r.data["total"] >= 8
         new = samples.pid_of(run)
@@ -48,13 +56,19 @@ async def test_a_server_killed_mid_run_is_restarted_with_its_documents(py_root, 
 
 async def test_files_changed_on_disk_behind_the_servers_back_are_seen(py_root):
     async with tether.open_run(py_root) as run:
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
         assert r.data["locations"][0]["line"] == 1
         # a shell edits the never-opened definition file: two lines above greet
         util = py_root / "pkg/util.py"
         util.write_text("import os\nimport sys\n" + util.read_text())
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
-        assert r.data["locations"] == [{"file": "pkg/util.py", "line": 3, "column": 5, "text": "def greet(name: str) -> str:"}]
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
+        assert r.data["locations"] == [
+            {"file": "pkg/util.py", "line": 3, "column": 5, "text": "def greet(name: str) -> str:"}
+        ]
         # and the open file itself, rewritten by a shell: the new line 1 is asked about
         main = py_root / "pkg/main.py"
         main.write_text("from pkg.util import Greeter as G\n" + main.read_text())
@@ -76,13 +90,17 @@ async def test_a_request_that_times_out_says_so_and_the_server_stays_usable(py_r
         assert not r.is_error
         set_options(run, lsp_request_timeout=0.0001)
         t0 = time.monotonic()
-        r = await run.call("lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
         assert time.monotonic() - t0 < 2
         assert r.is_error
         assert "basedpyright timed out: textDocument/references got no answer within 0.0001 s" in r.plain
         assert "lsp_request_timeout" in r.plain and r.data["error"] == "timeout"
         set_options(run, lsp_request_timeout=30)
-        r = await run.call("lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
         assert not r.is_error and r.data["total"] >= 8
 
 
@@ -105,7 +123,10 @@ async def test_no_root_marker_is_reported_by_status_and_by_a_query(tmp_path, sam
         bp = next(s for s in r.data["servers"] if s["id"] == "basedpyright")
         assert not bp["available"]
         assert bp["reason"] == "no root marker (looked for " + ", ".join(PY_MARKERS) + ")"
-        assert "basedpyright (python): unavailable: no root marker (looked for pyproject.toml, setup.py, requirements.txt" in r.plain
+        assert (
+            "basedpyright (python): unavailable: no root marker (looked for pyproject.toml, setup.py, requirements.txt"
+            in r.plain
+        )
         r = await run.call("lsp", {"action": "hover", "file": "a.py", "line": 1, "symbol": "x"})
         assert r.is_error and "basedpyright: no root marker" in r.plain
         assert run.resource("tether_lsp_supervisor").connections == {}
@@ -125,9 +146,17 @@ async def test_binary_missing_is_reported_by_status(py_root):
         r = await run.call("lsp", {"action": "status"})
         bp = next(s for s in r.data["servers"] if s["id"] == "basedpyright")
         # tether-lsp alone does not bring basedpyright (and its Node): the reason names the extra that does
-        assert bp["reason"] == ('binary missing: no-such-langserver-xyz (pip install "tether-lsp[basedpyright]" '
-                                "(tether[lsp] and tether[all] include it))") and bp["root"] == "."
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        assert (
+            bp["reason"]
+            == (
+                'binary missing: no-such-langserver-xyz (pip install "tether-lsp[basedpyright]" '
+                "(tether[lsp] and tether[all] include it))"
+            )
+            and bp["root"] == "."
+        )
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
         assert r.is_error and "binary missing: no-such-langserver-xyz" in r.plain
 
 
@@ -138,14 +167,26 @@ class TyAsBasedpyright:
     def tether_lsp_servers(self, run):
         from tether_lsp.servers import ServerDef
 
-        return [ServerDef(id="ty-custom", languages=("python",), extensions=(".py",), root_markers=("pyproject.toml",),
-                          command=("ty", "server"), ready="initialize")]
+        return [
+            ServerDef(
+                id="ty-custom",
+                languages=("python",),
+                extensions=(".py",),
+                root_markers=("pyproject.toml",),
+                command=("ty", "server"),
+                ready="initialize",
+            )
+        ]
 
 
-async def test_a_definition_registered_by_a_plugin_is_used_and_ty_initializes_without_hanging(py_root, no_leftover_processes):
+async def test_a_definition_registered_by_a_plugin_is_used_and_ty_initializes_without_hanging(
+    py_root, no_leftover_processes
+):
     # pygls with cattrs >= 25 cannot parse ty's initialize reply and never completes the request: this
     # start would then fail after lsp_start_timeout instead of answering
-    async with tether.open_run(py_root, plugins=[TyAsBasedpyright()], options={"lsp_servers": ["ty-custom"], "lsp_start_timeout": 20}) as run:
+    async with tether.open_run(
+        py_root, plugins=[TyAsBasedpyright()], options={"lsp_servers": ["ty-custom"], "lsp_start_timeout": 20}
+    ) as run:
         t0 = time.monotonic()
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 8, "symbol": "greet"})
         assert not r.is_error, r.plain
@@ -177,11 +218,15 @@ def _replacing_basedpyright(*command):
     return Plugin()
 
 
-async def test_a_server_that_exits_at_start_is_reported_and_not_retried_on_every_write(py_root, no_leftover_processes):
+async def test_a_server_that_exits_at_start_is_reported_and_not_retried_on_every_write(
+    py_root, no_leftover_processes
+):
     plugin = _replacing_basedpyright("sh", "-c", "echo boom: no interpreter >&2; exit 3")
     async with tether.open_run(py_root, plugins=[plugin, tether.files]) as run:
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
-        assert r.is_error and "basedpyright exited during startup (exit code 3): boom: no interpreter" in r.plain
+        assert (
+            r.is_error and "basedpyright exited during startup (exit code 3): boom: no interpreter" in r.plain
+        )
         t0 = time.monotonic()
         for i in range(3):
             r = await run.call("write", {"path": "pkg/new.py", "content": f"x = {i}\n"})
@@ -201,13 +246,23 @@ async def test_a_server_that_never_answers_initialize_times_out_and_is_killed(py
 
 async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_root):
     async with tether.open_run(py_root) as run:
-        args = {"action": "definition", "file": "pkg/util.py", "line": 2, "symbol": "Say"}  # in a docstring: no definition
+        args = {
+            "action": "definition",
+            "file": "pkg/util.py",
+            "line": 2,
+            "symbol": "Say",
+        }  # in a docstring: no definition
         r = await run.call("lsp", args)
         assert not r.is_error and r.plain == "no definition found for 'Say' at pkg/util.py:2"
         (conn,) = run.resource("tether_lsp_supervisor").connections.values()
         conn.progress_tokens.add("indexing")  # as a $/progress begin without its end would leave it
         r = await run.call("lsp", args)
-        assert r.is_error and "still indexing" in r.plain and "retry" in r.plain and r.data["error"] == "indexing"
+        assert (
+            r.is_error
+            and "still indexing" in r.plain
+            and "retry" in r.plain
+            and r.data["error"] == "indexing"
+        )
 
 
 async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_processes):
@@ -218,8 +273,12 @@ async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_proc
 
     langserver = Path(sys.executable).parent / "basedpyright-langserver"
     flood = f"head -c 4000000 /dev/zero | tr '\\0' x >&2; exec {langserver} --stdio"
-    async with tether.open_run(py_root, plugins=[_replacing_basedpyright("sh", "-c", flood)], options={"lsp_start_timeout": 20}) as run:
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+    async with tether.open_run(
+        py_root, plugins=[_replacing_basedpyright("sh", "-c", flood)], options={"lsp_start_timeout": 20}
+    ) as run:
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
         assert not r.is_error, r.plain
         assert r.data["locations"][0]["file"] == "pkg/util.py"
 
@@ -231,7 +290,9 @@ async def test_in_a_tree_too_large_to_scan_per_query_a_poller_sees_shell_edits(p
 
     monkeypatch.setattr(tether_lsp.connection, "SYNC_SCAN_BUDGET", 0.0)  # any tree counts as large
     async with tether.open_run(py_root) as run:
-        r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
         assert r.data["locations"][0]["line"] == 1
         r = await run.call("lsp", {"action": "status"})
         assert r.data["running"][0]["file_sync"] == "polled every 1 s (large tree)"
@@ -239,7 +300,9 @@ async def test_in_a_tree_too_large_to_scan_per_query_a_poller_sees_shell_edits(p
         util.write_text("import os\n" + util.read_text())
         for _ in range(40):
             await asyncio.sleep(0.1)
-            r = await run.call("lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"})
+            r = await run.call(
+                "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+            )
             if r.data["locations"][0]["line"] == 2:
                 break
         assert r.data["locations"][0]["line"] == 2
@@ -252,25 +315,37 @@ class ProxyWithoutComponent:
     def tether_lsp_servers(self, run):
         from tether_lsp.servers import ServerDef
 
-        return [ServerDef(id="fake-ra", languages=("rust",), extensions=(".rs",), root_markers=("Cargo.toml",),
-                          command=("fake-ra",))]
+        return [
+            ServerDef(
+                id="fake-ra",
+                languages=("rust",),
+                extensions=(".rs",),
+                root_markers=("Cargo.toml",),
+                command=("fake-ra",),
+            )
+        ]
 
 
 async def test_a_binary_that_fails_its_version_query_is_not_usable(tmp_path, samples):
-    root = samples.write_tree(tmp_path / "rs", {"Cargo.toml": "[package]\nname = 'x'\n", "src/main.rs": "fn main() {}\n"})
+    root = samples.write_tree(
+        tmp_path / "rs", {"Cargo.toml": "[package]\nname = 'x'\n", "src/main.rs": "fn main() {}\n"}
+    )
     script = root / ".venv/bin/fake-ra"  # project-local bin directories are looked at first
     script.parent.mkdir(parents=True)
-    script.write_text("#!/bin/sh\necho \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'\" >&2\nexit 1\n")
+    script.write_text(
+        "#!/bin/sh\necho \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'\" >&2\nexit 1\n"
+    )
     script.chmod(0o755)
     async with tether.open_run(root, plugins=[ProxyWithoutComponent()]) as run:
         r = await run.call("lsp", {"action": "status"})
         fake = next(s for s in r.data["servers"] if s["id"] == "fake-ra")
         assert fake["binary"] == str(script)
-        assert fake["reason"] == ("binary does not work: `fake-ra --version` failed (exit 1): "
-                                  "error: Unknown binary 'rust-analyzer' in official toolchain 'stable'")
+        assert fake["reason"] == (
+            "binary does not work: `fake-ra --version` failed (exit 1): "
+            "error: Unknown binary 'rust-analyzer' in official toolchain 'stable'"
+        )
         r = await run.call("lsp", {"action": "hover", "file": "src/main.rs", "line": 1, "symbol": "main"})
         assert r.is_error and "fake-ra: binary does not work" in r.plain
-
 
 
 async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monkeypatch):
@@ -281,4 +356,7 @@ async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monk
     async with tether.open_run(root) as run:
         r = await run.call("lsp", {"action": "status"})
         (ts,) = [s for s in r.data["servers"] if s["id"] == "typescript-language-server"]
-        assert ts["reason"] == "binary missing: typescript-language-server (npm i -D typescript-language-server typescript)"
+        assert (
+            ts["reason"]
+            == "binary missing: typescript-language-server (npm i -D typescript-language-server typescript)"
+        )

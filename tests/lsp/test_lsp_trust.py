@@ -46,8 +46,10 @@ async def test_an_untrusted_root_runs_none_of_its_own_binaries_and_says_why(chec
         hover = await run.call("lsp", {"action": "hover", "file": "a.ts", "line": 1, "symbol": "x"})
     assert not (marks / "tsls").exists(), "the checkout's typescript-language-server was run"
     (ts,) = [s for s in status.data["servers"] if s["id"] == "typescript-language-server"]
-    assert "the project's own node_modules/.bin/typescript-language-server is not run: this run does not trust " \
-           "its root (run option trust; tether --trust)" in (ts["note"] or ts["reason"])
+    assert (
+        "the project's own node_modules/.bin/typescript-language-server is not run: this run does not trust "
+        "its root (run option trust; tether --trust)" in (ts["note"] or ts["reason"])
+    )
     assert ts["binary"] is None or "node_modules" not in ts["binary"]
     assert "node_modules" not in hover.plain or "is not run" in hover.plain
 
@@ -59,8 +61,10 @@ async def test_an_untrusted_root_runs_no_checker_that_runs_its_code(crate):
     # cargo check would run build.rs: it is passed over, saying why, whether or not cargo is installed
     assert not (marks / "build").exists()
     assert project.is_error, project.plain
-    assert ("rust-analyzer: `cargo` runs the project's own code (build scripts), and this run does not trust its "
-            "root (run option trust; tether --trust)") in project.plain
+    assert (
+        "rust-analyzer: `cargo` runs the project's own code (build scripts), and this run does not trust its "
+        "root (run option trust; tether --trust)"
+    ) in project.plain
 
 
 async def test_a_trusted_root_uses_the_projects_own_binary(checkout):

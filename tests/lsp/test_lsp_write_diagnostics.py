@@ -22,7 +22,12 @@ async def edit(run, path, old, new):
 
 async def test_only_the_new_error_is_reported_when_the_file_already_had_one(py_root):
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
-        r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")\n', 'value: int = u.greet("d")\ncount: int = len(3)\n')
+        r = await edit(
+            run,
+            "pkg/main.py",
+            'value: int = u.greet("d")\n',
+            'value: int = u.greet("d")\ncount: int = len(3)\n',
+        )
         assert introduced(r) == [("pkg/main.py", 8, "error", "reportArgumentType")]
         assert "This write introduced 1 error(s), 0 warning(s):" in r.plain
         assert "pkg/main.py:8:" in r.plain and ":7:" not in r.plain
@@ -32,7 +37,12 @@ async def test_a_moved_error_is_not_reported_again_but_the_same_message_a_second
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
         r = await edit(run, "pkg/main.py", "from pkg import util as u\n", "from pkg import util as u\n\n\n")
         assert introduced(r) == [] and "introduced" not in r.plain  # the old error moved to line 9
-        r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")\n', 'value: int = u.greet("d")\nvalue2: int = u.greet("e")\n')
+        r = await edit(
+            run,
+            "pkg/main.py",
+            'value: int = u.greet("d")\n',
+            'value: int = u.greet("d")\nvalue2: int = u.greet("e")\n',
+        )
         assert introduced(r) == [("pkg/main.py", 10, "error", "reportAssignmentType")]
         assert ERR in r.data["diagnostics"][0]["message"]
 
@@ -49,7 +59,9 @@ async def test_a_fixed_then_reintroduced_error_is_reported_again(py_root):
 
 async def test_new_errors_in_dependent_files_are_reported_even_never_opened_ones(py_root):
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
-        r = await edit(run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:")
+        r = await edit(
+            run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:"
+        )
         got = introduced(r)
         files = {f for f, *_ in got}
         assert {"pkg/main.py", "pkg/other.py"} <= files, r.plain
@@ -61,16 +73,27 @@ async def test_new_errors_in_dependent_files_are_reported_even_never_opened_ones
 
 async def test_a_new_file_with_an_error_and_a_clean_write(py_root):
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
-        r = await run.call("write", {"path": "pkg/fresh.py", "content": "from pkg.util import greet\n\nn: int = greet('x')\n"})
+        r = await run.call(
+            "write",
+            {"path": "pkg/fresh.py", "content": "from pkg.util import greet\n\nn: int = greet('x')\n"},
+        )
         assert introduced(r) == [("pkg/fresh.py", 3, "error", "reportAssignmentType")]
-        r = await run.call("write", {"path": "pkg/fresh.py", "content": "from pkg.util import greet\n\ns: str = greet('x')\n"})
+        r = await run.call(
+            "write",
+            {"path": "pkg/fresh.py", "content": "from pkg.util import greet\n\ns: str = greet('x')\n"},
+        )
         assert introduced(r) == [] and not r.is_error
 
 
 async def test_a_capped_wait_says_diagnostics_still_pending(py_root):
     async with tether.open_run(py_root, plugins=[tether.files], options={"diagnostics_timeout": 0.05}) as run:
         t0 = time.monotonic()
-        r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")\n', 'value: int = u.greet("d")\ncount: int = len(3)\n')
+        r = await edit(
+            run,
+            "pkg/main.py",
+            'value: int = u.greet("d")\n',
+            'value: int = u.greet("d")\ncount: int = len(3)\n',
+        )
         assert "diagnostics incomplete: still pending for pkg/main.py after 0.05 s" in r.plain
         assert time.monotonic() - t0 < 1.0 + 3  # cold start of the baseline is not waited for either
 
@@ -87,7 +110,9 @@ async def test_a_pull_server_ty_reports_a_dependent_open_files_new_error(py_root
     async with tether.open_run(py_root, plugins=[tether.files], options={"lsp_servers": ["ty"]}) as run:
         r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/other.py"})
         assert r.data["diagnostics"] == [], r.plain
-        r = await edit(run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:")
+        r = await edit(
+            run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:"
+        )
         got = introduced(r)
         assert ("pkg/other.py", 3, "error", "missing-argument") in got, r.plain
         assert ("pkg/util.py", 8, "error", "missing-argument") in got

@@ -73,10 +73,22 @@ PROJECT = " (from [tool.tether] in pyproject.toml)"
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("[tool.tether.vibe]\nfast = 3\n", f"run option vibe_fast{PROJECT}: expected string or array or null, got integer 3"),
-        ('[tool.tether.vibe]\nfastt = "x"\n', f"unknown run option 'vibe_fastt'{PROJECT} (did you mean 'vibe_fast'?)"),
-        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = 0\n', f"run option vibe_max_workers{PROJECT}: must be at least 1, got 0"),
-        ('[tool.tether.vibe]\nfast = "x"\nmax_workers = "4"\n', "vibe_max_workers" + PROJECT + ": expected integer, got string '4'"),
+        (
+            "[tool.tether.vibe]\nfast = 3\n",
+            f"run option vibe_fast{PROJECT}: expected string or array or null, got integer 3",
+        ),
+        (
+            '[tool.tether.vibe]\nfastt = "x"\n',
+            f"unknown run option 'vibe_fastt'{PROJECT} (did you mean 'vibe_fast'?)",
+        ),
+        (
+            '[tool.tether.vibe]\nfast = "x"\nmax_workers = 0\n',
+            f"run option vibe_max_workers{PROJECT}: must be at least 1, got 0",
+        ),
+        (
+            '[tool.tether.vibe]\nfast = "x"\nmax_workers = "4"\n',
+            "vibe_max_workers" + PROJECT + ": expected integer, got string '4'",
+        ),
         ("[tool.tether.vibe\nfast = 1\n", "pyproject.toml is not valid TOML"),
     ],
 )

@@ -6,8 +6,8 @@ import asyncio
 import time
 
 import pytest
-from tether.options import OptionsError
 from tether import ToolError, hookimpl
+from tether.options import OptionsError
 from tether_vibe.roster import Status, WorkerInfo, unknown_worker
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")

@@ -7,7 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
-from tether.procs import alive  # running, not a zombie (an orphan's zombie may linger where init does not reap)
+from tether.procs import (
+    alive,  # running, not a zombie (an orphan's zombie may linger where init does not reap)
+)
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -106,7 +108,9 @@ async def test_a_finished_worker_leaves_no_process_behind(open_vibe, project, wo
         assert not alive(orphan)  # stopped when its worker ended, not only when the run closes
 
 
-async def test_a_child_in_its_own_session_is_stopped_when_its_worker_exits(open_vibe, project, worker_cmd, tmp_path):
+async def test_a_child_in_its_own_session_is_stopped_when_its_worker_exits(
+    open_vibe, project, worker_cmd, tmp_path
+):
     pidfile = tmp_path / "escaped"
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         begun = time.monotonic()

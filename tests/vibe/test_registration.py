@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import tether
 from tether.testing import assert_light_entry_point
@@ -68,7 +67,8 @@ async def test_found_through_its_entry_point(project, worker_cmd, monkeypatch):
 
 def test_entry_point_imports_nothing_heavy():
     assert_light_entry_point(
-        "tether_vibe.plugin", forbidden=("tether_vibe.command_roster", "tether_vibe.tools", "psutil", "asyncio.subprocess")
+        "tether_vibe.plugin",
+        forbidden=("tether_vibe.command_roster", "tether_vibe.tools", "psutil", "asyncio.subprocess"),
     )
 
 

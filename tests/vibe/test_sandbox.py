@@ -27,31 +27,47 @@ print("secret", os.environ.get("FAKE_SERVICE_TOKEN"))
 
 
 def results(text: str) -> dict[str, str]:
-    return dict(line.split(" ", 1) for line in text.splitlines() if line.split(" ")[0] in
-                {"key", "outside", "inside", "connect", "secret"})
+    return dict(
+        line.split(" ", 1)
+        for line in text.splitlines()
+        if line.split(" ")[0] in {"key", "outside", "inside", "connect", "secret"}
+    )
 
 
 async def test_a_worker_runs_confined(confined, open_vibe):
-    (confined.root / "probe.py").write_text(PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"),
-                                                         port=confined.port))
-    async with open_vibe(confined.root, {"fast": [sys.executable, "probe.py"]}, options={"sandbox": True}) as run:
+    (confined.root / "probe.py").write_text(
+        PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"), port=confined.port)
+    )
+    async with open_vibe(
+        confined.root, {"fast": [sys.executable, "probe.py"]}, options={"sandbox": True}
+    ) as run:
         await run.call("vibe_spawn", {"brief": "probe", "label": "probe"})
         done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
         assert done.data["status"] == "done", done.plain
-    assert results(done.data["result"]) == {"key": "FileNotFoundError", "outside": "OSError", "inside": "2",
-                                            "connect": "ConnectionRefusedError", "secret": "None"}
+    assert results(done.data["result"]) == {
+        "key": "FileNotFoundError",
+        "outside": "OSError",
+        "inside": "2",
+        "connect": "ConnectionRefusedError",
+        "secret": "None",
+    }
     assert confined.accepted == 0 and (confined.root / "made-by-worker.txt").read_text() == "ok"
 
 
 async def test_a_workers_network_and_api_key_follow_their_own_options(confined, open_vibe):
-    (confined.root / "probe.py").write_text(PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"),
-                                                         port=confined.port))
+    (confined.root / "probe.py").write_text(
+        PROBE.format(key=str(confined.key), home_file=str(confined.home / "x"), port=confined.port)
+    )
     options = {"sandbox": True, "sandbox_worker_network": "on", "sandbox_pass_env": ["FAKE_SERVICE_TOKEN"]}
     async with open_vibe(confined.root, {"fast": [sys.executable, "probe.py"]}, options=options) as run:
         await run.call("vibe_spawn", {"brief": "probe", "label": "probe"})
         done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
     seen = results(done.data["result"])
-    assert seen["connect"].startswith("<socket.socket") and seen["secret"] == "s3cret" and seen["key"] == "FileNotFoundError"
+    assert (
+        seen["connect"].startswith("<socket.socket")
+        and seen["secret"] == "s3cret"
+        and seen["key"] == "FileNotFoundError"
+    )
     assert confined.accepted == 1
 
 
@@ -63,8 +79,9 @@ async def test_without_bubblewrap_a_sandboxed_worker_is_refused(confined, open_v
     monkeypatch.setenv("PATH", str(empty))
     sandbox.bwrap_problem.cache_clear()
     try:
-        async with open_vibe(confined.root, {"fast": [sys.executable, "-c", "open('ran.txt', 'w')"]},
-                             options={"sandbox": True}) as run:
+        async with open_vibe(
+            confined.root, {"fast": [sys.executable, "-c", "open('ran.txt', 'w')"]}, options={"sandbox": True}
+        ) as run:
             refused = await run.call("vibe_spawn", {"brief": "b", "label": "l"})
             assert refused.is_error and refused.data["error"] == "sandbox_unavailable", refused.plain
             assert "bubblewrap (bwrap) is not on PATH" in refused.plain

@@ -11,8 +11,11 @@ from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
 
 __all__ = [
     "NO_RESOURCE",
+    "CallContext",
     "Diagnostic",
     "Image",
+    "Run",
+    "Surface",
     "Text",
     "Tier",
     "Tool",
@@ -23,9 +26,6 @@ __all__ = [
     "hookspec",
     "open_run",
     "open_run_sync",
-    "Run",
-    "CallContext",
-    "Surface",
 ]
 
 

@@ -74,7 +74,7 @@ def _is_optional(tp: Any) -> tuple[bool, Any]:
     if typing.get_origin(tp) in (Union, types.UnionType):
         members = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(members) < len(typing.get_args(tp)):
-            return True, (members[0] if len(members) == 1 else Union[tuple(members)])
+            return True, (members[0] if len(members) == 1 else Union[tuple(members)])  # noqa: UP007 - a Union of a runtime tuple of types has no X | Y spelling
     return False, tp
 
 
@@ -248,7 +248,9 @@ def _converter() -> cattrs.Converter:
         allowed = typing.get_args(tp)
         if value in allowed and type(value) in {type(a) for a in allowed}:
             return value
-        raise TypeError(f"expected one of {', '.join(json.dumps(a) for a in allowed)}, got {_describe(value)}")
+        raise TypeError(
+            f"expected one of {', '.join(json.dumps(a) for a in allowed)}, got {_describe(value)}"
+        )
 
     conv.register_structure_hook_func(is_literal, structure_literal)
 
@@ -275,7 +277,9 @@ def _converter() -> cattrs.Converter:
         same = [m for m in members if _type_schema(m).get("type") == kind]
         if len(same) == 1:  # the value has the right shape: what is wrong inside it says more
             return conv.structure(value, same[0])
-        kinds = ["null" if m is type(None) else _type_schema(m).get("type", "value") for m in typing.get_args(tp)]
+        kinds = [
+            "null" if m is type(None) else _type_schema(m).get("type", "value") for m in typing.get_args(tp)
+        ]
         raise TypeError(f"expected {' or '.join(dict.fromkeys(kinds))}, got {_describe(value)}")
 
     conv.register_structure_hook_func(is_union, structure_union)
@@ -327,8 +331,10 @@ def _plan(cls: type) -> tuple[tuple[tuple[str, dict[str, Any]], ...], tuple[str,
     """Per class, once: constrained fields with their limits, field names, fields that may nest."""
     attrs.resolve_types(cls)
     fields = attrs.fields(cls)
-    limits = {f.name: {k: v for k, v in f.metadata.get(_META, {}).items() if k not in ("description", "examples")}
-              for f in fields}
+    limits = {
+        f.name: {k: v for k, v in f.metadata.get(_META, {}).items() if k not in ("description", "examples")}
+        for f in fields
+    }
     constrained = tuple((name, m) for name, m in limits.items() if m)
     return constrained, tuple(f.name for f in fields), tuple(f.name for f in fields if _may_nest(f.type))
 
@@ -355,7 +361,11 @@ def _check_constraints(cls: type, obj: Any, out: list[str], prefix: str = "") ->
                 out.append(f"{name}: must be at most {meta['maximum']}, got {value}")
         if isinstance(value, str):
             if "minLength" in meta and len(value) < meta["minLength"]:
-                what = "must not be empty" if meta["minLength"] == 1 else f"must be at least {meta['minLength']} characters"
+                what = (
+                    "must not be empty"
+                    if meta["minLength"] == 1
+                    else f"must be at least {meta['minLength']} characters"
+                )
                 out.append(f"{name}: {what}")
             if "maxLength" in meta and len(value) > meta["maxLength"]:
                 out.append(f"{name}: must be at most {meta['maxLength']} characters, got {len(value)}")

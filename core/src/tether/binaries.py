@@ -11,7 +11,11 @@ import os
 from pathlib import Path
 
 VENVS = (".venv", "venv")
-LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")  # looked at before PATH: the project's version wins
+LOCAL_BIN_DIRS = (
+    ".venv/bin",
+    "venv/bin",
+    "node_modules/.bin",
+)  # looked at before PATH: the project's version wins
 
 
 def _executable(path: Path) -> bool:
@@ -22,7 +26,9 @@ def project_pythons(root: Path) -> list[Path]:
     """The interpreter of each of the root's virtual environments (``.venv``, then ``venv``)."""
     out = []
     for venv in VENVS:
-        found = next((p for p in (root / venv / "bin" / n for n in ("python", "python3")) if _executable(p)), None)
+        found = next(
+            (p for p in (root / venv / "bin" / n for n in ("python", "python3")) if _executable(p)), None
+        )
         if found is not None:
             out.append(found)
     return out

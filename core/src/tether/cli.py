@@ -38,20 +38,40 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--root", default=".", help="the run's root (default: the current directory)")
-        sp.add_argument("--surface", default="full", help="full, plan, readonly or one a plugin defines (default: full)")
+        sp.add_argument(
+            "--surface", default="full", help="full, plan, readonly or one a plugin defines (default: full)"
+        )
         sp.add_argument("--vibe", action="store_true", help="turn vibe mode on for the run")
-        sp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
-                             "`tether tools --json` lists them")
-        sp.add_argument("-p", "--plugin", action="append", default=[], metavar="MODULE|no:NAME",
-                        help="load an importable module as a plugin (a harness policy), or never load the "
-                             "plugin NAME (an entry point, e.g. no:lsp); repeatable")
-        sp.add_argument("--trust", action=argparse.BooleanOptionalAction, default=None,
-                        help="whether the run may execute the root's code (its own binaries, checkers that "
-                             "run it); default: trusted on the full surface, untrusted on plan and readonly")
-        sp.add_argument("--sandbox", action="store_true",
-                        help="run exec tools (eval, debug, vibe workers) inside the built-in bubblewrap sandbox "
-                             "(the sandbox_* options set its policy); they refuse to run when it cannot be had")
+        sp.add_argument(
+            "--option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a run option (VALUE as JSON when it parses, else a string); repeatable; "
+            "`tether tools --json` lists them",
+        )
+        sp.add_argument(
+            "-p",
+            "--plugin",
+            action="append",
+            default=[],
+            metavar="MODULE|no:NAME",
+            help="load an importable module as a plugin (a harness policy), or never load the "
+            "plugin NAME (an entry point, e.g. no:lsp); repeatable",
+        )
+        sp.add_argument(
+            "--trust",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="whether the run may execute the root's code (its own binaries, checkers that "
+            "run it); default: trusted on the full surface, untrusted on plan and readonly",
+        )
+        sp.add_argument(
+            "--sandbox",
+            action="store_true",
+            help="run exec tools (eval, debug, vibe workers) inside the built-in bubblewrap sandbox "
+            "(the sandbox_* options set its policy); they refuse to run when it cannot be had",
+        )
 
     t = sub.add_parser("tools", help="list the tools of a run on a surface, with tiers and schemas")
     common(t)
@@ -63,12 +83,18 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     s = sub.add_parser("serve", help="serve one run over MCP (stdio, or Streamable HTTP with --http)")
     common(s)
-    s.add_argument("--http", metavar="HOST:PORT",
-                   help="serve MCP's Streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any free "
-                        "port, printed on stderr); a HOST other than loopback needs a bearer token")
-    s.add_argument("--token-file", metavar="FILE",
-                   help=f"the bearer token HTTP clients must send, read from FILE (or set ${TOKEN_ENV}); "
-                        "never on the command line")
+    s.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve MCP's Streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any free "
+        "port, printed on stderr); a HOST other than loopback needs a bearer token",
+    )
+    s.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"the bearer token HTTP clients must send, read from FILE (or set ${TOKEN_ENV}); "
+        "never on the command line",
+    )
     return p
 
 
@@ -100,17 +126,21 @@ def _serve(ns: argparse.Namespace) -> int:
         raise _Usage("--token-file is for --http HOST:PORT; stdio needs no token")
     token = _token(ns) if http is not None else None
     if http is not None and token is None and not _loopback(http[0]):
-        raise _Usage(f"--http {ns.http} listens beyond this machine, so clients must send a bearer token: set "
-                     f"${TOKEN_ENV} or pass --token-file FILE (make one with: python -c \"import secrets; "
-                     "print(secrets.token_urlsafe(32))\")")
+        raise _Usage(
+            f"--http {ns.http} listens beyond this machine, so clients must send a bearer token: set "
+            f'${TOKEN_ENV} or pass --token-file FILE (make one with: python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))")'
+        )
     from tether.run import Run
 
     Run(**run_kwargs)  # a bad option or surface stops the server before a client connects
     try:
         from tether.serve import serve
     except ModuleNotFoundError as exc:
-        raise _Usage(f"tether serve needs the MCP SDK, which is not installed (no module {exc.name!r}): install "
-                     "the mcp extra, e.g. pip install 'tether-core[mcp]', or install 'tether', which includes it") from None
+        raise _Usage(
+            f"tether serve needs the MCP SDK, which is not installed (no module {exc.name!r}): install "
+            "the mcp extra, e.g. pip install 'tether-core[mcp]', or install 'tether', which includes it"
+        ) from None
     return serve(http=http, token=token, **run_kwargs)
 
 
@@ -118,7 +148,9 @@ def _http_bind(value: str) -> tuple[str, int]:
     hostname, sep, port = value.rpartition(":")
     hostname = hostname.strip("[]")
     if not sep or not hostname or not port.isdigit() or int(port) > 65535:
-        raise _Usage(f"--http takes HOST:PORT, e.g. 127.0.0.1:8765 or 0.0.0.0:8765 or [::1]:8765; got {value!r}")
+        raise _Usage(
+            f"--http takes HOST:PORT, e.g. 127.0.0.1:8765 or 0.0.0.0:8765 or [::1]:8765; got {value!r}"
+        )
     return hostname, int(port)
 
 
@@ -144,8 +176,10 @@ def _token(ns: argparse.Namespace) -> str | None:
     else:
         return None
     if len(token) < 16 or any(c.isspace() for c in token):
-        raise _Usage(f"the bearer token in {where} must be at least 16 characters without spaces; make one with: "
-                     "python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
+        raise _Usage(
+            f"the bearer token in {where} must be at least 16 characters without spaces; make one with: "
+            'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
     return token
 
 
@@ -194,8 +228,10 @@ def _plugins(given: list[str]) -> tuple[list[Any], list[str]]:
         try:
             plugins.append(importlib.import_module(name))
         except Exception as exc:  # noqa: BLE001 - any failure to import is the user's to fix
-            raise _Usage(f"-p {name}: the plugin module cannot be imported ({type(exc).__name__}: {exc}); "
-                         "give an importable module name (PYTHONPATH=. for one in the current directory)") from None
+            raise _Usage(
+                f"-p {name}: the plugin module cannot be imported ({type(exc).__name__}: {exc}); "
+                "give an importable module name (PYTHONPATH=. for one in the current directory)"
+            ) from None
     return plugins, block
 
 
@@ -256,9 +292,11 @@ async def _call(ns: argparse.Namespace) -> int:
     try:
         arguments = json.loads(ns.arguments)
     except json.JSONDecodeError as exc:
-        raise _Usage(f"ARGS_JSON is not valid JSON ({exc.msg} at column {exc.colno}); pass an object like '{{\"path\": \"x.py\"}}'") from None
+        raise _Usage(
+            f'ARGS_JSON is not valid JSON ({exc.msg} at column {exc.colno}); pass an object like \'{{"path": "x.py"}}\''
+        ) from None
     if not isinstance(arguments, dict):
-        raise _Usage("ARGS_JSON must be a JSON object, e.g. '{\"path\": \"x.py\"}'")
+        raise _Usage('ARGS_JSON must be a JSON object, e.g. \'{"path": "x.py"}\'')
     progress = _terminal_progress()
     async with open_run(**_run_kwargs(ns)) as run:
         result = await run.call(ns.tool, arguments, progress=progress)
@@ -276,8 +314,11 @@ async def _call(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("TETHER_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="tether %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("TETHER_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format="tether %(levelname)s %(name)s: %(message)s",
+    )
     try:
         ns = _parser().parse_args(argv)
         if ns.command == "serve":

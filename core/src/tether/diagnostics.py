@@ -71,7 +71,9 @@ class WriteDiagnostics:
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Errors first, then warnings, then the rest; within a severity by file and position."""
-    return sorted(diags, key=lambda d: (SEVERITY_ORDER.get(d.severity, 9), d.file, d.line, d.column, d.message))
+    return sorted(
+        diags, key=lambda d: (SEVERITY_ORDER.get(d.severity, 9), d.file, d.line, d.column, d.message)
+    )
 
 
 @attrs.define
@@ -109,7 +111,9 @@ async def before_write(run: Run, paths: Sequence[str], call_id: str) -> None:
     run.diagnostics.baseline(files)
 
 
-async def after_write(run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str) -> ToolResult:
+async def after_write(
+    run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str
+) -> ToolResult:
     """The result the model sees for a write that succeeded: with the diagnostics it introduced."""
     files, notes = await _gather(run, run.hook.tether_diagnostics_after_write, paths, call_id)
     introduced = run.diagnostics.update(files)
@@ -118,7 +122,7 @@ async def after_write(run: Run, tool: Tool, paths: Sequence[str], result: ToolRe
     hook = old if legacy else run.hook.tether_write_result
     try:
         out = hook(run=run, tool=tool, paths=list(paths), result=result, introduced=introduced, notes=notes)
-    except Exception:  # noqa: BLE001 - the write happened; report it even if post-processing broke
+    except Exception:  # the write happened; report it even if post-processing broke
         log.exception("write-result hook failed")
         return result
     return out if out is not None else result
@@ -139,12 +143,14 @@ async def _gather(
         try:
             answer = impl.function(*(kwargs[a] for a in impl.argnames))
             value = await asyncio.wait_for(answer, wait) if inspect.isawaitable(answer) else answer
-        except asyncio.TimeoutError:
+        except TimeoutError:
             notes.append("diagnostics still pending: a checker did not answer in time")
             continue
-        except Exception as exc:  # noqa: BLE001 - diagnostics are extra; never fail the write over them
+        except Exception as exc:  # diagnostics are extra; never fail the write over them
             log.exception("diagnostics plugin failed")
-            notes.append(f"diagnostics unknown: a checker failed ({type(exc).__name__}); the write itself succeeded")
+            notes.append(
+                f"diagnostics unknown: a checker failed ({type(exc).__name__}); the write itself succeeded"
+            )
             continue
         if isinstance(value, WriteDiagnostics):
             files.update(value.files)
@@ -159,7 +165,12 @@ async def _gather(
 
 @hookimpl(trylast=True)
 def tether_write_result(
-    run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, introduced: Sequence[Diagnostic], notes: Sequence[str]
+    run: Run,
+    tool: Tool,
+    paths: Sequence[str],
+    result: ToolResult,
+    introduced: Sequence[Diagnostic],
+    notes: Sequence[str],
 ) -> ToolResult:
     """The core's answer: append the diagnostics the write introduced (bounded), errors first, and any notes."""
     if not introduced and not notes:
@@ -180,9 +191,13 @@ def tether_write_result(
         lines.extend(d.render() for d in sort_diagnostics(shown))
         for file in order[:FILES]:
             if len(by_file[file]) > PER_FILE:
-                lines.append(f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]")
+                lines.append(
+                    f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]"
+                )
         if len(order) > FILES:
-            lines.append(f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]")
+            lines.append(
+                f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]"
+            )
     lines.extend(notes)
     data = dict(result.data or {})
     data["diagnostics"] = [d.to_json() for d in introduced]

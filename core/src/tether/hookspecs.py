@@ -45,7 +45,10 @@ NO_RESOURCE = _NoResource()
 CORE_PLUGIN = "tether.builtin"  # the name the core's own implementations register under
 
 # old hook names still served for one release: a plugin implementing one gets a DeprecationWarning
-DEPRECATED_HOOKS = {"tether_post_write": "tether_write_result", "tether_add_surfaces": "tether_register_surfaces"}
+DEPRECATED_HOOKS = {
+    "tether_post_write": "tether_write_result",
+    "tether_add_surfaces": "tether_register_surfaces",
+}
 
 
 @hookspec(historic=True)

@@ -47,9 +47,19 @@ T = TypeVar("T")
 
 PROJECT_FILE = "pyproject.toml"
 FROM_PROJECT = f" (from [tool.tether] in {PROJECT_FILE})"
-NOT_FROM_PROJECT = frozenset({  # a checkout must not decide these for itself (nor loosen its own sandbox)
-    "trust", "elicit", "sandbox", "sandbox_network", "sandbox_worker_network", "sandbox_deny", "sandbox_sockets",
-    "sandbox_hide_env", "sandbox_pass_env"})
+NOT_FROM_PROJECT = frozenset(
+    {  # a checkout must not decide these for itself (nor loosen its own sandbox)
+        "trust",
+        "elicit",
+        "sandbox",
+        "sandbox_network",
+        "sandbox_worker_network",
+        "sandbox_deny",
+        "sandbox_sockets",
+        "sandbox_hide_env",
+        "sandbox_pass_env",
+    }
+)
 
 
 class OptionsError(ValueError):
@@ -82,7 +92,11 @@ class Declared:
             "default": default if default is not NOTHING else None,
             "help": prop.get("description", ""),
         }
-        limits = {k: prop[k] for k in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "enum") if k in prop}
+        limits = {
+            k: prop[k]
+            for k in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "enum")
+            if k in prop
+        }
         if limits:
             entry["limits"] = limits
         return entry
@@ -103,19 +117,26 @@ class CoreOptions:
 
     max_output_chars: int = arg(
         "the most characters of text one result may carry; longer text is cut, saying how to see more",
-        default=DEFAULT_MAX_CHARS, minimum=200)
+        default=DEFAULT_MAX_CHARS,
+        minimum=200,
+    )
     diagnostics_timeout: float = arg(
         "seconds a write waits at most for the diagnostics it introduced before answering without them "
         "(a language server's wait ends when its round of analysis does)",
-        default=30.0, minimum=0)
+        default=30.0,
+        minimum=0,
+    )
     trust: bool | None = arg(
         "whether the run trusts its root to run its code: the project's own binaries (node_modules/.bin, "
         ".venv) and checkers that execute it (cargo check). Default (null): trusted on a surface that "
         "offers exec tools, untrusted on read-only surfaces such as plan and readonly",
-        default=None)
+        default=None,
+    )
     elicit: Any = arg(
         "set by `tether serve` when the MCP client declared elicitation: an async callable "
-        "(message, requested_schema) -> answer that asks the client's human", default=None)
+        "(message, requested_schema) -> answer that asks the client's human",
+        default=None,
+    )
 
 
 class OptionRegistry:
@@ -137,7 +158,9 @@ class OptionRegistry:
         attrs.resolve_types(cls)
         for f in attrs.fields(cls):
             if f.name in self.declared and self.declared[f.name].cls is not cls:
-                raise ValueError(f"run option '{f.name}' is declared twice ({self.declared[f.name].family} and {self.family})")
+                raise ValueError(
+                    f"run option '{f.name}' is declared twice ({self.declared[f.name].family} and {self.family})"
+                )
             if f.default is NOTHING:
                 raise ValueError(f"run option '{f.name}' of {self.family} needs a default")
             self.declared[f.name] = Declared(f.name, self.family, cls, f)
@@ -181,18 +204,31 @@ class OptionRegistry:
         return Options(values, instances)
 
     def _layer(
-        self, merged: dict[str, Any], sources: dict[str, str], source: Mapping[str, Any], where: str,
-        not_loaded: set[str], problems: list[str],
+        self,
+        merged: dict[str, Any],
+        sources: dict[str, str],
+        source: Mapping[str, Any],
+        where: str,
+        not_loaded: set[str],
+        problems: list[str],
     ) -> None:
         for key, value in source.items():
             key = str(key)
-            if isinstance(value, Mapping) and key not in self.declared and any(n.startswith(key + "_") for n in self.declared):
+            if (
+                isinstance(value, Mapping)
+                and key not in self.declared
+                and any(n.startswith(key + "_") for n in self.declared)
+            ):
                 # a family's table: its options without the prefix
-                self._layer(merged, sources, {f"{key}_{k}": v for k, v in value.items()}, where, not_loaded, problems)
+                self._layer(
+                    merged, sources, {f"{key}_{k}": v for k, v in value.items()}, where, not_loaded, problems
+                )
                 continue
             if key in self.aliases and key not in self.declared:
                 new = self.aliases[key]
-                warnings.warn(f"run option '{key}' is deprecated; use '{new}'", DeprecationWarning, stacklevel=4)
+                warnings.warn(
+                    f"run option '{key}' is deprecated; use '{new}'", DeprecationWarning, stacklevel=4
+                )
                 key = new
             if key not in self.declared:
                 family = next((f for f in not_loaded if key == f or key.startswith(f + "_")), None)
@@ -202,8 +238,10 @@ class OptionRegistry:
                 problems.append(self._unknown(key, where))
                 continue
             if where == FROM_PROJECT and key in NOT_FROM_PROJECT:
-                problems.append(f"run option {key}{where}: the project cannot decide it for itself; "
-                                "set it from the harness or the command line")
+                problems.append(
+                    f"run option {key}{where}: the project cannot decide it for itself; "
+                    "set it from the harness or the command line"
+                )
                 continue
             merged[key] = value
             sources[key] = where

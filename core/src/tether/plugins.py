@@ -55,7 +55,9 @@ class Registrar:
             tool = attrs.evolve(tool, family=self.family)
         if tool.name in self.tools:
             other = self.tools[tool.name].family or "another plugin"
-            self.missing.append(Unavailable(tool.family, f"tool '{tool.name}' is already registered by {other}"))
+            self.missing.append(
+                Unavailable(tool.family, f"tool '{tool.name}' is already registered by {other}")
+            )
             return
         self.tools[tool.name] = tool
 
@@ -159,8 +161,12 @@ def _warn_deprecated(pm: pluggy.PluginManager) -> None:
     for old, new in hookspecs.DEPRECATED_HOOKS.items():
         for impl in getattr(pm.hook, old).get_hookimpls():
             if impl.plugin_name != CORE_PLUGIN:
-                warnings.warn(f"plugin {impl.plugin_name} implements {old}, which is deprecated: implement {new} "
-                              "(the old name works for one more release)", DeprecationWarning, stacklevel=4)
+                warnings.warn(
+                    f"plugin {impl.plugin_name} implements {old}, which is deprecated: implement {new} "
+                    "(the old name works for one more release)",
+                    DeprecationWarning,
+                    stacklevel=4,
+                )
 
 
 def _drop_pending(pm: pluggy.PluginManager, errors: list[Unavailable]) -> None:
@@ -173,7 +179,8 @@ def _drop_pending(pm: pluggy.PluginManager, errors: list[Unavailable]) -> None:
             plugin = exc.plugin
             name = pm.get_name(plugin) or repr(plugin)
             unknown = [
-                hook for hook in dir(pm.hook)
+                hook
+                for hook in dir(pm.hook)
                 if not hook.startswith("_")
                 and not getattr(pm.hook, hook).has_spec()
                 and any(impl.plugin is plugin for impl in getattr(pm.hook, hook).get_hookimpls())

@@ -103,13 +103,14 @@ def tagged(prefix: str, since: float = 0.0) -> list:
             value = p.environ().get(TAG, "")
         except (psutil.Error, OSError):
             continue
-        if value == prefix or value.startswith(prefix + "."):
-            if not _gone(p):
-                out.append(p)
+        if (value == prefix or value.startswith(prefix + ".")) and not _gone(p):
+            out.append(p)
     return out
 
 
-def stop(procs: Iterable[Any], groups: Iterable[int] = (), grace: float = 2.0, spare: Iterable[int] = ()) -> None:
+def stop(
+    procs: Iterable[Any], groups: Iterable[int] = (), grace: float = 2.0, spare: Iterable[int] = ()
+) -> None:
     """The one stop routine: SIGTERM processes and process groups, SIGKILL what is left after ``grace`` s.
 
     Blocking and bounded (``grace`` + 2 s at most). Our own process group and those in ``spare``
@@ -215,8 +216,18 @@ class Keeper:
         self.proc: subprocess.Popen | None = None
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", __file__, run_tag, str(os.getpgrp()), str(grace), str(self.local.since)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    sys.executable,
+                    "-I",
+                    __file__,
+                    run_tag,
+                    str(os.getpgrp()),
+                    str(grace),
+                    str(self.local.since),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C to the harness's group must not stop the keeper first
                 close_fds=True,
             )
@@ -294,7 +305,9 @@ def sweep_stale(prefix: str) -> None:
             continue  # not one of ours, or being created
         owner = process(int(pid))
         try:
-            alive_owner = owner is not None and not _gone(owner) and abs(owner.create_time() - float(created)) < 1
+            alive_owner = (
+                owner is not None and not _gone(owner) and abs(owner.create_time() - float(created)) < 1
+            )
         except Exception:  # noqa: BLE001
             alive_owner = False
         if not alive_owner:

@@ -117,7 +117,9 @@ async def stdio(argv) -> int:
             err.write(chunk)
             err.flush()
 
-    tasks = [asyncio.ensure_future(t) for t in (_pipe(stdin, writer), _pipe(reader, stdout), rest_to_stderr())]
+    tasks = [
+        asyncio.ensure_future(t) for t in (_pipe(stdin, writer), _pipe(reader, stdout), rest_to_stderr())
+    ]
     code = await proc.wait()
     await asyncio.wait(tasks, timeout=1.0)
     return code

@@ -25,12 +25,12 @@ from typing import Any, TypeVar, overload
 import attrs
 
 from tether.args import ArgumentsError, structure_arguments
-from tether.hookspecs import NO_RESOURCE
 from tether.diagnostics import DiagnosticRegistry, after_write, before_write
+from tether.hookspecs import NO_RESOURCE
 from tether.options import CoreOptions, Options, OptionsError
 from tether.output import cap_text
-from tether.sandbox import status as sandbox_status
 from tether.plugins import Registrar, Unavailable, plugin_manager
+from tether.sandbox import status as sandbox_status
 from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
@@ -41,7 +41,9 @@ T = TypeVar("T")
 ProgressSink = Callable[[float, "float | None", "str | None"], Any]
 
 # the tools whose calls enclose the current one (a cell's tool() call runs inside eval's call)
-_enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("tether_enclosing", default=frozenset())
+_enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "tether_enclosing", default=frozenset()
+)
 # the file-writing call being run: its tool, arguments, and the paths its approval covered
 _writing: contextvars.ContextVar[tuple[Tool, dict[str, Any], frozenset[str]] | None] = contextvars.ContextVar(
     "tether_writing", default=None
@@ -68,7 +70,7 @@ class CallContext:
             out = self._progress(progress, total, message)
             if inspect.isawaitable(out):
                 await out
-        except Exception:  # noqa: BLE001 - progress is best effort, never fails the call
+        except Exception:  # progress is best effort, never fails the call
             log.debug("progress sink failed", exc_info=True)
 
 
@@ -101,7 +103,10 @@ class Run:
         self.options: Options = self.option_registry.structure(options, self.root, loaded.not_loaded)
         self._core = self.options.of(CoreOptions)
         self.surfaces = dict(BUILTIN_SURFACES)
-        for hook in (self.hook.tether_register_surfaces, self.hook.tether_add_surfaces):  # the old name, deprecated
+        for hook in (
+            self.hook.tether_register_surfaces,
+            self.hook.tether_add_surfaces,
+        ):  # the old name, deprecated
             for extra in hook(run=self):
                 for s in extra or ():
                     self.surfaces[s.name] = s
@@ -141,7 +146,7 @@ class Run:
             registrar.family = self.pm.get_name(impl.plugin) or impl.plugin_name
             try:
                 impl.function(*(kwargs[a] for a in impl.argnames))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.warning("plugin %s failed to register its tools", registrar.family, exc_info=True)
                 registrar.unavailable(f"failed to register its tools: {type(exc).__name__}: {exc}")
         for tool in registrar.tools.values():
@@ -159,7 +164,7 @@ class Run:
         try:
             for line in await asyncio.to_thread(recover, self.root):
                 log.warning("%s under %s", line, self.root)
-        except Exception:  # noqa: BLE001 - a stuck journal must not keep the run from opening
+        except Exception:  # a stuck journal must not keep the run from opening
             log.warning("could not recover interrupted writes under %s", self.root, exc_info=True)
 
     # -- resources, processes, paths ----------------------------------------------------------
@@ -356,9 +361,12 @@ class Run:
             paths = await asyncio.to_thread(self._touched, tool, args) if tool.touches is not None else []
         except ArgumentsError as exc:
             lines = "; ".join(exc.problems)
-            return self._bound(ToolResult.error(
-                f"invalid arguments for {name}: {lines}", {"error": "invalid_arguments", "problems": exc.problems}
-            ))
+            return self._bound(
+                ToolResult.error(
+                    f"invalid arguments for {name}: {lines}",
+                    {"error": "invalid_arguments", "problems": exc.problems},
+                )
+            )
         except ToolError as exc:
             return self._bound(ToolResult.error(exc.message, exc.data))
         refusal = await self._approval(tool, arguments or {}, paths)
@@ -372,7 +380,9 @@ class Run:
             if name in enclosing:  # it would wait for its own lock for ever
                 return ToolResult.error(
                     f"{name} cannot be called from inside a call of {name} (it runs one call at a time); "
-                    "make the call directly instead", {"error": "reentrant"})
+                    "make the call directly instead",
+                    {"error": "reentrant"},
+                )
             lock = self._locks.setdefault(name, asyncio.Lock())
             async with lock:
                 return await self._run(tool, args, progress, paths, arguments or {})
@@ -385,22 +395,34 @@ class Run:
             return []
         return [self.relpath(self.resolve_path(p)) for p in tool.touches(args)]
 
-    async def _approval(self, tool: Tool, arguments: dict[str, Any], paths: Sequence[str]) -> ToolResult | None:
+    async def _approval(
+        self, tool: Tool, arguments: dict[str, Any], paths: Sequence[str]
+    ) -> ToolResult | None:
         """None when the call may go on; else the refusal to answer."""
         try:
-            verdict = await _settle(self.hook.tether_approve(run=self, tool=tool, arguments=arguments, paths=list(paths)))
-        except Exception as exc:  # noqa: BLE001 - a failing approver refuses (fail closed)
+            verdict = await _settle(
+                self.hook.tether_approve(run=self, tool=tool, arguments=arguments, paths=list(paths))
+            )
+        except Exception as exc:  # a failing approver refuses (fail closed)
             log.exception("approval hook failed for %s", tool.name)
             verdict = f"the approval check failed ({type(exc).__name__}: {exc})"
         if verdict is False or isinstance(verdict, str):
             reason = verdict if isinstance(verdict, str) else "refused by the harness's approval policy"
-            return self._bound(ToolResult.error(
-                f"call to {tool.name} was not approved: {reason}. Do not retry it unchanged.", {"error": "refused"}
-            ))
+            return self._bound(
+                ToolResult.error(
+                    f"call to {tool.name} was not approved: {reason}. Do not retry it unchanged.",
+                    {"error": "refused"},
+                )
+            )
         return None
 
     async def _run(
-        self, tool: Tool, args: Any, progress: ProgressSink | None, paths: list[str], arguments: dict[str, Any]
+        self,
+        tool: Tool,
+        args: Any,
+        progress: ProgressSink | None,
+        paths: list[str],
+        arguments: dict[str, Any],
     ) -> ToolResult:
         ctx = CallContext(self, tool, uuid.uuid4().hex[:12], progress)
         token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
@@ -446,7 +468,9 @@ class Run:
         if data is result.data and all(len(b.text) <= limit for b in result.content if isinstance(b, Text)):
             return result
         how = "Narrow the request (a smaller path, range, or a more specific query) to see the rest."
-        content = tuple(Text(cap_text(b.text, limit, how)) if isinstance(b, Text) else b for b in result.content)
+        content = tuple(
+            Text(cap_text(b.text, limit, how)) if isinstance(b, Text) else b for b in result.content
+        )
         return ToolResult(content, result.is_error, data)
 
     # -- closing --------------------------------------------------------------------------------
@@ -465,7 +489,7 @@ class Run:
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
         try:
             await asyncio.wait_for(_settle(fn()), CLOSE_TIMEOUT)
-        except Exception:  # noqa: BLE001 - one family's failed shutdown must not keep the others running
+        except Exception:  # one family's failed shutdown must not keep the others running
             log.warning("closing %s failed; its processes are killed anyway", what, exc_info=True)
 
 
@@ -511,26 +535,39 @@ def _bound_data(data: Any, limit: int) -> Any:
     size = len(json.dumps(smaller, default=str))
     if size <= 4 * limit:  # data may be as long as a few texts: lists of matches, files
         return smaller
-    kept = {k: v for k, v in smaller.items() if len(json.dumps(v, default=str)) <= 200} if isinstance(smaller, dict) else {}
-    return {**kept, "data_cut": f"the structured data was {size} characters, past the limit; narrow the request"}
+    kept = (
+        {k: v for k, v in smaller.items() if len(json.dumps(v, default=str)) <= 200}
+        if isinstance(smaller, dict)
+        else {}
+    )
+    return {
+        **kept,
+        "data_cut": f"the structured data was {size} characters, past the limit; narrow the request",
+    }
 
 
 def _check_path_text(path: str) -> None:
     """Refuse a path no file can have: a NUL, an unpaired surrogate, a name past the system's limits."""
     if "\0" in path:
-        raise ToolError("path contains a NUL character, which no file name can hold; give the path as plain text",
-                        {"error": "bad_path"})
+        raise ToolError(
+            "path contains a NUL character, which no file name can hold; give the path as plain text",
+            {"error": "bad_path"},
+        )
     try:
         encoded = path.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError(
             f"path contains an unpaired surrogate (U+{ord(path[exc.start]):04X}) at character {exc.start}; "
-            "give the path as valid UTF-8 text", {"error": "bad_path"}) from None
+            "give the path as valid UTF-8 text",
+            {"error": "bad_path"},
+        ) from None
     longest = max((len(part) for part in encoded.split(b"/")), default=0)
     if longest > 255 or len(encoded) > 4095:
         raise ToolError(
             f"path is too long ({len(encoded)} bytes, longest name {longest}); a name holds at most 255 bytes "
-            "and a path 4095: use a shorter path", {"error": "bad_path"})
+            "and a path 4095: use a shorter path",
+            {"error": "bad_path"},
+        )
 
 
 def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
@@ -539,11 +576,15 @@ def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            return [f"{where or 'an argument'}: unpaired surrogate U+{ord(value[exc.start]):04X} at character "
-                    f"{exc.start}; send valid UTF-8 text"]
+            return [
+                f"{where or 'an argument'}: unpaired surrogate U+{ord(value[exc.start]):04X} at character "
+                f"{exc.start}; send valid UTF-8 text"
+            ]
         return []
     if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _unpaired_surrogates(v, f"{where}.{k}" if where else str(k))]
+        return [
+            p for k, v in value.items() for p in _unpaired_surrogates(v, f"{where}.{k}" if where else str(k))
+        ]
     if isinstance(value, list):
         return [p for i, v in enumerate(value) for p in _unpaired_surrogates(v, f"{where}[{i}]")]
     return []
@@ -568,8 +609,16 @@ async def open_run(
     value); ``plugins`` are plugin objects or modules registered besides the entry points, ``block``
     entry-point names never imported, ``load_entry_points=False`` loads none.
     """
-    run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
-              plugins=plugins, block=block, load_entry_points=load_entry_points)
+    run = Run(
+        root,
+        surface=surface,
+        conversation_id=conversation_id,
+        modes=modes,
+        options=options,
+        plugins=plugins,
+        block=block,
+        load_entry_points=load_entry_points,
+    )
     try:
         await run._open()
         yield run
@@ -621,8 +670,16 @@ def open_run_sync(
     thread.start()
 
     async def make() -> Run:
-        run = Run(root, surface=surface, conversation_id=conversation_id, modes=modes, options=options,
-                  plugins=plugins, block=block, load_entry_points=load_entry_points)
+        run = Run(
+            root,
+            surface=surface,
+            conversation_id=conversation_id,
+            modes=modes,
+            options=options,
+            plugins=plugins,
+            block=block,
+            load_entry_points=load_entry_points,
+        )
         await run._open()
         return run
 

@@ -49,20 +49,55 @@ if TYPE_CHECKING:
 RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
 
 DEFAULT_DENY = (
-    "~/.ssh", "~/.aws", "~/.config/gcloud", "~/.azure", "~/.gnupg", "~/.netrc", "~/.git-credentials",
-    "~/.docker", "~/.kube", "~/.config/gh", "~/.pypirc",
-    "~/.bash_history", "~/.zsh_history", "~/.sh_history", "~/.history", "~/.local/share/fish/fish_history",
-    "~/.python_history", "~/.node_repl_history", "~/.psql_history", "~/.mysql_history", "~/.lesshst",
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.docker",
+    "~/.kube",
+    "~/.config/gh",
+    "~/.pypirc",
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.sh_history",
+    "~/.history",
+    "~/.local/share/fish/fish_history",
+    "~/.python_history",
+    "~/.node_repl_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.lesshst",
 )
 DEFAULT_HIDE_ENV = (
-    "*_TOKEN", "*_TOKEN_*", "*_KEY", "*_KEY_*", "*_SECRET", "*_SECRET_*", "*_PASSWORD", "*_PASSWD",
-    "*_CREDENTIALS", "*_AUTH", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS",
-    "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+    "*_TOKEN",
+    "*_TOKEN_*",
+    "*_KEY",
+    "*_KEY_*",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_CREDENTIALS",
+    "*_AUTH",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
     "DOCKER_HOST",
 )
 EMPTIED = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # the host's sockets live here: none of them inside
-INSTALL = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
-           "Arch: pacman -S bubblewrap)")
+INSTALL = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
+    "Arch: pacman -S bubblewrap)"
+)
 
 
 def _absolute(instance, attribute, value) -> None:
@@ -76,20 +111,34 @@ class SandboxOptions:
     sandbox: bool = arg(
         "run the exec tools (eval kernels and their shell idioms, debug adapters and programs, vibe workers) "
         "inside the built-in bubblewrap envelope, unless the harness offers its own; they refuse to run "
-        "when it cannot be had", default=False)
+        "when it cannot be had",
+        default=False,
+    )
     sandbox_network: Literal["off", "on"] = arg(
-        "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off")
+        "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off"
+    )
     sandbox_worker_network: Literal["same", "off", "on"] = arg(
         "network of vibe workers inside the sandbox (an agent CLI needs its model's API): same as "
-        "sandbox_network, off or on", default="same")
+        "sandbox_network, off or on",
+        default="same",
+    )
     sandbox_deny: list[str] = arg(
-        "absolute paths (or ~/...) not even readable inside, added to the defaults", factory=list, validator=_absolute)
+        "absolute paths (or ~/...) not even readable inside, added to the defaults",
+        factory=list,
+        validator=_absolute,
+    )
     sandbox_sockets: list[str] = arg(
-        "host Unix sockets passed in (e.g. a docker.sock you mean to share)", factory=list, validator=_absolute)
+        "host Unix sockets passed in (e.g. a docker.sock you mean to share)",
+        factory=list,
+        validator=_absolute,
+    )
     sandbox_hide_env: list[str] = arg(
-        "more environment variable name patterns (fnmatch) not passed in, added to the defaults", factory=list)
+        "more environment variable name patterns (fnmatch) not passed in, added to the defaults", factory=list
+    )
     sandbox_pass_env: list[str] = arg(
-        "environment variables passed in although they look secret (e.g. an agent worker's API key)", factory=list)
+        "environment variables passed in although they look secret (e.g. an agent worker's API key)",
+        factory=list,
+    )
 
 
 @attrs.frozen
@@ -111,7 +160,9 @@ class Envelope:
     deno: str | None = None  # the deno binary inside; None: the one tether ships
     policy: str = ""  # what confines a process inside, in one line, for the model
     shares_loopback: bool = True
-    required: bool = False  # the run asked for confinement: when down, exec tools refuse, never run on the host
+    required: bool = (
+        False  # the run asked for confinement: when down, exec tools refuse, never run on the host
+    )
     refusal: str | None = None
 
     async def up(self, timeout: float = 5.0) -> bool:
@@ -133,7 +184,9 @@ class Envelope:
         if self.required:
             raise ToolError(
                 f"the envelope '{self.name}' is not up, and this run runs exec tools only inside one; start it "
-                "(or open the run without sandbox) and call again", {"error": "sandbox_unavailable"})
+                "(or open the run without sandbox) and call again",
+                {"error": "sandbox_unavailable"},
+            )
         return False
 
     def describe(self) -> str:
@@ -166,16 +219,38 @@ def bwrap_problem() -> str | None:
         return f"the run asks for the sandbox, but bubblewrap (bwrap) is not on PATH: {INSTALL}. Nothing was run."
     try:
         probe = subprocess.run(
-            [binary, "--unshare-user", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--ro-bind", "/", "/",
-             "--proc", "/proc", "--dev", "/dev", "true"],
-            capture_output=True, text=True, timeout=20, check=False)
+            [
+                binary,
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-net",
+                "--cap-drop",
+                "ALL",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"the run asks for the sandbox, but bubblewrap does not run ({exc}): {INSTALL}. Nothing was run."
+        return (
+            f"the run asks for the sandbox, but bubblewrap does not run ({exc}): {INSTALL}. Nothing was run."
+        )
     if probe.returncode != 0:
         why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:300]
-        return (f"the run asks for the sandbox, but bubblewrap cannot create its namespaces here ({why}): allow "
-                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ also "
-                "kernel.apparmor_restrict_unprivileged_userns=0) or run tether where they are allowed. Nothing was run.")
+        return (
+            f"the run asks for the sandbox, but bubblewrap cannot create its namespaces here ({why}): allow "
+            "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ also "
+            "kernel.apparmor_restrict_unprivileged_userns=0) or run tether where they are allowed. Nothing was run."
+        )
     return None
 
 
@@ -193,12 +268,23 @@ class Policy:
         deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
         net = "network on" if self.network else "no network"
         sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
-        return (f"root read-write except .git hooks and config, everything else read-only, "
-                f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden")
+        return (
+            f"root read-write except .git hooks and config, everything else read-only, "
+            f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
+        )
 
     def argv(self, argv: Sequence[str]) -> list[str]:
-        out = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid",
-               "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+        out = [
+            shutil.which("bwrap") or "bwrap",
+            "--die-with-parent",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+        ]
         if not self.network:
             out.append("--unshare-net")
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -223,8 +309,19 @@ class Policy:
                 out += ["--unsetenv", name]
         # a host pid means nothing in a pid namespace (ipykernel would take its parent for gone)
         # and caches (pip, uv, deno) go to the private /tmp: the home is read-only
-        out += ["--unsetenv", "JPY_PARENT_PID", "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
-                "--chdir", str(self.root), "--"]
+        out += [
+            "--unsetenv",
+            "JPY_PARENT_PID",
+            "--setenv",
+            "TMPDIR",
+            "/tmp",
+            "--setenv",
+            "XDG_CACHE_HOME",
+            "/tmp/.cache",
+            "--chdir",
+            str(self.root),
+            "--",
+        ]
         return out + list(argv)
 
 
@@ -234,13 +331,18 @@ def _hidden(name: str, patterns: Sequence[str]) -> bool:
 
 def _home_relative(path: str) -> str:
     home = os.path.expanduser("~")
-    return "~" + path[len(home):] if path.startswith(home + os.sep) else path
+    return "~" + path[len(home) :] if path.startswith(home + os.sep) else path
 
 
 def _kept_readable() -> list[str]:
     # the import path too: an editable install's sources (the relay, a kernel's helpers) may live under /tmp
-    keep = {os.path.expanduser("~"), sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-            *(os.path.abspath(p) for p in sys.path if p and os.path.isdir(p))}
+    keep = {
+        os.path.expanduser("~"),
+        sys.prefix,
+        sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *(os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)),
+    }
     return sorted(k for k in keep if any(k == d or k.startswith(d + os.sep) for d in EMPTIED))
 
 
@@ -253,8 +355,13 @@ def _git_protected(root: Path) -> list[str]:
     hooks.mkdir(exist_ok=True)  # else a hook could be created under the writable .git
     out = [str(hooks)] + [str(p) for p in (git / "config",) if p.exists()]
     try:
-        custom = subprocess.run(["git", "config", "--file", str(git / "config"), "--get", "core.hooksPath"],
-                                capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+        custom = subprocess.run(
+            ["git", "config", "--file", str(git / "config"), "--get", "core.hooksPath"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         custom = ""
     if custom:
@@ -276,24 +383,49 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
     if purpose == "worker" and opts.sandbox_worker_network != "same":
         network = opts.sandbox_worker_network == "on"
     deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
-    policy = Policy(run.root, run.private_dir, network, tuple(os.path.normpath(p) for p in deny),
-                    tuple(opts.sandbox_sockets), (*DEFAULT_HIDE_ENV, *opts.sandbox_hide_env), tuple(opts.sandbox_pass_env))
-    return Envelope("bubblewrap", wrap=policy.argv, policy=policy.describe(), shares_loopback=network, required=True)
+    policy = Policy(
+        run.root,
+        run.private_dir,
+        network,
+        tuple(os.path.normpath(p) for p in deny),
+        tuple(opts.sandbox_sockets),
+        (*DEFAULT_HIDE_ENV, *opts.sandbox_hide_env),
+        tuple(opts.sandbox_pass_env),
+    )
+    return Envelope(
+        "bubblewrap", wrap=policy.argv, policy=policy.describe(), shares_loopback=network, required=True
+    )
 
 
 def explain(text: str, policy: str) -> list[str]:
     """Notes for output that shows the sandbox refusing something, so the model learns the rule, not retries."""
     notes = []
     if "Read-only file system" in text:
-        notes.append("[sandbox: only the root is writable (not its .git hooks or config); everything else is "
-                     "read-only here: write under the root instead]")
-    if "no network" in policy and any(m in text for m in (
-            "Network is unreachable", "Connection refused", "name resolution", "Name or service not known",
-            "nodename nor servname", "ConnectionRefused")):
-        notes.append("[sandbox: there is no network here, not even the host's loopback services; the run option "
-                     "sandbox_network=\"on\" allows it: do not retry the connection unchanged]")
-    if "No such file or directory" in text and any(_home_relative(os.path.expanduser(p))[1:] in text or
-                                                   os.path.expanduser(p) in text for p in DEFAULT_DENY):
-        notes.append("[sandbox: credentials and histories (~/.ssh, ~/.aws, ...) are hidden here on purpose; "
-                     "do not look for them elsewhere]")
+        notes.append(
+            "[sandbox: only the root is writable (not its .git hooks or config); everything else is "
+            "read-only here: write under the root instead]"
+        )
+    if "no network" in policy and any(
+        m in text
+        for m in (
+            "Network is unreachable",
+            "Connection refused",
+            "name resolution",
+            "Name or service not known",
+            "nodename nor servname",
+            "ConnectionRefused",
+        )
+    ):
+        notes.append(
+            "[sandbox: there is no network here, not even the host's loopback services; the run option "
+            'sandbox_network="on" allows it: do not retry the connection unchanged]'
+        )
+    if "No such file or directory" in text and any(
+        _home_relative(os.path.expanduser(p))[1:] in text or os.path.expanduser(p) in text
+        for p in DEFAULT_DENY
+    ):
+        notes.append(
+            "[sandbox: credentials and histories (~/.ssh, ~/.aws, ...) are hidden here on purpose; "
+            "do not look for them elsewhere]"
+        )
     return notes

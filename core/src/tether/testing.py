@@ -40,14 +40,21 @@ FAULT_MARKERS = ("Traceback (most recent call last)", 'File "', "inside the tool
 
 @asynccontextmanager
 async def open_test_run(
-    root: str | os.PathLike[str] = ".", *, only: Iterable[str] | None = None, plugins: Sequence[Any] = (), **kwargs: Any
+    root: str | os.PathLike[str] = ".",
+    *,
+    only: Iterable[str] | None = None,
+    plugins: Sequence[Any] = (),
+    **kwargs: Any,
 ) -> AsyncIterator[Run]:
     """`tether.open_run` where ``only`` names the entry-point families that may load (None: all)."""
     if only is not None:
         from tether.plugins import discovered_entry_points
 
         keep = set(only)
-        kwargs["block"] = [*kwargs.get("block", ()), *(ep.name for ep in discovered_entry_points() if ep.name not in keep)]
+        kwargs["block"] = [
+            *kwargs.get("block", ()),
+            *(ep.name for ep in discovered_entry_points() if ep.name not in keep),
+        ]
     async with open_run(root, plugins=plugins, **kwargs) as run:
         yield run
 
@@ -119,8 +126,9 @@ def assert_light_entry_point(module: str, forbidden: Iterable[str], *, then: str
         "print(','.join(n for n in names if any(m == n or m.startswith(n + '.') for m in sys.modules)))"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
-                         cwd=Path.cwd())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=Path.cwd()
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
     assert not loaded, f"importing {module} loaded {loaded}; import them inside the handlers that need them"

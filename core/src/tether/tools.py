@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import enum
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -38,7 +38,7 @@ class Image:
         return {"type": "image", "mimeType": self.mime_type, "data": base64.b64encode(self.data).decode()}
 
 
-Block = Union[Text, Image]
+Block = Text | Image
 
 
 @attrs.frozen
@@ -63,7 +63,11 @@ class ToolResult:
         return "\n".join(b.text for b in self.content if isinstance(b, Text))
 
     def to_json(self) -> dict[str, Any]:
-        return {"is_error": self.is_error, "content": [b.to_json() for b in self.content], "data": self.data or {}}
+        return {
+            "is_error": self.is_error,
+            "content": [b.to_json() for b in self.content],
+            "data": self.data or {},
+        }
 
 
 class ToolError(Exception):
@@ -74,7 +78,9 @@ class ToolError(Exception):
     every other keyword beside it. A dict as second argument (the older form) still works.
     """
 
-    def __init__(self, message: str, data: dict[str, Any] | None = None, *, code: str | None = None, **fields: Any) -> None:
+    def __init__(
+        self, message: str, data: dict[str, Any] | None = None, *, code: str | None = None, **fields: Any
+    ) -> None:
         super().__init__(message)
         self.message = message
         merged = {**(data or {}), **fields}

@@ -9,7 +9,6 @@ import sys
 
 import attrs
 import pluggy
-
 from tether import Tier, Tool, ToolResult, arg, hookimpl
 
 hookspec = pluggy.HookspecMarker("tether")

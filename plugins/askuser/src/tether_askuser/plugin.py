@@ -68,7 +68,7 @@ def tether_askuser_port(run: Run) -> Any:
 def tether_register_tools(run: Run, register: Registrar) -> None:
     try:
         port = run.resource(RESOURCE)
-    except Exception as exc:  # a harness's broken port must not break the run
+    except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
         register.unavailable(f"the question port could not be created: {type(exc).__name__}: {exc}")
         return
     if port is None:

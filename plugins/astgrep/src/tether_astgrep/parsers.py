@@ -199,7 +199,7 @@ class ParserPool:
             try:
                 pickle.dumps(grammar.language)
                 self._picklable[key] = True
-            except Exception:  # a lambda or a bound method: search in this process
+            except Exception:  # noqa: BLE001 - a lambda or a bound method: search in this process
                 self._picklable[key] = False
         return self._picklable[key]
 

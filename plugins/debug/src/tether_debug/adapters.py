@@ -88,7 +88,9 @@ class AdapterDef:
     binaries: tuple[str, ...] = ()
     transport: Literal["stdio", "tcp"] = "stdio"
     attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)  # by port
-    attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)  # by process id
+    attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(
+        default=None, repr=False
+    )  # by process id
     locate: Callable[[Path], Located | str] | None = attrs.field(default=None, repr=False)
     exception_modes: dict[str, tuple[str, ...]] = attrs.field(factory=dict, repr=False)
     exception_note: str = ""  # what stops whatever the filters (a signal, a Go panic)
@@ -105,7 +107,9 @@ class AdapterDef:
     group_names: tuple[str, ...] = ()
     # an exit code that means a signal killed the program (debugpy reports 256 - N), as that signal's number
     signal_exit: Callable[[int], int | None] | None = attrs.field(default=None, repr=False)
-    logpoint_prefix: str = ""  # a regex: what the adapter prints before a logpoint's message (delve: "> [Go 1]: ")
+    logpoint_prefix: str = (
+        ""  # a regex: what the adapter prints before a logpoint's message (delve: "> [Go 1]: ")
+    )
     function_answers_unordered: bool = False  # lldb-dap: setFunctionBreakpoints answers in its own order
     evaluate_assigns: bool = True  # `x = 5` works through evaluate; else through setVariable (delve)
 
@@ -153,7 +157,14 @@ def _locate_debugpy(root: Path) -> Located | str:
 
 
 PY_MARKERS = ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg", "pyrightconfig.json")
-C_MARKERS = ("Cargo.toml", "CMakeLists.txt", "compile_commands.json", "compile_flags.txt", ".clangd", "Makefile")
+C_MARKERS = (
+    "Cargo.toml",
+    "CMakeLists.txt",
+    "compile_commands.json",
+    "compile_flags.txt",
+    ".clangd",
+    "Makefile",
+)
 GO_MARKERS = ("go.mod", "go.work")
 # The same marker lists as the lsp family's servers (tether_lsp.servers): a project one family takes,
 # the other takes too.
@@ -199,7 +210,17 @@ def _python_condition(expression: str) -> str | None:
     return None
 
 
-FATAL_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGKILL, signal.SIGTERM})
+FATAL_SIGNALS = frozenset(
+    {
+        signal.SIGSEGV,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGFPE,
+        signal.SIGILL,
+        signal.SIGKILL,
+        signal.SIGTERM,
+    }
+)
 
 
 def _debugpy_signal(code: int) -> int | None:
@@ -208,7 +229,13 @@ def _debugpy_signal(code: int) -> int | None:
 
 
 def _debugpy_attach(port: int) -> dict[str, Any]:
-    return {"type": "python", "name": "tether", "justMyCode": True, "subProcess": False, "redirectOutput": True}
+    return {
+        "type": "python",
+        "name": "tether",
+        "justMyCode": True,
+        "subProcess": False,
+        "redirectOutput": True,
+    }
 
 
 GO_BUILDINFO = b"\xff Go buildinf:"  # the magic of a Go binary's .go.buildinfo section
@@ -279,7 +306,12 @@ def _only_tests(directory: Path) -> bool:
 
 
 def _dart_launch(request: LaunchRequest) -> dict[str, Any]:
-    return {"name": "tether", "program": str(request.program), "args": list(request.args), "cwd": str(request.cwd)}
+    return {
+        "name": "tether",
+        "program": str(request.program),
+        "args": list(request.args),
+        "cwd": str(request.cwd),
+    }
 
 
 BUILTIN: tuple[AdapterDef, ...] = (

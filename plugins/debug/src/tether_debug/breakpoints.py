@@ -37,7 +37,9 @@ def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[
     if empty:
         hints = []
         for n in empty:
-            nxt = next((i for i in range(n + 1, len(source) + 1) if is_code(source[i - 1], comment_prefixes)), None)
+            nxt = next(
+                (i for i in range(n + 1, len(source) + 1) if is_code(source[i - 1], comment_prefixes)), None
+            )
             hints.append(f"{n} (next line with code: {nxt})" if nxt else str(n))
         raise ToolError(
             f"no code on line(s) {', '.join(hints)} of '{run.relpath(path)}' (blank or comment): a breakpoint there "
@@ -115,16 +117,27 @@ def row_words(r: dict[str, Any]) -> str:
 
 
 def public_row(r: dict[str, Any]) -> dict[str, Any]:
-    row = {"requested": r.get("requested"), "line": r.get("line") or r.get("requested"), "verified": r.get("verified")}
-    for key, name in (("condition", "condition"), ("hitCondition", "hit_condition"), ("logMessage", "log_message"),
-                      ("message", "message"), ("unsupported", "unsupported")):
+    row = {
+        "requested": r.get("requested"),
+        "line": r.get("line") or r.get("requested"),
+        "verified": r.get("verified"),
+    }
+    for key, name in (
+        ("condition", "condition"),
+        ("hitCondition", "hit_condition"),
+        ("logMessage", "log_message"),
+        ("message", "message"),
+        ("unsupported", "unsupported"),
+    ):
         if r.get(key):
             row[name] = r[key]
     return row
 
 
 def describe_answers(run: Run, path: str, answers: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    return f"{run.relpath(path)}: " + "; ".join(row_words(a) for a in answers), [public_row(a) for a in answers]
+    return f"{run.relpath(path)}: " + "; ".join(row_words(a) for a in answers), [
+        public_row(a) for a in answers
+    ]
 
 
 def describe_functions(rows: list[dict[str, Any]], run: Run, hint: str) -> tuple[str, list[dict[str, Any]]]:
@@ -135,7 +148,15 @@ def describe_functions(rows: list[dict[str, Any]], run: Run, hint: str) -> tuple
         path = (r.get("source") or {}).get("path")
         if verified and path:
             where = f" at {run.relpath(path)}:{r.get('line')}"
-        state = "kept, sent at launch" if verified is None else ("verified" + where if verified else "not verified" + (f": {r['message']}" if r.get("message") else ""))
+        state = (
+            "kept, sent at launch"
+            if verified is None
+            else (
+                "verified" + where
+                if verified
+                else "not verified" + (f": {r['message']}" if r.get("message") else "")
+            )
+        )
         parts.append(f"{r['function']} {state}")
         row = {"function": r["function"], "verified": verified}
         if where:
@@ -149,7 +170,9 @@ def describe_functions(rows: list[dict[str, Any]], run: Run, hint: str) -> tuple
     return text, out
 
 
-def listing(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None) -> tuple[str, dict[str, Any]]:
+def listing(
+    run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None
+) -> tuple[str, dict[str, Any]]:
     """Every breakpoint: from the live session (verified, bound line) or kept for the next launch."""
     plan = supervisor.plan_for(conversation)
     if session is not None and session.client is not None:
@@ -157,7 +180,10 @@ def listing(run: Run, supervisor: DebugSupervisor, conversation: str, session: S
         functions = session.function_breakpoints
         exceptions = session.exceptions[1] or f"exceptions={plan.exceptions}"
     else:
-        files = [(p, [{"requested": s["line"], "verified": None, **s} for s in specs]) for p, specs in plan.lines.items()]
+        files = [
+            (p, [{"requested": s["line"], "verified": None, **s} for s in specs])
+            for p, specs in plan.lines.items()
+        ]
         functions = [{"function": n, "verified": None} for n in plan.functions]
         exceptions = f"exceptions={plan.exceptions}"
     lines, data_files = [], []
@@ -174,7 +200,9 @@ def listing(run: Run, supervisor: DebugSupervisor, conversation: str, session: S
     return "\n".join(lines), data
 
 
-async def breakpoints_action(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
+async def breakpoints_action(
+    run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
+) -> ToolResult:
     live = session is not None and session.client is not None
     plan = supervisor.plan_for(conversation)
     said: list[str] = []
@@ -221,7 +249,9 @@ async def breakpoints_action(run: Run, supervisor: DebugSupervisor, conversation
             hint = session.adapter.function_hint
         else:
             rows, hint = [{"function": n, "verified": None} for n in plan.functions], ""
-        text, data["functions"] = describe_functions(rows, run, hint) if rows else ("function breakpoints cleared.", [])
+        text, data["functions"] = (
+            describe_functions(rows, run, hint) if rows else ("function breakpoints cleared.", [])
+        )
         said.append(text)
     if args.exceptions is not None:
         plan.exceptions = args.exceptions

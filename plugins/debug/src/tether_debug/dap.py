@@ -68,7 +68,9 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
 
 def _time_out(fut: asyncio.Future, command: str, limit: float) -> None:
     if not fut.done():
-        fut.set_exception(DapTimeout(command, f"the debug adapter did not answer '{command}' within {limit:g} s"))
+        fut.set_exception(
+            DapTimeout(command, f"the debug adapter did not answer '{command}' within {limit:g} s")
+        )
 
 
 class DapClient:
@@ -127,7 +129,9 @@ class DapClient:
         finally:
             timer.cancel()
 
-    async def request(self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
+    async def request(
+        self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         fut = self.send(command, arguments)
         await self._drain()
         return await self.wait(fut, command, timeout)
@@ -137,12 +141,16 @@ class DapClient:
         if transport is not None and not transport.is_closing() and transport.get_write_buffer_size() == 0:
             return  # everything was written straight through: nothing to wait for
         try:
-            async with asyncio.timeout(self.request_timeout):  # an adapter that stops reading must not hang us
+            async with asyncio.timeout(
+                self.request_timeout
+            ):  # an adapter that stops reading must not hang us
                 await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             raise DapClosed("write", f"the debug adapter's connection broke ({exc})") from None
         except TimeoutError:
-            raise DapTimeout("write", f"the debug adapter stopped reading requests for {self.request_timeout:g} s") from None
+            raise DapTimeout(
+                "write", f"the debug adapter stopped reading requests for {self.request_timeout:g} s"
+            ) from None
 
     # -- waiting for events -------------------------------------------------------------------------
 
@@ -154,7 +162,9 @@ class DapClient:
                 return i, self.events[i]
         return None
 
-    async def wait_event(self, names: Iterable[str], after: int, timeout: float) -> tuple[int, dict[str, Any]] | None:
+    async def wait_event(
+        self, names: Iterable[str], after: int, timeout: float
+    ) -> tuple[int, dict[str, Any]] | None:
         """The first event named in ``names`` at log index >= ``after``: (index, event); None on timeout or close."""
         wanted = frozenset(names)
 
@@ -218,7 +228,9 @@ class DapClient:
             self.closed = True
             for command, fut in self._pending.values():
                 if not fut.done():
-                    fut.set_exception(DapClosed(command, "the debug adapter closed its connection before answering"))
+                    fut.set_exception(
+                        DapClosed(command, "the debug adapter closed its connection before answering")
+                    )
                     fut.exception()  # mark retrieved: nobody may be waiting any more
             self._pending.clear()
             try:

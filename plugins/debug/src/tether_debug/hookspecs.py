@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from tether_debug.supervisor import DebugSupervisor
 
 
-
 @hookspec(firstresult=True)
 def tether_debug_supervisor(run: Run) -> DebugSupervisor | None:
     """The run's debug-session supervisor (`tether_debug.supervisor.DebugSupervisor`), or None for no debug tool.

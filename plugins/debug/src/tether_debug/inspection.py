@@ -40,12 +40,24 @@ def adapters_action(run: Run) -> ToolResult:
     lines = []
     for adapter in adapter_table(run).values():
         a = adapter.availability(run.root)
-        rows.append({"id": a.adapter, "usable": a.usable, "reason": a.reason, "markers": list(adapter.markers), "takes": adapter.takes})
-        lines.append(f"{a.adapter}: {'usable' if a.usable else 'not usable'} - {a.reason} (root markers looked for: {', '.join(adapter.markers)})")
+        rows.append(
+            {
+                "id": a.adapter,
+                "usable": a.usable,
+                "reason": a.reason,
+                "markers": list(adapter.markers),
+                "takes": adapter.takes,
+            }
+        )
+        lines.append(
+            f"{a.adapter}: {'usable' if a.usable else 'not usable'} - {a.reason} (root markers looked for: {', '.join(adapter.markers)})"
+        )
     return ToolResult.text("\n".join(lines), data={"adapters": rows})
 
 
-async def status_action(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None) -> ToolResult:
+async def status_action(
+    run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None
+) -> ToolResult:
     if session is None:
         last = supervisor.last.get(conversation)
         text = "no debug session is running."
@@ -58,7 +70,10 @@ async def status_action(run: Run, supervisor: DebugSupervisor, conversation: str
     left = max(0.0, session.deadline - time.monotonic())
     head = f"debug session: {session.program} ({session.adapter.id}), {left / 60:.1f} min left before the time limit.\n"
     listed, breakpoints = listing(run, supervisor, conversation, session)
-    data = {"session": {"program": session.program, "adapter": session.adapter.id, "seconds_left": round(left)}, "breakpoints": breakpoints}
+    data = {
+        "session": {"program": session.program, "adapter": session.adapter.id, "seconds_left": round(left)},
+        "breakpoints": breakpoints,
+    }
     if session.stop is not None:
         data["stopped"] = session.stop.data(run.relpath)
         if session.stop.description:
@@ -66,7 +81,9 @@ async def status_action(run: Run, supervisor: DebugSupervisor, conversation: str
             data["exceptionInfo"] = session.stop.exception
         return ToolResult.text(head + stop_text(run, session.stop) + "\n" + listed, data=data)
     data["stopped"] = None
-    return ToolResult.text(head + "the program is running (not stopped); use action='pause' to stop it.\n" + listed, data=data)
+    return ToolResult.text(
+        head + "the program is running (not stopped); use action='pause' to stop it.\n" + listed, data=data
+    )
 
 
 def output_action(supervisor: DebugSupervisor, conversation: str, session: Session | None) -> ToolResult:
@@ -89,7 +106,10 @@ async def threads_action(session: Session) -> ToolResult:
     lines = [f"{t['id']}: {t.get('name', '')}" for t in shown]
     if note:
         lines.append(note)
-    return ToolResult.text("\n".join(lines) or "(no threads)", data={"threads": [{"id": t["id"], "name": t.get("name", "")} for t in shown], "total": len(threads)})
+    return ToolResult.text(
+        "\n".join(lines) or "(no threads)",
+        data={"threads": [{"id": t["id"], "name": t.get("name", "")} for t in shown], "total": len(threads)},
+    )
 
 
 async def stack_action(run: Run, session: Session, thread_id: int | None) -> ToolResult:
@@ -105,8 +125,12 @@ async def stack_action(run: Run, session: Session, thread_id: int | None) -> Too
         rows.append({"id": f["id"], "name": f.get("name", ""), "file": file, "line": f.get("line")})
         lines.append(f"#{f['id']} {f.get('name', '')} at {file or '<no source>'}:{f.get('line')}")
     if total > len(frames):
-        lines.append(f"[{total - len(frames)} more frames not shown (showing {len(frames)} of {total}, innermost first)]")
-    return ToolResult.text("\n".join(lines) or "(no frames)", data={"frames": rows, "thread_id": thread, "total": total})
+        lines.append(
+            f"[{total - len(frames)} more frames not shown (showing {len(frames)} of {total}, innermost first)]"
+        )
+    return ToolResult.text(
+        "\n".join(lines) or "(no frames)", data={"frames": rows, "thread_id": thread, "total": total}
+    )
 
 
 def check_frame(session: Session, frame_id: int | None) -> int:
@@ -141,7 +165,9 @@ async def scopes_action(session: Session, frame_id: int | None) -> ToolResult:
 async def variables_action(session: Session, reference: int | None) -> ToolResult:
     assert session.client is not None
     if reference is None:
-        raise ToolError("action='variables' needs reference: a scope's reference from action='scopes', or a variable's.")
+        raise ToolError(
+            "action='variables' needs reference: a scope's reference from action='scopes', or a variable's."
+        )
     if reference not in session.references:
         raise ToolError(
             f"reference {reference} is not from the current stop (references change at every stop). "
@@ -151,7 +177,10 @@ async def variables_action(session: Session, reference: int | None) -> ToolResul
     body = await session.client.request("variables", {"variablesReference": reference})
     everything = list(body.get("variables") or ())
     rows, lines = variable_rows(session, everything)
-    return ToolResult.text("\n".join(lines) or "(no variables)", data={"variables": rows, "total": len(everything), "shown": len(rows)})
+    return ToolResult.text(
+        "\n".join(lines) or "(no variables)",
+        data={"variables": rows, "total": len(everything), "shown": len(rows)},
+    )
 
 
 def frame_words(run: Run, session: Session, frame_id: int, given: bool) -> str:
@@ -176,27 +205,45 @@ async def set_variable(run: Run, session: Session, frame: int, target: str, valu
     for scope in scopes:
         if scope.get("name") in session.adapter.skip_scopes or not scope.get("variablesReference"):
             continue
-        variables = (await session.client.request("variables", {"variablesReference": scope["variablesReference"]})).get("variables") or ()
+        variables = (
+            await session.client.request("variables", {"variablesReference": scope["variablesReference"]})
+        ).get("variables") or ()
         if any(v.get("name") == names[0] for v in variables):
             reference = scope["variablesReference"]
             break
     for name in names[:-1]:  # a field: walk down to the variable that holds it
         if reference is None:
             break
-        variables = (await session.client.request("variables", {"variablesReference": reference})).get("variables") or ()
-        reference = next((v.get("variablesReference") or None for v in variables if v.get("name") == name), None)
+        variables = (await session.client.request("variables", {"variablesReference": reference})).get(
+            "variables"
+        ) or ()
+        reference = next(
+            (v.get("variablesReference") or None for v in variables if v.get("name") == name), None
+        )
     if reference is None:
-        raise ToolError(f"cannot set {target}: no variable '{target}' in {frame_words(run, session, frame, True)}; see its locals with action='scopes'.",
-                        data={"error": "evaluate_failed", "frame_id": frame})
+        raise ToolError(
+            f"cannot set {target}: no variable '{target}' in {frame_words(run, session, frame, True)}; see its locals with action='scopes'.",
+            data={"error": "evaluate_failed", "frame_id": frame},
+        )
     try:
-        body = await session.client.request("setVariable", {"variablesReference": reference, "name": names[-1], "value": value})
+        body = await session.client.request(
+            "setVariable", {"variablesReference": reference, "name": names[-1], "value": value}
+        )
     except DapError as exc:
-        raise ToolError(f"setting {target} = {value} failed: {exc.message}", data={"error": "evaluate_failed", "frame_id": frame}) from None
+        raise ToolError(
+            f"setting {target} = {value} failed: {exc.message}",
+            data={"error": "evaluate_failed", "frame_id": frame},
+        ) from None
     shown, cut = cap_value(str(body.get("value", value)), MAX_EVAL)
-    return ToolResult.text(f"{target} = {shown} (set with setVariable)", data={"result": shown, "type": body.get("type"), "reference": 0, "frame_id": frame, "cut": cut})
+    return ToolResult.text(
+        f"{target} = {shown} (set with setVariable)",
+        data={"result": shown, "type": body.get("type"), "reference": 0, "frame_id": frame, "cut": cut},
+    )
 
 
-async def evaluate_action(run: Run, session: Session, expression: str | None, frame_id: int | None) -> ToolResult:
+async def evaluate_action(
+    run: Run, session: Session, expression: str | None, frame_id: int | None
+) -> ToolResult:
     from tether_debug.dap import DapError
 
     assert session.client is not None
@@ -210,10 +257,17 @@ async def evaluate_action(run: Run, session: Session, expression: str | None, fr
     else:
         frame = check_frame(session, frame_id)
     assignment = ASSIGNMENT.fullmatch(expression)
-    if assignment and not session.adapter.evaluate_assigns and session.capabilities.get("supportsSetVariable"):
+    if (
+        assignment
+        and not session.adapter.evaluate_assigns
+        and session.capabilities.get("supportsSetVariable")
+    ):
         return await set_variable(run, session, frame, assignment.group(1), assignment.group(2))
     try:
-        body = await session.client.request("evaluate", {"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context})
+        body = await session.client.request(
+            "evaluate",
+            {"expression": expression, "frameId": frame, "context": session.adapter.evaluate_context},
+        )
     except DapError as exc:
         # debugpy answers with the debuggee's whole traceback; its last line is the error itself
         lines = [line for line in exc.message.strip().splitlines() if line.strip()]
@@ -228,4 +282,7 @@ async def evaluate_action(run: Run, session: Session, expression: str | None, fr
         session.references.add(ref)
     kind = f" ({body['type']})" if body.get("type") else ""
     text = f"{expression}{kind} = {value}" + (f"  [reference {ref}: use action='variables']" if ref else "")
-    return ToolResult.text(text, data={"result": value, "type": body.get("type"), "reference": ref, "frame_id": frame, "cut": cut})
+    return ToolResult.text(
+        text,
+        data={"result": value, "type": body.get("type"), "reference": ref, "frame_id": frame, "cut": cut},
+    )

@@ -15,13 +15,19 @@ DEFAULT_TTL = 30 * 60.0
 
 @attrs.frozen
 class DebugOptions:
-    debug_stop_timeout: float = arg("seconds launch, continue, step and pause wait for the next stop", default=30.0, minimum=0)
+    debug_stop_timeout: float = arg(
+        "seconds launch, continue, step and pause wait for the next stop", default=30.0, minimum=0
+    )
     debug_launch_timeout: float = arg(
-        "seconds for starting the adapter and configuring the launch (delve builds first)", default=60.0, minimum=0)
+        "seconds for starting the adapter and configuring the launch (delve builds first)",
+        default=60.0,
+        minimum=0,
+    )
     debug_request_timeout: float = arg("seconds one request to the adapter may take", default=10.0, minimum=0)
     debug_ttl: float = arg("seconds a debug session may live", default=DEFAULT_TTL, minimum=0)
     debug_attach_wait: float = arg(
-        "seconds attach waits for a breakpoint before saying the program runs", default=2.0, minimum=0)
+        "seconds attach waits for a breakpoint before saying the program runs", default=2.0, minimum=0
+    )
 
 
 def stop_timeout(run: Run) -> float:

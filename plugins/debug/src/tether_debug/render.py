@@ -64,18 +64,26 @@ def stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> Too
         data["exception"] = stop.description
         data["exceptionInfo"] = stop.exception
     if stop.project_frame is not None:
-        data["project_frame"] = {"file": run.relpath(stop.project_frame[0]), "line": stop.project_frame[1], "name": stop.project_frame[2]}
+        data["project_frame"] = {
+            "file": run.relpath(stop.project_frame[0]),
+            "line": stop.project_frame[1],
+            "name": stop.project_frame[2],
+        }
     text = prefix + stop_text(run, stop)
     if stop.snapshot is not None:
         scope, variables = stop.snapshot
         rows, lines = variable_rows(session, variables)
         data["locals"] = {"scope": scope, "variables": rows, "total": len(variables)}
-        text += f"\n{scope} of {stop.function or 'the top frame'}:\n" + ("\n".join(f"  {line}" for line in lines) if lines else "  (none)")
+        text += f"\n{scope} of {stop.function or 'the top frame'}:\n" + (
+            "\n".join(f"  {line}" for line in lines) if lines else "  (none)"
+        )
     text += "\nNext: 'step_over', 'step_in', 'continue'; 'evaluate' an expression; 'stack' for the callers."
     return ToolResult.text(text, data=data)
 
 
-def variable_rows(session: Session, variables: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def variable_rows(
+    session: Session, variables: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Variables as rows and lines, capped (50 names, 400 characters a value) and saying what was cut.
 
     Each reference handed out is registered as one of the current stop's.
@@ -105,7 +113,9 @@ def variable_rows(session: Session, variables: list[dict[str, Any]]) -> tuple[li
             "Use action='evaluate' with a slice or a specific name (e.g. items[50:100]) to see others.]"
         )
     if values_cut:
-        lines.append(f"[{values_cut} value(s) cut at {MAX_VALUE} characters; evaluate a slice of the value to read more.]")
+        lines.append(
+            f"[{values_cut} value(s) cut at {MAX_VALUE} characters; evaluate a slice of the value to read more.]"
+        )
     return rows, lines
 
 
@@ -122,7 +132,11 @@ def signal_data(ended: Ended) -> dict[str, Any]:
 
 def ended_words(ended: Ended) -> str:
     if ended.signal:
-        reported = f"; the adapter reported exit code {ended.exit_code}" if ended.exit_code not in (ended.signal, -ended.signal) else ""
+        reported = (
+            f"; the adapter reported exit code {ended.exit_code}"
+            if ended.exit_code not in (ended.signal, -ended.signal)
+            else ""
+        )
         return f"the program was killed by {signal_name(ended.signal)} (signal {ended.signal}{reported})"
     code = f" with exit code {ended.exit_code}" if ended.exit_code is not None else ""
     return f"the program {ended.how}{code}" if ended.how in ("exited", "terminated") else f"{ended.how}{code}"
@@ -141,7 +155,9 @@ def trim_launcher_frames(output: str) -> str:
         if LAUNCHER_FRAME.fullmatch(lines[i]):
             dropped += 1
             i += 1
-            while i < len(lines) and lines[i].startswith("    "):  # the frame's source line (and its ^^^ marks)
+            while i < len(lines) and lines[i].startswith(
+                "    "
+            ):  # the frame's source line (and its ^^^ marks)
                 i += 1
             continue
         if dropped:

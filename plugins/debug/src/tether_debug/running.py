@@ -13,9 +13,16 @@ from tether import ToolError, ToolResult
 
 from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, handles_safely
 from tether_debug.breakpoints import bp_summary
-from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
-from tether_debug.render import MAX_VALUE, cap_output, ended_words, signal_data, stop_result, trim_launcher_frames
 from tether_debug.dap import DapError
+from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
+from tether_debug.render import (
+    MAX_VALUE,
+    cap_output,
+    ended_words,
+    signal_data,
+    stop_result,
+    trim_launcher_frames,
+)
 from tether_debug.session import MAX_LOGGED, Ended, Session, SessionError, Stop
 
 if TYPE_CHECKING:
@@ -27,7 +34,11 @@ if TYPE_CHECKING:
 
 def refuse_second(run: Run, session: Session) -> ToolError:
     age = (time.monotonic() - session.started) / 60
-    where = f", stopped at {run.relpath(session.stop.file)}:{session.stop.line}" if session.stop and session.stop.file else ""
+    where = (
+        f", stopped at {run.relpath(session.stop.file)}:{session.stop.line}"
+        if session.stop and session.stop.file
+        else ""
+    )
     return ToolError(
         f"a debug session is already running in this conversation ({session.program}, started {age:.1f} min ago{where}); "
         "a second launch/attach does not replace it. End it first with action='terminate', then launch again.",
@@ -40,7 +51,9 @@ def pick_adapter(run: Run, program: Path | None, forced: str | None) -> AdapterD
     known = adapter_table(run)
     if forced is not None:
         if forced not in known:
-            raise ToolError(f"unknown adapter '{forced}'; known adapters: {', '.join(known)}. See action='adapters'.")
+            raise ToolError(
+                f"unknown adapter '{forced}'; known adapters: {', '.join(known)}. See action='adapters'."
+            )
         return known[forced]
     if program is None:
         candidates = [a for a in known.values() if a.modules]
@@ -63,9 +76,13 @@ def _no_program(run: Run, args: DebugArgs) -> ToolError:
     name = args.program or ""
     hint = " Build it first, or check the name."
     if "/" not in name and "." not in name:
-        hint = (f" To run a Python module or a command installed by one (pytest), give module='{name}' and its "
-                "arguments in args.")
-    return ToolError(f"no such program: '{name}' (paths are relative to the root).{hint}", data={"error": "no_program"})
+        hint = (
+            f" To run a Python module or a command installed by one (pytest), give module='{name}' and its "
+            "arguments in args."
+        )
+    return ToolError(
+        f"no such program: '{name}' (paths are relative to the root).{hint}", data={"error": "no_program"}
+    )
 
 
 def _cwd(run: Run, cwd: str | None) -> Path:
@@ -73,38 +90,50 @@ def _cwd(run: Run, cwd: str | None) -> Path:
         return run.root
     path = run.resolve_path(cwd, must_exist=True)
     if not path.is_dir():
-        raise ToolError(f"cwd '{cwd}' is not a directory; give the program's working directory, relative to the root.")
+        raise ToolError(
+            f"cwd '{cwd}' is not a directory; give the program's working directory, relative to the root."
+        )
     return path
 
 
 def _env(env: dict[str, str] | None) -> dict[str, str]:
     bad = [k for k, v in (env or {}).items() if not isinstance(v, str) or not k or "=" in k]
     if bad:
-        raise ToolError(f"env: each variable needs a name without '=' and a string value (check {', '.join(map(repr, bad))}).")
+        raise ToolError(
+            f"env: each variable needs a name without '=' and a string value (check {', '.join(map(repr, bad))})."
+        )
     return dict(env or {})
 
 
 def _launch_hint(program: Path | None, message: str) -> str:
     """What to do when the adapter's refusal alone does not say it."""
     if program is not None and program.is_dir() and "not an executable file" in message:
-        return (f"\n'{program.name}' is a library package (no package main): there is nothing to run. Debug its tests "
-                "with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it.")
+        return (
+            f"\n'{program.name}' is a library package (no package main): there is nothing to run. Debug its tests "
+            "with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it."
+        )
     return ""
 
 
-async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
+async def launch(
+    ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
+) -> ToolResult:
     run = ctx.run
     prefix = ""
     if args.restart:
         last = supervisor.launches.get(conversation)
         if not (args.program or args.module) and last is None:
-            raise ToolError("restart=true needs a launch to repeat: launch a program first (or give program).")
+            raise ToolError(
+                "restart=true needs a launch to repeat: launch a program first (or give program)."
+            )
         if not (args.program or args.module):
             args = attrs.evolve(last, stop_on_entry=args.stop_on_entry, restart=False)
         if session is not None:
             async with session.lock:
                 await supervisor.end(conversation, session)
-            supervisor.remember_end(conversation, session, Ended(session.exit_code, "was terminated for the restart"), "", 0)
+            supervisor.remember_end(
+                conversation, session, Ended(session.exit_code, "was terminated for the restart"), "", 0
+            )
             prefix = f"restarted: the previous session of {session.program} was ended.\n"
             session = None
     if session is not None:
@@ -116,9 +145,13 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
             data={"error": "no_program"},
         )
     if args.module and args.program:
-        raise ToolError("give program or module, not both: module='pytest' runs `python -m pytest` with args.")
+        raise ToolError(
+            "give program or module, not both: module='pytest' runs `python -m pytest` with args."
+        )
     if not args.program and not args.module:
-        raise ToolError("action='launch' needs program: the file to debug, relative to the root (e.g. 'app.py'); or module='pytest' for a Python module.")
+        raise ToolError(
+            "action='launch' needs program: the file to debug, relative to the root (e.g. 'app.py'); or module='pytest' for a Python module."
+        )
     program = run.resolve_path(args.program) if args.program else None
     if program is not None and not program.exists():
         raise _no_program(run, args)
@@ -132,8 +165,15 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
             data={"error": "adapter_unavailable", "adapter": adapter.id},
         )
     request = LaunchRequest(
-        program=program, args=list(args.args or ()), root=run.root, located=availability.located, cwd=_cwd(run, args.cwd),
-        env=_env(args.env), module=args.module, test=args.test, stop_on_entry=args.stop_on_entry,
+        program=program,
+        args=list(args.args or ()),
+        root=run.root,
+        located=availability.located,
+        cwd=_cwd(run, args.cwd),
+        env=_env(args.env),
+        module=args.module,
+        test=args.test,
+        stop_on_entry=args.stop_on_entry,
     )
     shown = run.relpath(program) if program is not None else f"-m {args.module}"
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
@@ -142,7 +182,9 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     timeout = launch_timeout(run)
     try:
         await new.start(availability.located, run.root, run, timeout)
-        await new.configure("launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout)
+        await new.configure(
+            "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout
+        )
         outcome = await new.wait_stop(0, stop_timeout(run))
         if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
             # lldb-dap holds a native program at its entry point with a SIGSTOP: that is the entry stop
@@ -165,7 +207,9 @@ async def launch(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix + bp_summary(run, new))
 
 
-async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs) -> ToolResult:
+async def attach(
+    ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
+) -> ToolResult:
     run = ctx.run
     if session is not None:
         raise refuse_second(run, session)
@@ -179,14 +223,18 @@ async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
     adapter = known.get(args.adapter or ("lldb" if by_pid else "debugpy"))
     make = (adapter.attach_pid_config if by_pid else adapter.attach_config) if adapter is not None else None
     if adapter is None or make is None:
-        can = [a.id for a in known.values() if (a.attach_pid_config if by_pid else a.attach_config) is not None]
+        can = [
+            a.id for a in known.values() if (a.attach_pid_config if by_pid else a.attach_config) is not None
+        ]
         how = "by process id" if by_pid else "to a port"
         raise ToolError(f"adapter '{args.adapter}' cannot attach {how}; adapters that can: {', '.join(can)}.")
     target = f"process {args.pid}" if by_pid else f"port {args.port}"
     if by_pid:
         problem = ptrace_problem(args.pid)
         if problem:
-            raise ToolError(f"cannot attach to process {args.pid}: {problem}", data={"error": "attach_refused"})
+            raise ToolError(
+                f"cannot attach to process {args.pid}: {problem}", data={"error": "attach_refused"}
+            )
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
     new.program = f"process {args.pid}" if by_pid else f"process on port {args.port}"
     new.root = run.root
@@ -195,22 +243,28 @@ async def attach(ctx: CallContext, supervisor: DebugSupervisor, conversation: st
         if by_pid:
             availability = adapter.availability(run.root)
             if not availability.usable or availability.located is None:
-                raise ToolError(f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
-                                data={"error": "adapter_unavailable", "adapter": adapter.id})
+                raise ToolError(
+                    f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
+                    data={"error": "adapter_unavailable", "adapter": adapter.id},
+                )
             await new.start(availability.located, run.root, run, timeout)
             new.attached = True
         else:
             await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
-        await new.configure("attach", make(args.pid if by_pid else args.port), supervisor.plan_for(conversation), timeout)
+        await new.configure(
+            "attach", make(args.pid if by_pid else args.port), supervisor.plan_for(conversation), timeout
+        )
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
     except (SessionError, DapError) as exc:
         await new.close()
         message = exc.message if isinstance(exc, DapError) else str(exc)
         if by_pid and ("not permitted" in message or "ptrace" in message.lower()):
-            message += (". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
-                        "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE; containers may block it). Launch the "
-                        "program under the debugger instead (action='launch').")
+            message += (
+                ". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
+                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE; containers may block it). Launch the "
+                "program under the debugger instead (action='launch')."
+            )
         raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
     except BaseException:
         await asyncio.shield(new.close())
@@ -242,24 +296,33 @@ def ptrace_problem(pid: int) -> str | None:
     except (OSError, ValueError):
         return None
     if scope >= 2:
-        return (f"ptrace is restricted (kernel.yama.ptrace_scope={scope}): only an administrator may attach "
-                "(or nobody, at 3). Launch the program under the debugger instead (action='launch').")
+        return (
+            f"ptrace is restricted (kernel.yama.ptrace_scope={scope}): only an administrator may attach "
+            "(or nobody, at 3). Launch the program under the debugger instead (action='launch')."
+        )
     if scope == 1 and os.geteuid() != 0:
-        return ("ptrace is restricted to a debugger's own children (kernel.yama.ptrace_scope=1), and this process "
-                "was not started by the debugger. Launch the program under the debugger instead (action='launch'), "
-                "or set kernel.yama.ptrace_scope=0.")
+        return (
+            "ptrace is restricted to a debugger's own children (kernel.yama.ptrace_scope=1), and this process "
+            "was not started by the debugger. Launch the program under the debugger instead (action='launch'), "
+            "or set kernel.yama.ptrace_scope=0."
+        )
     return None
 
 
-async def after_run(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, outcome, prefix: str = "") -> ToolResult:
+async def after_run(
+    run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, outcome, prefix: str = ""
+) -> ToolResult:
     """The result of anything that let the program run: a stop, the end (session closed), or still running.
 
     Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
     """
     if outcome is None:
         bound = stop_timeout(run)
-        text = (prefix + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
-                "'status' to check, or 'output' to read what it printed.")
+        text = (
+            prefix
+            + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
+            "'status' to check, or 'output' to read what it printed."
+        )
         return _with_said(session, text, {"stopped": None, "running": True})
     if isinstance(outcome, Ended):
         await supervisor.end(conversation, session)  # first: output still in flight arrives while it closes
@@ -283,12 +346,24 @@ def _with_said(session: Session, text: str, data: dict) -> ToolResult:
         text += "".join(f"\n{n}" for n in said)
     if logged:
         data["logged"] = logged
-        note = f" (the first {len(logged)} only; all are in action='output')" if len(logged) >= MAX_LOGGED else ""
+        note = (
+            f" (the first {len(logged)} only; all are in action='output')"
+            if len(logged) >= MAX_LOGGED
+            else ""
+        )
         text += f"\nlogpoints{note}:\n" + "\n".join(line[:MAX_VALUE] for line in logged)
     return ToolResult.text(text, data=data)
 
 
-async def resume(run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, command: str, thread_id: int | None, need_stop: bool) -> ToolResult:
+async def resume(
+    run: Run,
+    supervisor: DebugSupervisor,
+    conversation: str,
+    session: Session,
+    command: str,
+    thread_id: int | None,
+    need_stop: bool,
+) -> ToolResult:
     assert session.client is not None
     if need_stop and session.stop is None:
         raise ToolError(

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-
 from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
@@ -42,7 +41,9 @@ OPTION_CAPABILITY = {
 }
 OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
 SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
-LLDB_CONDITION_ERROR = re.compile(r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)")
+LLDB_CONDITION_ERROR = re.compile(
+    r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
+)
 OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
@@ -114,7 +115,9 @@ class SessionError(Exception):
 
 
 class Session:
-    def __init__(self, adapter: AdapterDef, *, conversation_id: str, ttl: float, request_timeout: float) -> None:
+    def __init__(
+        self, adapter: AdapterDef, *, conversation_id: str, ttl: float, request_timeout: float
+    ) -> None:
         self.adapter = adapter
         self.conversation_id = conversation_id
         self.started = time.monotonic()
@@ -138,7 +141,8 @@ class Session:
         self.exceptions: tuple[str, str] = ("uncaught", "")  # the mode, and what setting it said
         self.logged: list[str] = []  # logpoint lines since the running call began (read by its result)
         self.last_signal: int | None = None  # the signal of the last stop on one (lldb: SIGSEGV)
-        self.notices: list[str] = []  # what the adapter said of breakpoints meanwhile (a condition that failed)
+        # what the adapter said of breakpoints meanwhile (a condition that failed)
+        self.notices: list[str] = []
         self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
         self.program: str = ""
         self.root: Path | None = None
@@ -160,7 +164,9 @@ class Session:
         self.sandboxed = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
         if self.sandboxed:
             assert envelope is not None
-            if tcp and not envelope.shares_loopback:  # its port is not reachable from here: over stdio instead
+            if (
+                tcp and not envelope.shares_loopback
+            ):  # its port is not reachable from here: over stdio instead
                 argv, tcp = [sys.executable, "-I", sandbox.RELAY, "stdio", "--", *argv], False
             argv = list(envelope.wrap(argv))
         try:
@@ -175,15 +181,21 @@ class Session:
                 limit=2**24,
             )
         except OSError as exc:
-            raise SessionError(f"could not start the {self.adapter.id} adapter ({' '.join(located.argv)}): {exc}") from None
+            raise SessionError(
+                f"could not start the {self.adapter.id} adapter ({' '.join(located.argv)}): {exc}"
+            ) from None
         run.track_process(self.proc)
         self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stderr()))
         if tcp:
             host, port = await self._read_port(start_timeout)
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=2**24), start_timeout)
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, port, limit=2**24), start_timeout
+                )
             except (TimeoutError, OSError) as exc:
-                raise SessionError(f"could not connect to the {self.adapter.id} adapter at {host}:{port}: {exc}") from None
+                raise SessionError(
+                    f"could not connect to the {self.adapter.id} adapter at {host}:{port}: {exc}"
+                ) from None
             if self.adapter.stdout_is_program_output:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stdout()))
         else:
@@ -204,7 +216,13 @@ class Session:
         self._connect(reader, writer)
 
     def _connect(self, reader: asyncio.StreamReader, writer: Any) -> None:
-        self.client = DapClient(reader, writer, on_event=self._on_event, on_reverse=self._on_reverse, request_timeout=self.request_timeout)
+        self.client = DapClient(
+            reader,
+            writer,
+            on_event=self._on_event,
+            on_reverse=self._on_reverse,
+            request_timeout=self.request_timeout,
+        )
         self.client.start()
 
     async def _read_port(self, timeout: float) -> tuple[str, int]:
@@ -214,13 +232,17 @@ class Session:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SessionError(f"the {self.adapter.id} adapter did not say which port it listens on within {timeout:g} s")
+                raise SessionError(
+                    f"the {self.adapter.id} adapter did not say which port it listens on within {timeout:g} s"
+                )
             try:
                 line = await asyncio.wait_for(self.proc.stdout.readline(), left)
             except TimeoutError:
                 continue
             if not line:
-                raise SessionError(f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}")
+                raise SessionError(
+                    f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}"
+                )
             seen += line
             if m := LISTEN_RE.search(line):
                 return m.group(1).decode(), int(m.group(2))
@@ -279,7 +301,9 @@ class Session:
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
-                env=self._run.child_env({**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}}),
+                env=self._run.child_env(
+                    {**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}}
+                ),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -291,7 +315,6 @@ class Session:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
             return {"processId": proc.pid}
         return None  # startDebugging, runInTerminal in a sandbox and the rest: refused, never left hanging
-
 
     # -- protocol ----------------------------------------------------------------------------------
 
@@ -306,18 +329,21 @@ class Session:
         assert self.client is not None
         client = self.client
         start = len(client.events)
-        capabilities = client.send("initialize", {
-            "clientID": "tether",
-            "clientName": "tether",
-            "adapterID": self.adapter.id,
-            "pathFormat": "path",
-            "linesStartAt1": True,
-            "columnsStartAt1": True,
-            "supportsVariableType": True,
-            "supportsRunInTerminalRequest": True,
-            "supportsStartDebuggingRequest": False,
-            "locale": "en",
-        })
+        capabilities = client.send(
+            "initialize",
+            {
+                "clientID": "tether",
+                "clientName": "tether",
+                "adapterID": self.adapter.id,
+                "pathFormat": "path",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "supportsVariableType": True,
+                "supportsRunInTerminalRequest": True,
+                "supportsStartDebuggingRequest": False,
+                "locale": "en",
+            },
+        )
         answer = client.send(request, arguments)
         await client._drain()
         try:
@@ -337,7 +363,11 @@ class Session:
         finally:
             initialized.cancel()
         if hit is None:
-            why = "the adapter closed the connection" if client.closed else f"no 'initialized' event within {timeout:g} s"
+            why = (
+                "the adapter closed the connection"
+                if client.closed
+                else f"no 'initialized' event within {timeout:g} s"
+            )
             raise SessionError(f"{request} did not complete: {why}. {self._stderr_text()}".strip())
         for path, specs in plan.lines.items():
             await self.set_breakpoints(path, specs)
@@ -350,7 +380,10 @@ class Session:
     async def set_exceptions(self, mode: str) -> str:
         """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
         assert self.client is not None
-        offered = {f.get("filter"): f.get("label") or f.get("filter") for f in self.capabilities.get("exceptionBreakpointFilters") or ()}
+        offered = {
+            f.get("filter"): f.get("label") or f.get("filter")
+            for f in self.capabilities.get("exceptionBreakpointFilters") or ()
+        }
         note = f" ({self.adapter.exception_note})" if self.adapter.exception_note else ""
         if not offered:
             said = f"exceptions={mode}: the {self.adapter.id} adapter offers no exception filters{note}."
@@ -359,12 +392,19 @@ class Session:
             filters = [f for f in wanted if f in offered]
             await self.client.request("setExceptionBreakpoints", {"filters": filters})
             if filters:
-                said = f"exceptions={mode}: filters " + ", ".join(f"{f} ({offered[f]})" for f in filters) + f"{note}."
+                said = (
+                    f"exceptions={mode}: filters "
+                    + ", ".join(f"{f} ({offered[f]})" for f in filters)
+                    + f"{note}."
+                )
             elif mode == "none":
                 said = f"exceptions=none: no exception filter is on{note}."
             else:
-                said = (f"exceptions={mode}: the {self.adapter.id} adapter has no filter for this mode (it offers "
-                        + ", ".join(f"{f} ({label})" for f, label in offered.items()) + f"){note}.")
+                said = (
+                    f"exceptions={mode}: the {self.adapter.id} adapter has no filter for this mode (it offers "
+                    + ", ".join(f"{f} ({label})" for f, label in offered.items())
+                    + f"){note}."
+                )
         self.exceptions = (mode, said)
         return said
 
@@ -374,9 +414,18 @@ class Session:
         rows: list[dict[str, Any]] = []
         sent: list[dict[str, Any]] = []
         for spec in specs:
-            row: dict[str, Any] = {"requested": spec["line"], **{k: v for k, v in spec.items() if k != "line"}}
-            unsupported = [k for k, cap in OPTION_CAPABILITY.items() if k in spec and not self.capabilities.get(cap)]
-            problem = self.adapter.check_condition(spec["condition"]) if "condition" in spec and self.adapter.check_condition else None
+            row: dict[str, Any] = {
+                "requested": spec["line"],
+                **{k: v for k, v in spec.items() if k != "line"},
+            }
+            unsupported = [
+                k for k, cap in OPTION_CAPABILITY.items() if k in spec and not self.capabilities.get(cap)
+            ]
+            problem = (
+                self.adapter.check_condition(spec["condition"])
+                if "condition" in spec and self.adapter.check_condition
+                else None
+            )
             if problem:
                 row.update(verified=False, message=f"the condition does not compile: {problem}")
             else:
@@ -386,12 +435,18 @@ class Session:
             rows.append(row)
         body = await self.client.request(
             "setBreakpoints",
-            {"source": {"path": path, "name": Path(path).name}, "breakpoints": sent, "lines": [b["line"] for b in sent]},
+            {
+                "source": {"path": path, "name": Path(path).name},
+                "breakpoints": sent,
+                "lines": [b["line"] for b in sent],
+            },
         )
         answers = iter(body.get("breakpoints") or ())
         for row in rows:
             if "verified" not in row:
-                row.update(next(answers, {"verified": False, "message": "the adapter did not answer for this line"}))
+                row.update(
+                    next(answers, {"verified": False, "message": "the adapter did not answer for this line"})
+                )
         if specs:
             self.breakpoints[path] = rows
         else:
@@ -403,10 +458,20 @@ class Session:
     async def set_function_breakpoints(self, names: list[str]) -> list[dict[str, Any]]:
         assert self.client is not None
         if not self.capabilities.get("supportsFunctionBreakpoints"):
-            rows = [{"function": n, "verified": False, "message": f"the {self.adapter.id} adapter has no function breakpoints"} for n in names]
+            rows = [
+                {
+                    "function": n,
+                    "verified": False,
+                    "message": f"the {self.adapter.id} adapter has no function breakpoints",
+                }
+                for n in names
+            ]
         else:
             answers = await self._function_answers(names)
-            rows = [{"function": n, **(answers[i] if i < len(answers) else {"verified": False})} for i, n in enumerate(names)]
+            rows = [
+                {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
+                for i, n in enumerate(names)
+            ]
         self.function_breakpoints = rows
         return rows
 
@@ -438,8 +503,12 @@ class Session:
             for rows in self.breakpoints.values():
                 for row in rows:
                     if row.get("condition") == m.group(2) and row.get("verified"):
-                        row.update(verified=False, message=f"the condition does not compile: {m.group(3).strip()}")
-                        said.append(f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})")
+                        row.update(
+                            verified=False, message=f"the condition does not compile: {m.group(3).strip()}"
+                        )
+                        said.append(
+                            f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})"
+                        )
         return said
 
     async def wait_stop(self, after: int, timeout: float) -> Stop | Ended | None:
@@ -521,7 +590,11 @@ class Session:
 
     async def _exception_info(self, thread_id: int | None, body: dict[str, Any]) -> dict[str, Any] | None:
         """What the adapter says of the exception: its type, message, and the top of its stack when given."""
-        if thread_id is not None and self.client is not None and self.capabilities.get("supportsExceptionInfoRequest"):
+        if (
+            thread_id is not None
+            and self.client is not None
+            and self.capabilities.get("supportsExceptionInfoRequest")
+        ):
             try:
                 info = await self.client.request("exceptionInfo", {"threadId": thread_id})
             except DapError:
@@ -543,7 +616,14 @@ class Session:
         assert self.client is not None
         try:
             scopes = (await self.client.request("scopes", {"frameId": frame_id})).get("scopes") or ()
-            scope = next((s for s in scopes if s.get("name") not in self.adapter.skip_scopes and s.get("variablesReference")), None)
+            scope = next(
+                (
+                    s
+                    for s in scopes
+                    if s.get("name") not in self.adapter.skip_scopes and s.get("variablesReference")
+                ),
+                None,
+            )
             if scope is None:
                 return None
             self.references.add(scope["variablesReference"])
@@ -555,7 +635,9 @@ class Session:
 
     async def stack_trace(self, thread_id: int, levels: int) -> list[dict[str, Any]]:
         assert self.client is not None
-        body = await self.client.request("stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": levels})
+        body = await self.client.request(
+            "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": levels}
+        )
         frames = list(body.get("stackFrames") or [])
         for f in frames:
             self.frames[f["id"]] = {**f, "thread_id": thread_id}
@@ -584,7 +666,9 @@ class Session:
                 pass
         # delve's program output is its stdout: let the drains reach end of stream before stopping them
         if self._tasks:
-            await asyncio.wait(self._tasks, timeout=0.5 if proc is None or proc.returncode is not None else 0.05)
+            await asyncio.wait(
+                self._tasks, timeout=0.5 if proc is None or proc.returncode is not None else 0.05
+            )
         for task in self._tasks:
             task.cancel()
         # the adapter may exit before its debuggee (lldb-dap crashes on shutdown), and a debuggee's
@@ -601,6 +685,7 @@ class Session:
 
 def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
     """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
+
     def one(message: str) -> str:
         return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
 

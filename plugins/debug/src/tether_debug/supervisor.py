@@ -24,7 +24,9 @@ log = logging.getLogger("tether.debug")
 class Plan:
     """A conversation's breakpoints, kept across sessions and sent at every launch."""
 
-    lines: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)  # absolute path -> DAP SourceBreakpoints
+    lines: dict[str, list[dict[str, Any]]] = attrs.field(
+        factory=dict
+    )  # absolute path -> DAP SourceBreakpoints
     functions: list[str] = attrs.field(factory=list)
     exceptions: str = "uncaught"  # none / uncaught / raised
 
@@ -35,7 +37,8 @@ class DebugSupervisor:
         self.plans: dict[str, Plan] = {}  # conversation -> its breakpoints
         self.launches: dict[str, DebugArgs] = {}  # conversation -> its last launch (for restart)
         self.notes: dict[str, str] = {}  # conversation -> what happened behind its back (TTL expiry)
-        self.last: dict[str, tuple[str, Ended, str, int]] = {}  # conversation -> (program, end, unread output, dropped)
+        # conversation -> (program, end, unread output, dropped)
+        self.last: dict[str, tuple[str, Ended, str, int]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closing: set[asyncio.Task] = set()
 
@@ -47,7 +50,12 @@ class DebugSupervisor:
             return None
         # A closed connection under a running program is reported by the handler as the program's end;
         # under a stopped one nothing can drive the program any more.
-        if session is not None and session.stop is not None and session.client is not None and session.client.closed:
+        if (
+            session is not None
+            and session.stop is not None
+            and session.client is not None
+            and session.client.closed
+        ):
             self._lost(conversation, session)
             return None
         return session
@@ -109,7 +117,9 @@ class DebugSupervisor:
             self._forget(conversation)
         await session.close()
 
-    def remember_end(self, conversation: str, session: Session, ended: Ended, output: str, dropped: int) -> None:
+    def remember_end(
+        self, conversation: str, session: Session, ended: Ended, output: str, dropped: int
+    ) -> None:
         self.last[conversation] = (session.program, ended, output, dropped)
 
     def plan_for(self, conversation: str) -> Plan:

@@ -66,7 +66,8 @@ class KernelSpec:
         0.0  # then wait until iopub was quiet this long (output of timers that fire after the cell)
     )
     interrupt_mode: str = "signal"  # signal (SIGINT to the process group) | message (interrupt_request)
-    project_paths: tuple[str, ...] = ()  # Python: first on sys.path (the kernel runs outside the project's env)
+    # Python: first on sys.path (the kernel runs outside the project's env)
+    project_paths: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -229,7 +230,9 @@ class KernelDied(Exception):
 
 
 class Kernel:
-    def __init__(self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]) -> None:
+    def __init__(
+        self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]
+    ) -> None:
         self.spec = spec
         self._stop = stop  # the run's stop_process: the kernel's tree, group and what carries its tag
         self.workdir = workdir  # private: kernelspec, connection file, ipc sockets, kernel log
@@ -239,7 +242,8 @@ class Kernel:
         self.pid: int | None = None
         self.dead = False
         self.started_in = 0.0
-        self.installed: dict[str, Any] = {}  # what the helper's install reported (Python: sys.executable, ...)
+        # what the helper's install reported (Python: sys.executable, ...)
+        self.installed: dict[str, Any] = {}
         self._waiters: dict[str, asyncio.Queue] = {}
         self._readers: list[asyncio.Task] = []
         self._pidfd: int | None = None
@@ -281,7 +285,7 @@ class Kernel:
             km.ip = str(self.workdir / "ipc")  # socket files land here, not in the cwd
         km.shutdown_wait_time = 2.0
         self.km = km
-        self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115, ASYNC230 - local file; closed in shutdown()
+        self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115 - local file; closed in shutdown()
         env = {**os.environ, **self.spec.env}
         await km.start_kernel(cwd=str(self.cwd), env=env, stdout=self._log_file, stderr=self._log_file)
         proc = km.provisioner.process
@@ -403,7 +407,9 @@ class Kernel:
                 continue
             if name == "iopub":
                 kind = msg["msg_type"]
-                if kind == "execute_input" or (kind == "status" and msg["content"].get("execution_state") != "idle"):
+                if kind == "execute_input" or (
+                    kind == "status" and msg["content"].get("execution_state") != "idle"
+                ):
                     continue  # nobody waits for these: spare the waiting task a wake-up per message
             parent = (msg.get("parent_header") or {}).get("msg_id")
             queue = self._waiters.get(parent)
@@ -511,7 +517,13 @@ class Kernel:
                 self._waiters.pop(probe, None)
 
     async def _messages(
-        self, queue: asyncio.Queue, end: CellEnd, bridge: Bridge | None, budget: Budget, extend: bool, probe: str | None
+        self,
+        queue: asyncio.Queue,
+        end: CellEnd,
+        bridge: Bridge | None,
+        budget: Budget,
+        extend: bool,
+        probe: str | None,
     ) -> None:
         """The cell's messages until its reply and idle (or the probe's idle: then ours was dropped)."""
         while not (end.replied and end.idle):
@@ -546,7 +558,9 @@ class Kernel:
         finally:
             self._waiters.pop(msg_id, None)
 
-    async def _answer(self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Budget | None) -> None:
+    async def _answer(
+        self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Budget | None
+    ) -> None:
         prompt = str(msg["content"].get("prompt", ""))
         if prompt == MARKER + PING:
             answer = "pong"

@@ -126,7 +126,9 @@ class KernelFactory:
         from tether_eval.kernel import KernelSpec
 
         envelope = self.run.resource(tether_eval_envelope)
-        inside = envelope is not None and await envelope.check()  # a ToolError when the run may not run on the host
+        inside = (
+            envelope is not None and await envelope.check()
+        )  # a ToolError when the run may not run on the host
         where = f"envelope '{envelope.name}'" if inside else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")

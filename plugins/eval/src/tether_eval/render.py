@@ -75,7 +75,9 @@ def html_text(html: str) -> str:
     """HTML rendered as readable markdown text; a page over MAX_HTML_CHARS is cut first, and says so."""
     note = ""
     if len(html) > MAX_HTML_CHARS:
-        note = f"\n[... the HTML was {len(html):,} characters: only its first {MAX_HTML_CHARS:,} were rendered]"
+        note = (
+            f"\n[... the HTML was {len(html):,} characters: only its first {MAX_HTML_CHARS:,} were rendered]"
+        )
         html = html[:MAX_HTML_CHARS]
     text = _Markdown(heading_style="ATX", bullets="-").convert(html)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + note
@@ -133,7 +135,9 @@ class Rendered:
     cut: bool
 
 
-async def render_cell(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]]) -> Rendered:
+async def render_cell(
+    messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]]
+) -> Rendered:
     """``render``, in a thread when the cell sent much HTML (parsing 500,000 characters takes a second)."""
     html = sum(len(str((m["content"].get("data") or {}).get("text/html", ""))) for m in messages)
     if html <= INLINE_HTML_CHARS:
@@ -217,7 +221,10 @@ def render(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[s
         if payload.get("source") == "page":
             text, what = bundle_text(payload.get("data") or {}) or "", "the pager's text"
         elif payload.get("source") == "set_next_input" and payload.get("text"):
-            text, what = "[IPython's text for the next cell; send it as a cell to run it]\n" + payload["text"], "it"
+            text, what = (
+                "[IPython's text for the next cell; send it as a cell to run it]\n" + payload["text"],
+                "it",
+            )
         else:
             continue
         text, cut = bounded(text.strip("\n"), max_chars, what)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether import Text, Tier, Tool, ToolError, ToolResult, arg
+
 from tether_eval.hookspecs import tether_eval_kernels
 
 if TYPE_CHECKING:

@@ -14,9 +14,13 @@ from tether.tools import ToolError
 
 from tether_lsp.servers import ServerDef, find_binary
 
-TSC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$")
+TSC = re.compile(
+    r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$"
+)
 GNU = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):\s*(?P<msg>.*)$")
-SEV = re.compile(r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.IGNORECASE)
+SEV = re.compile(
+    r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.IGNORECASE
+)
 
 
 def _rel(run: Any, cwd: Path, file: str) -> str:
@@ -32,16 +36,33 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
         for d in data.get("generalDiagnostics", []):
             pos = d.get("range", {}).get("start", {})
             sev = d.get("severity", "error")
-            diags.append(Diagnostic(
-                _rel(run, cwd, d.get("file", "?")), pos.get("line", 0) + 1, pos.get("character", 0) + 1,
-                sev, d.get("message", "").strip(), d.get("rule"), "basedpyright",
-            ))
+            diags.append(
+                Diagnostic(
+                    _rel(run, cwd, d.get("file", "?")),
+                    pos.get("line", 0) + 1,
+                    pos.get("character", 0) + 1,
+                    sev,
+                    d.get("message", "").strip(),
+                    d.get("rule"),
+                    "basedpyright",
+                )
+            )
     elif fmt == "tsc":
         for line in out.splitlines():
             m = TSC.match(line.strip())
             if m:
                 sev = {"message": "information"}.get(m["sev"], m["sev"])
-                diags.append(Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, m["msg"], m["code"], "tsc"))
+                diags.append(
+                    Diagnostic(
+                        _rel(run, cwd, m["file"]),
+                        int(m["line"]),
+                        int(m["col"]),
+                        sev,
+                        m["msg"],
+                        m["code"],
+                        "tsc",
+                    )
+                )
     elif fmt == "cargo-json":
         for line in out.splitlines():
             try:
@@ -56,7 +77,17 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
                 continue
             s = spans[0]
             code = (m.get("code") or {}).get("code")
-            diags.append(Diagnostic(_rel(run, cwd, s["file_name"]), s["line_start"], s["column_start"], m["level"], m["message"], code, "cargo"))
+            diags.append(
+                Diagnostic(
+                    _rel(run, cwd, s["file_name"]),
+                    s["line_start"],
+                    s["column_start"],
+                    m["level"],
+                    m["message"],
+                    code,
+                    "cargo",
+                )
+            )
     elif fmt == "gnu":
         for line in out.splitlines():
             m = GNU.match(line.strip())
@@ -67,11 +98,15 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
             if s:
                 sev = {"info": "information", "note": "information"}.get(s["sev"].lower(), s["sev"].lower())
                 code, msg = s["code"], s["msg"]
-            diags.append(Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, None))
+            diags.append(
+                Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, None)
+            )
     return diags
 
 
-async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -> tuple[list[Diagnostic], str]:
+async def run_checker(
+    server: ServerDef, root: Path, run: Any, timeout: float
+) -> tuple[list[Diagnostic], str]:
     """Run the server's project checker in ``root``; (diagnostics, the command as shown)."""
     from tether.procs import kill_tree
 
@@ -89,8 +124,13 @@ async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -
         )
     shown = " ".join(server.checker)
     proc = await asyncio.create_subprocess_exec(
-        binary, *server.checker[1:], cwd=str(root), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        binary,
+        *server.checker[1:],
+        cwd=str(root),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
     run.track_process(proc.pid)
     try:
@@ -104,8 +144,16 @@ async def run_checker(server: ServerDef, root: Path, run: Any, timeout: float) -
         ) from None
     text = out.decode(errors="replace") + "\n" + err.decode(errors="replace")
     try:
-        diags = parse(server.checker_format, out.decode(errors="replace") if server.checker_format == "pyright-json" else text, run, root)
+        diags = parse(
+            server.checker_format,
+            out.decode(errors="replace") if server.checker_format == "pyright-json" else text,
+            run,
+            root,
+        )
     except ValueError:
         tail = text.strip()[-500:]
-        raise ToolError(f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}", {"error": "checker_output"}) from None
+        raise ToolError(
+            f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}",
+            {"error": "checker_output"},
+        ) from None
     return diags, shown

@@ -120,7 +120,9 @@ class Connection:
         self.begins = 0  # work-done progress begins seen
         self.analysed = False  # the first analysis of the project has ended (see first_round)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
-        self.last_mark: Mark | None = None  # the latest change (or the start): "settled" is a round newer than it
+        self.last_mark: Mark | None = (
+            None  # the latest change (or the start): "settled" is a round newer than it
+        )
         self.start_mark = Mark(0, 0, 0.0)
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
@@ -177,7 +179,9 @@ class Connection:
         conn = self
         # pygls reports messages it cannot parse here and then never completes the request (as it
         # did with cattrs >= 25 before `lsp_converter`); keep the reason so the timeout can name it
-        self.client.report_server_error = lambda error, source: conn.log_tail.append(f"client: {source.__name__}: {error}")
+        self.client.report_server_error = lambda error, source: conn.log_tail.append(
+            f"client: {source.__name__}: {error}"
+        )
         self._register_handlers()
         env = dict(os.environ)
         self.started_at = time.monotonic()
@@ -200,7 +204,9 @@ class Connection:
             root_path=str(self.root),
             capabilities=caps,
             workspace_folders=[folder],
-            initialization_options=dict(self.server.initialization_options) if self.server.initialization_options else None,
+            initialization_options=dict(self.server.initialization_options)
+            if self.server.initialization_options
+            else None,
             client_info=lsp.ClientInfo(name="tether", version="0.1.0"),
         )
         try:
@@ -216,7 +222,9 @@ class Connection:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._tasks[0]), 1.0)
             why = " | ".join(list(self.stderr_tail)[-5:]) or "no output on stderr"
-            raise StartFailed(f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}") from None
+            raise StartFailed(
+                f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}"
+            ) from None
         self.capabilities = result.capabilities
         enc = getattr(self.capabilities, "position_encoding", None)
         self.encoding = str(getattr(enc, "value", enc) or "utf-16")
@@ -235,7 +243,9 @@ class Connection:
                 configuration=True,
                 workspace_folders=True,
                 apply_edit=False,
-                did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True),
+                did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
+                    dynamic_registration=True
+                ),
                 workspace_edit=lsp.WorkspaceEditClientCapabilities(
                     document_changes=True,
                     resource_operations=[
@@ -248,13 +258,19 @@ class Connection:
             ),
             text_document=lsp.TextDocumentClientCapabilities(
                 synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
-                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True, related_information=False),
-                hover=lsp.HoverClientCapabilities(content_format=[lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText]),
+                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
+                    version_support=True, related_information=False
+                ),
+                hover=lsp.HoverClientCapabilities(
+                    content_format=[lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText]
+                ),
                 definition=lsp.DefinitionClientCapabilities(link_support=True),
                 type_definition=lsp.TypeDefinitionClientCapabilities(link_support=True),
                 implementation=lsp.ImplementationClientCapabilities(link_support=True),
                 references=lsp.ReferenceClientCapabilities(),
-                document_symbol=lsp.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True),
+                document_symbol=lsp.DocumentSymbolClientCapabilities(
+                    hierarchical_document_symbol_support=True
+                ),
                 code_action=lsp.CodeActionClientCapabilities(
                     code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
                         code_action_kind=lsp.ClientCodeActionKindOptions(value_set=list(lsp.CodeActionKind))
@@ -276,7 +292,9 @@ class Connection:
             if params.version is not None:
                 conn.versioned = True
             conn.last_event = time.monotonic()
-            conn.published[params.uri] = Published(params.version, list(params.diagnostics), conn.last_event, conn._seq)
+            conn.published[params.uri] = Published(
+                params.version, list(params.diagnostics), conn.last_event, conn._seq
+            )
             conn._wake()
 
         @client.feature("workspace/configuration")
@@ -323,13 +341,23 @@ class Connection:
 
         @client.feature("workspace/applyEdit")
         def _apply(params: Any) -> Any:
-            return lsp.ApplyWorkspaceEditResult(applied=False, failure_reason="tether applies edits only through lsp_rename")
+            return lsp.ApplyWorkspaceEditResult(
+                applied=False, failure_reason="tether applies edits only through lsp_rename"
+            )
 
         for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
-            client.feature(method)(lambda params, m=method: conn.log_tail.append(f"{m}: {str(_get(params, 'message', ''))[:200]}"))
+            client.feature(method)(
+                lambda params, m=method: conn.log_tail.append(
+                    f"{m}: {str(_get(params, 'message', ''))[:200]}"
+                )
+            )
         for method in (
-            "workspace/semanticTokens/refresh", "workspace/inlayHint/refresh", "workspace/codeLens/refresh",
-            "workspace/diagnostic/refresh", "workspace/inlineValue/refresh", "workspace/foldingRange/refresh",
+            "workspace/semanticTokens/refresh",
+            "workspace/inlayHint/refresh",
+            "workspace/codeLens/refresh",
+            "workspace/diagnostic/refresh",
+            "workspace/inlineValue/refresh",
+            "workspace/foldingRange/refresh",
         ):
             client.feature(method)(lambda params: None)
 
@@ -373,7 +401,9 @@ class Connection:
         if self.client is not None:
             self.client._stop_event.set()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.gather(*self.client._async_tasks, return_exceptions=True), grace)
+                await asyncio.wait_for(
+                    asyncio.gather(*self.client._async_tasks, return_exceptions=True), grace
+                )
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -432,7 +462,9 @@ class Connection:
         self.notify(
             "textDocument/didOpen",
             self.lsp.DidOpenTextDocumentParams(
-                text_document=self.lsp.TextDocumentItem(uri=uri, language_id=doc.language_id, version=1, text=text)
+                text_document=self.lsp.TextDocumentItem(
+                    uri=uri, language_id=doc.language_id, version=1, text=text
+                )
             ),
         )
         return doc
@@ -455,7 +487,9 @@ class Connection:
         if self.server.did_save if save is None else save:
             self.notify(
                 "textDocument/didSave",
-                lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), text=text),
+                lsp.DidSaveTextDocumentParams(
+                    text_document=lsp.TextDocumentIdentifier(uri=doc.uri), text=text
+                ),
             )
 
     def close_doc(self, doc: Doc) -> None:
@@ -607,7 +641,9 @@ class Connection:
                 if not self.published:
                     return False  # nothing checked yet
                 if any(p.version is None for p in self.published.values()):
-                    return quiet >= PROGRESS_COLD_QUIET  # placeholders of files not checked yet: the first round is to come
+                    return (
+                        quiet >= PROGRESS_COLD_QUIET
+                    )  # placeholders of files not checked yet: the first round is to come
             return quiet >= self._fallback()
         return quiet >= self.server.settle_quiet
 
@@ -644,7 +680,9 @@ class Connection:
         if pub.version is not None:
             return pub if pub.version >= doc.version else None
         if self.versioned:
-            return None  # a versioned server's unversioned publish is of the file on disk, not of this document
+            return (
+                None  # a versioned server's unversioned publish is of the file on disk, not of this document
+            )
         return pub if pub.seq > doc.mark.seq else None
 
     async def diagnostics(self, doc: Doc, timeout: float, request_timeout: float) -> list[Any] | None:

@@ -32,13 +32,13 @@ def lsp_converter() -> Any:
         if len(inner) < 2 or len(inner) == len(typing.get_args(tp)):
             return False  # not optional, or Optional[X] of one type, which cattrs handles
         try:
-            conv.get_structure_hook(Union[tuple(inner)])
+            conv.get_structure_hook(Union[tuple(inner)])  # noqa: UP007 - a Union of a runtime tuple of types has no X | Y spelling
         except StructureHandlerNotFoundError:
             return False
         return True
 
     def structure(obj: Any, tp: Any) -> Any:
-        return None if obj is None else conv.structure(obj, Union[tuple(members(tp))])
+        return None if obj is None else conv.structure(obj, Union[tuple(members(tp))])  # noqa: UP007 - a Union of a runtime tuple of types has no X | Y spelling
 
     conv.register_structure_hook_func(is_optional_registered_union, structure)
     return conv

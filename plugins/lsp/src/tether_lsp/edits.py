@@ -50,7 +50,7 @@ def _offset(text: str, line: int, units: int, encoding: str) -> int:
             return len(text)
         start = found.end()
     end = LINE_BREAK.search(text, start)
-    body = text[start:end.start() if end else len(text)]
+    body = text[start : end.start() if end else len(text)]
     return start + from_units(body, units, encoding)
 
 
@@ -66,7 +66,10 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
     spans.sort()
     for a, b in itertools.pairwise(spans):
         if b[0] < a[1]:
-            raise ToolError("the server's edit has overlapping changes in one file; nothing was written", {"error": "bad_edit"})
+            raise ToolError(
+                "the server's edit has overlapping changes in one file; nothing was written",
+                {"error": "bad_edit"},
+            )
     for start, end, _, new_text in reversed(spans):
         text = text[:start] + new_text + text[end:]
     return text
@@ -101,7 +104,10 @@ class Planner:
             except FileNotFoundError:
                 data = text = None
             except (OSError, UnicodeDecodeError):
-                raise ToolError(f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written", {"error": "unreadable"}) from None
+                raise ToolError(
+                    f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written",
+                    {"error": "unreadable"},
+                ) from None
             self.plan.originals[path] = Snapshot.of(path, data)
             self.plan.contents[path] = text
         return self.plan.contents[path]
@@ -110,7 +116,10 @@ class Planner:
         path = self._path(uri)
         text = self._load(path)
         if text is None:
-            raise ToolError(f"the server's edit changes '{self.run.relpath(path)}', which does not exist; nothing was written", {"error": "bad_edit"})
+            raise ToolError(
+                f"the server's edit changes '{self.run.relpath(path)}', which does not exist; nothing was written",
+                {"error": "bad_edit"},
+            )
         self.plan.contents[path] = apply_text_edits(text, list(edits), self.encoding)
         self.plan.edits[path] += len(edits)
 
@@ -118,12 +127,17 @@ class Planner:
         kind = getattr(op, "kind", None)
         options = getattr(op, "options", None)
         overwrite = bool(getattr(options, "overwrite", False))
-        ignore = bool(getattr(options, "ignore_if_exists", False) or getattr(options, "ignore_if_not_exists", False))
+        ignore = bool(
+            getattr(options, "ignore_if_exists", False) or getattr(options, "ignore_if_not_exists", False)
+        )
         if kind == "create":
             path = self._path(op.uri)
             if self._load(path) is not None and not overwrite:
                 if not ignore:
-                    raise ToolError(f"the server's edit creates '{self.run.relpath(path)}', which exists; nothing was written", {"error": "bad_edit"})
+                    raise ToolError(
+                        f"the server's edit creates '{self.run.relpath(path)}', which exists; nothing was written",
+                        {"error": "bad_edit"},
+                    )
                 return
             self.plan.contents[path] = ""
             self.plan.operations.append(f"created {self.run.relpath(path)}")
@@ -133,11 +147,17 @@ class Planner:
             if text is None:
                 if ignore:
                     return
-                raise ToolError(f"the server's edit renames '{self.run.relpath(old)}', which does not exist; nothing was written", {"error": "bad_edit"})
+                raise ToolError(
+                    f"the server's edit renames '{self.run.relpath(old)}', which does not exist; nothing was written",
+                    {"error": "bad_edit"},
+                )
             if self._load(new) is not None and not overwrite:
                 if ignore:
                     return
-                raise ToolError(f"the server's edit renames onto '{self.run.relpath(new)}', which exists; nothing was written", {"error": "bad_edit"})
+                raise ToolError(
+                    f"the server's edit renames onto '{self.run.relpath(new)}', which exists; nothing was written",
+                    {"error": "bad_edit"},
+                )
             self.plan.contents[new] = text
             self.plan.contents[old] = None
             self.plan.renamed[old] = new
@@ -145,11 +165,17 @@ class Planner:
         elif kind == "delete":
             path = self._path(op.uri)
             if path.is_dir():
-                raise ToolError(f"the server's edit deletes the directory '{self.run.relpath(path)}'; refused, nothing was written", {"error": "bad_edit"})
+                raise ToolError(
+                    f"the server's edit deletes the directory '{self.run.relpath(path)}'; refused, nothing was written",
+                    {"error": "bad_edit"},
+                )
             if self._load(path) is None:
                 if ignore:
                     return
-                raise ToolError(f"the server's edit deletes '{self.run.relpath(path)}', which does not exist; nothing was written", {"error": "bad_edit"})
+                raise ToolError(
+                    f"the server's edit deletes '{self.run.relpath(path)}', which does not exist; nothing was written",
+                    {"error": "bad_edit"},
+                )
             self.plan.contents[path] = None
             self.plan.operations.append(f"deleted {self.run.relpath(path)}")
 

@@ -10,10 +10,22 @@ from tether import arg
 class LspOptions:
     lsp_servers: list[str] | None = arg(
         "ids of the language servers this run may start (default: every server defined as a default one)",
-        default=None)
-    lsp_request_timeout: float = arg("seconds one request to a language server may take", default=30.0, minimum=0)
-    lsp_start_timeout: float = arg("seconds a server may take to start and answer initialize", default=60.0, minimum=0)
-    lsp_shutdown_grace: float = arg("seconds for shutdown and exit before a server's tree is killed", default=2.0, minimum=0)
+        default=None,
+    )
+    lsp_request_timeout: float = arg(
+        "seconds one request to a language server may take", default=30.0, minimum=0
+    )
+    lsp_start_timeout: float = arg(
+        "seconds a server may take to start and answer initialize", default=60.0, minimum=0
+    )
+    lsp_shutdown_grace: float = arg(
+        "seconds for shutdown and exit before a server's tree is killed", default=2.0, minimum=0
+    )
     lsp_ready_wait: float = arg(
-        "seconds a query waits for a starting server's first round of analysis before it answers", default=30.0, minimum=0)
-    lsp_checker_timeout: float = arg('seconds the project checker of `diagnostics "*"` may take', default=300.0, minimum=0)
+        "seconds a query waits for a starting server's first round of analysis before it answers",
+        default=30.0,
+        minimum=0,
+    )
+    lsp_checker_timeout: float = arg(
+        'seconds the project checker of `diagnostics "*"` may take', default=300.0, minimum=0
+    )

@@ -13,7 +13,7 @@ from tether_lsp import hookspecs
 
 DESCRIPTION = (
     "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
-    "Actions: diagnostics (file, or \"*\" for the project checker), definition, type_definition, implementation, "
+    'Actions: diagnostics (file, or "*" for the project checker), definition, type_definition, implementation, '
     "references, hover, code_actions (file, line, symbol), symbols (query, or file), status, reload. "
     "Locations come back as path:line:col relative to the root with the source line."
 )
@@ -64,8 +64,18 @@ def tether_register_tools(run: Any, register: Any) -> None:
         return
     register(Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True))
     # not parallel-safe: two renames computed against the same files would race
-    register(Tool("lsp_rename", Tier.WRITE, RENAME_DESCRIPTION, RenameArgs, rename_handler, family="lsp",
-                  parallel_safe=False, touches=rename_touches))
+    register(
+        Tool(
+            "lsp_rename",
+            Tier.WRITE,
+            RENAME_DESCRIPTION,
+            RenameArgs,
+            rename_handler,
+            family="lsp",
+            parallel_safe=False,
+            touches=rename_touches,
+        )
+    )
 
 
 def _supervisor(run: Any) -> Any:

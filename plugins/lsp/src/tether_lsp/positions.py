@@ -63,7 +63,7 @@ def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: 
     if len(wholes) == 1:
         return Spot(line - 1, wholes[0])
     listed = "; ".join(
-        f"occurrence {n} at column {s + 1}: ...{source[max(0, s - 12): s + len(symbol) + 12].strip()}..."
+        f"occurrence {n} at column {s + 1}: ...{source[max(0, s - 12) : s + len(symbol) + 12].strip()}..."
         for n, s in enumerate(starts, 1)
     )
     raise ToolError(
@@ -87,7 +87,9 @@ def from_units(source_line: str, units: int, encoding: str) -> int:
     """The code-point index of a server's character offset on a line (clamped to the line)."""
     if encoding == "utf-32":
         return min(units, len(source_line))
-    width = (lambda c: len(c.encode("utf-8"))) if encoding == "utf-8" else (lambda c: 2 if ord(c) > 0xFFFF else 1)
+    width = (
+        (lambda c: len(c.encode("utf-8"))) if encoding == "utf-8" else (lambda c: 2 if ord(c) > 0xFFFF else 1)
+    )
     count = 0
     for i, ch in enumerate(source_line):
         if count >= units:

@@ -25,7 +25,9 @@ def uri_to_path(uri: str) -> Path | None:
 class Lines:
     """Source lines of files, read once per answer (and from the open document when there is one)."""
 
-    def __init__(self, overrides: dict[Path, str] | None = None, uris: dict[str, tuple[Path | None, str]] | None = None) -> None:
+    def __init__(
+        self, overrides: dict[Path, str] | None = None, uris: dict[str, tuple[Path | None, str]] | None = None
+    ) -> None:
         self._cache: dict[Path, list[str]] = {}
         self._overrides = overrides or {}
         self._uris = {} if uris is None else uris  # may be shared across answers: a uri always shows the same

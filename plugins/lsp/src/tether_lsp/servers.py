@@ -17,13 +17,28 @@ from typing import Any, Literal
 import attrs
 from tether.binaries import find_project_binary
 
-
 LANGUAGE_IDS = {
-    ".py": "python", ".pyi": "python",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
-    ".go": "go", ".rs": "rust", ".dart": "dart",
+    ".py": "python",
+    ".pyi": "python",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "typescriptreact",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascriptreact",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".go": "go",
+    ".rs": "rust",
+    ".dart": "dart",
 }
 
 
@@ -237,7 +252,10 @@ def answers_version(binary: str, args: tuple[str, ...], timeout: float = 10.0) -
 
     try:
         proc = subprocess.Popen(
-            [binary, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [binary, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:

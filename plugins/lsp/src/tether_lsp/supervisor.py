@@ -26,7 +26,6 @@ log = logging.getLogger("tether.lsp")
 T = TypeVar("T")
 
 
-
 class Supervisor:
     """One per run. Cheap to create: nothing starts before the first query."""
 
@@ -36,7 +35,8 @@ class Supervisor:
         self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
         self._versions: dict[str, str | None] = {}
         self._definitions: list[ServerDef] | None = None
-        self.baselines: dict[str, dict[str, list[Any]]] = {}  # per write (call id): known diagnostics before it
+        # per write (call id): known diagnostics before it
+        self.baselines: dict[str, dict[str, list[Any]]] = {}
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         self._closed = False
 
@@ -69,8 +69,10 @@ class Supervisor:
         own = None if trusted else find_binary(server.command[0], dirs)  # what a trusted run would use
         note = None
         if own is not None and own != binary:
-            note = (f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
-                    "(run option trust; tether --trust)")
+            note = (
+                f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
+                "(run option trust; tether --trust)"
+            )
         problems = []
         if root is None:
             problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
@@ -143,9 +145,15 @@ class Supervisor:
                 await new.start(self.option("lsp_start_timeout"))
             except StartFailed as exc:
                 await new.close(0.2)
-                self.failed[key] = f"{exc}. Check that the server works (`lsp` action status), then retry or reload."
-                raise ToolError(self.failed[key], {"error": "start_failed", "server": avail.server.id}) from None
-            except BaseException:  # cancelled mid-start (a bounded caller gave up): leave nothing half-started
+                self.failed[key] = (
+                    f"{exc}. Check that the server works (`lsp` action status), then retry or reload."
+                )
+                raise ToolError(
+                    self.failed[key], {"error": "start_failed", "server": avail.server.id}
+                ) from None
+            except (
+                BaseException
+            ):  # cancelled mid-start (a bounded caller gave up): leave nothing half-started
                 await asyncio.shield(new.close(0.2))
                 raise
             self.failed.pop(key, None)
@@ -166,7 +174,10 @@ class Supervisor:
                 conn.refresh()
                 doc = conn.open(path)
                 if doc is None:
-                    raise ToolError(f"'{self.run.relpath(path)}' is not a readable UTF-8 text file", {"error": "unreadable"})
+                    raise ToolError(
+                        f"'{self.run.relpath(path)}' is not a readable UTF-8 text file",
+                        {"error": "unreadable"},
+                    )
                 # answers from a half-analysed project are partial: the first analysis is waited for, bounded
                 await conn.first_round(self.option("lsp_ready_wait"))
                 return await fn(conn, doc)
@@ -186,7 +197,9 @@ class Supervisor:
                     {"error": "timeout", "method": exc.method, "timeout": exc.timeout},
                 ) from None
             except ServerError as exc:
-                raise ToolError(f"{avail.server.id} answered with an error: {exc}", {"error": "server_error"}) from None
+                raise ToolError(
+                    f"{avail.server.id} answered with an error: {exc}", {"error": "server_error"}
+                ) from None
         raise AssertionError("unreachable")
 
     async def request(self, conn: Connection, method: str, params: Any) -> Any:

@@ -16,17 +16,35 @@ from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
 from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
-from tether_lsp.positions import Spot, find_symbol, to_units
 from tether_lsp.hookspecs import tether_lsp_supervisor
+from tether_lsp.positions import Spot, find_symbol, to_units
 
 Action = Literal[
-    "diagnostics", "definition", "type_definition", "implementation", "references", "hover",
-    "symbols", "code_actions", "status", "reload",
+    "diagnostics",
+    "definition",
+    "type_definition",
+    "implementation",
+    "references",
+    "hover",
+    "symbols",
+    "code_actions",
+    "status",
+    "reload",
 ]
 NAVIGATION = {
     "definition": ("textDocument/definition", "DefinitionParams", "definition_provider", "definition"),
-    "type_definition": ("textDocument/typeDefinition", "TypeDefinitionParams", "type_definition_provider", "type definition"),
-    "implementation": ("textDocument/implementation", "ImplementationParams", "implementation_provider", "implementation"),
+    "type_definition": (
+        "textDocument/typeDefinition",
+        "TypeDefinitionParams",
+        "type_definition_provider",
+        "type definition",
+    ),
+    "implementation": (
+        "textDocument/implementation",
+        "ImplementationParams",
+        "implementation_provider",
+        "implementation",
+    ),
     "references": ("textDocument/references", "ReferenceParams", "references_provider", "reference"),
     "hover": ("textDocument/hover", "HoverParams", "hover_provider", "hover"),
     "code_actions": ("textDocument/codeAction", "CodeActionParams", "code_action_provider", "code action"),
@@ -39,18 +57,28 @@ HOVER_CHARS = 6000
 
 @attrs.frozen
 class LspArgs:
-    action: Action = arg(  # noqa: RUF009 - attrs, not a dataclass
-        "What to ask: diagnostics (file, or \"*\" for the whole project), definition, type_definition, "
+    action: Action = arg(  # attrs, not a dataclass
+        'What to ask: diagnostics (file, or "*" for the whole project), definition, type_definition, '
         "implementation, references, hover, code_actions (these take file, line, symbol), symbols (query for a "
         "workspace search, or file for its outline), status, reload."
     )
-    file: str | None = arg("File relative to the root; \"*\" with diagnostics checks the whole project.", default=None, min_length=1)
+    file: str | None = arg(
+        'File relative to the root; "*" with diagnostics checks the whole project.',
+        default=None,
+        min_length=1,
+    )
     line: int | None = arg("1-based line on which the symbol is written.", default=None, minimum=1)
     symbol: str | None = arg(
         "The symbol as written on that line (or a substring of it that occurs once there); positions are "
-        "found from this, never from a column.", default=None, min_length=1,
+        "found from this, never from a column.",
+        default=None,
+        min_length=1,
     )
-    occurrence: int | None = arg("Which occurrence of symbol on the line (1-based), when it occurs more than once.", default=None, minimum=1)
+    occurrence: int | None = arg(
+        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
+        default=None,
+        minimum=1,
+    )
     query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
 
 
@@ -58,9 +86,15 @@ class LspArgs:
 class RenameArgs:
     file: str = arg("File where the symbol is written, relative to the root.", min_length=1)
     line: int = arg("1-based line on which the symbol is written.", minimum=1)
-    symbol: str = arg("The symbol as written on that line (a substring that occurs once there).", min_length=1)
+    symbol: str = arg(
+        "The symbol as written on that line (a substring that occurs once there).", min_length=1
+    )
     new_name: str = arg("The new name.", min_length=1)
-    occurrence: int | None = arg("Which occurrence of symbol on the line (1-based), when it occurs more than once.", default=None, minimum=1)
+    occurrence: int | None = arg(
+        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
+        default=None,
+        minimum=1,
+    )
 
 
 def supervisor(run: Any) -> Any:
@@ -87,8 +121,14 @@ def _need(args: Any, action: str, *names: str) -> None:
     missing = [n for n in names if getattr(args, n) is None]
     if missing:
         what = " and ".join(missing)
-        hint = " (the symbol as written on that line, e.g. symbol: 'parse_config'); a column is never guessed" if "symbol" in missing else ""
-        raise ToolError(f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing})
+        hint = (
+            " (the symbol as written on that line, e.g. symbol: 'parse_config'); a column is never guessed"
+            if "symbol" in missing
+            else ""
+        )
+        raise ToolError(
+            f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing}
+        )
 
 
 def _position(conn: Any, text: str, spot: Spot) -> Any:
@@ -101,7 +141,9 @@ def analysing_note(conn: Any) -> str:
     """The line said next to a non-empty answer given while the server is still analysing."""
     if not conn.indexing:
         return ""
-    return f"{conn.server.id} is still analysing the project; this may be incomplete - repeat in a few seconds"
+    return (
+        f"{conn.server.id} is still analysing the project; this may be incomplete - repeat in a few seconds"
+    )
 
 
 def _still_indexing(conn: Any, what: str) -> ToolError:
@@ -119,7 +161,11 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
         return await status(run, sup)
     if action == "reload":
         done = await sup.reload()
-        text = ("restarted: " + ", ".join(done)) if done else "no server was running; servers start on the next query"
+        text = (
+            ("restarted: " + ", ".join(done))
+            if done
+            else "no server was running; servers start on the next query"
+        )
         return ToolResult.text(text, {"restarted": done})
     if action == "symbols":
         return await symbols(run, sup, args)
@@ -145,14 +191,23 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         pos = _position(conn, doc.text, spot)
         ident = lsp.TextDocumentIdentifier(uri=doc.uri)
         if args.action == "references":
-            params = lsp.ReferenceParams(text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True))
+            params = lsp.ReferenceParams(
+                text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True)
+            )
         elif args.action == "code_actions":
             source = split_lines(doc.text)[spot.line]
-            end = lsp.Position(line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding))
-            on_line = [d for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
-                       if d.range.start.line <= pos.line <= d.range.end.line]
+            end = lsp.Position(
+                line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding)
+            )
+            on_line = [
+                d
+                for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
+                if d.range.start.line <= pos.line <= d.range.end.line
+            ]
             params = lsp.CodeActionParams(
-                text_document=ident, range=lsp.Range(start=pos, end=end), context=lsp.CodeActionContext(diagnostics=on_line)
+                text_document=ident,
+                range=lsp.Range(start=pos, end=end),
+                context=lsp.CodeActionContext(diagnostics=on_line),
             )
         else:
             params = getattr(lsp, params_name)(text_document=ident, position=pos)
@@ -174,23 +229,36 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             if conn.indexing:
                 raise _still_indexing(conn, noun + "s")
             return ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0})
-        shown, note = cap_items(locs, REFERENCES_CAP, f"{noun}s", "Narrow down with definition, or look at one file's symbols.")
+        shown, note = cap_items(
+            locs, REFERENCES_CAP, f"{noun}s", "Narrow down with definition, or look at one file's symbols."
+        )
         head = f"{len(locs)} {noun}(s) of {where}:"
         body = "\n".join(loc.render() for loc in shown)
         outside: list[tuple[str, int, str]] = []
         if args.action == "references" and conn.server.publishes_program:
             name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
-            program = {run.relpath(p) for p in (render.uri_to_path(u) for u in [*conn.published, *conn.docs]) if p is not None}
-            outside = await asyncio.to_thread(occurrences, conn, run, name, program | {loc.file for loc in locs})
+            program = {
+                run.relpath(p)
+                for p in (render.uri_to_path(u) for u in [*conn.published, *conn.docs])
+                if p is not None
+            }
+            outside = await asyncio.to_thread(
+                occurrences, conn, run, name, program | {loc.file for loc in locs}
+            )
         more = []
         if outside:
-            more = [f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files outside "
-                    f"{conn.server.id}'s program (not analysed, e.g. outside pyright's include); they may use this symbol:",
-                    *occurrence_lines(outside)]
+            more = [
+                f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files outside "
+                f"{conn.server.id}'s program (not analysed, e.g. outside pyright's include); they may use this symbol:",
+                *occurrence_lines(outside),
+            ]
         return ToolResult.text(
             "\n".join(x for x in (head, body, note, *more, analysing_note(conn)) if x),
-            {"locations": [loc.to_json() for loc in shown], "total": len(locs),
-             "outside_program": [{"file": f, "line": n} for f, n, _ in outside]},
+            {
+                "locations": [loc.to_json() for loc in shown],
+                "total": len(locs),
+                "outside_program": [{"file": f, "line": n} for f, n, _ in outside],
+            },
         )
 
     return await sup.with_file(path, ask)
@@ -208,7 +276,9 @@ def _code_actions(result: Any, where: str) -> ToolResult:
     if not actions:
         return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
     lines = [f"{len(actions)} code action(s) for {where}:"]
-    lines += [f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") for n, a in enumerate(actions, 1)]
+    lines += [
+        f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") for n, a in enumerate(actions, 1)
+    ]
     return ToolResult.text("\n".join(lines), {"actions": actions})
 
 
@@ -219,7 +289,9 @@ def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, An
     if not diags:
         return f"no errors or warnings in {scope}", {"diagnostics": [], "total": 0}
     shown, note = cap_items(diags, 200, "diagnostics", "Ask for one file at a time to see its diagnostics.")
-    text = "\n".join([f"{errors} error(s), {warnings} warning(s) in {scope}:", *(d.render() for d in shown), note]).strip()
+    text = "\n".join(
+        [f"{errors} error(s), {warnings} warning(s) in {scope}:", *(d.render() for d in shown), note]
+    ).strip()
     return text, {"diagnostics": [d.to_json() for d in shown], "total": len(diags)}
 
 
@@ -252,8 +324,10 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
         if not sup.enabled(server) or not server.checker:
             continue
         if server.checker_runs_project_code and not run.trusted:
-            reasons.append(f"{server.id}: `{server.checker[0]}` runs the project's own code (build scripts), and this "
-                           "run does not trust its root (run option trust; tether --trust)")
+            reasons.append(
+                f"{server.id}: `{server.checker[0]}` runs the project's own code (build scripts), and this "
+                "run does not trust its root (run option trust; tether --trust)"
+            )
             continue
         avail = await sup.availability(server, run.root)
         if avail.root is not None and (avail.ok or avail.binary is None):
@@ -262,7 +336,10 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
             reasons.append(f"{server.id}: {avail.reason}")
     if not usable:
         why = "; ".join(reasons) or "no server definition has a project checker"
-        raise ToolError(f"no project checker applies to this root ({why}); ask for diagnostics of one file", {"error": "no_checker"})
+        raise ToolError(
+            f"no project checker applies to this root ({why}); ask for diagnostics of one file",
+            {"error": "no_checker"},
+        )
     diags, commands = [], []
     for avail in usable:
         found, shown = await run_checker(avail.server, avail.root, run, sup.option("lsp_checker_timeout"))
@@ -288,8 +365,11 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             lsp = conn.lsp
             if not getattr(conn.capabilities, "document_symbol_provider", None):
                 raise ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
-            result = await sup.request(conn, "textDocument/documentSymbol",
-                                       lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)))
+            result = await sup.request(
+                conn,
+                "textDocument/documentSymbol",
+                lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)),
+            )
             lines = render.Lines({doc.path: doc.text})
             rows: list[tuple[str, dict[str, Any]]] = []
 
@@ -299,8 +379,18 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                     source = lines.get(doc.path, rng.start.line)
                     col = render.from_units(source, rng.start.character, conn.encoding) + 1
                     kind = _symbol_kind(conn, s.kind)
-                    rows.append((f"{'  ' * depth}{rng.start.line + 1}:{col} {kind} {s.name}",
-                                 {"name": s.name, "kind": kind, "line": rng.start.line + 1, "column": col, "depth": depth}))
+                    rows.append(
+                        (
+                            f"{'  ' * depth}{rng.start.line + 1}:{col} {kind} {s.name}",
+                            {
+                                "name": s.name,
+                                "kind": kind,
+                                "line": rng.start.line + 1,
+                                "column": col,
+                                "depth": depth,
+                            },
+                        )
+                    )
                     walk(getattr(s, "children", None), depth + 1)
 
             walk(result, 0)
@@ -308,14 +398,18 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 if conn.indexing:
                     raise _still_indexing(conn, "symbols")
                 return ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0})
-            shown, note = cap_items(rows, DOCUMENT_SYMBOLS_CAP, "symbols", "Use a workspace query to find a symbol by name.")
+            shown, note = cap_items(
+                rows, DOCUMENT_SYMBOLS_CAP, "symbols", "Use a workspace query to find a symbol by name."
+            )
             text = "\n".join([f"{len(rows)} symbol(s) in {rel}:", *(r[0] for r in shown), note]).strip()
             return ToolResult.text(text, {"symbols": [r[1] for r in shown], "total": len(rows)})
 
         return await sup.with_file(path, outline)
     if not args.query:
-        raise ToolError("action symbols needs query (a name to search the workspace for) or file (for its outline)",
-                        {"error": "missing_argument", "missing": ["query"]})
+        raise ToolError(
+            "action symbols needs query (a name to search the workspace for) or file (for its outline)",
+            {"error": "missing_argument", "missing": ["query"]},
+        )
     return await workspace_symbols(run, sup, args.query)
 
 
@@ -330,8 +424,10 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
                     targets.append(await sup.connection(avail))
                     break
     if not targets:
-        raise ToolError("no language server is usable at the root (see `lsp` action status); give file to get one file's symbols",
-                        {"error": "server_unavailable"})
+        raise ToolError(
+            "no language server is usable at the root (see `lsp` action status); give file to get one file's symbols",
+            {"error": "server_unavailable"},
+        )
     found: dict[tuple, dict[str, Any]] = {}
     indexing = False
     lines = render.Lines()
@@ -342,8 +438,10 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
         except RequestTimeout as exc:
-            raise ToolError(f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
-                            {"error": "timeout"}) from None
+            raise ToolError(
+                f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
+                {"error": "timeout"},
+            ) from None
         indexing |= conn.indexing
         for s in result or []:
             loc = s.location
@@ -355,18 +453,35 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
             else:
                 file, line, col = (run.relpath(path) if path else loc.uri), 0, 0
             kind = _symbol_kind(conn, s.kind)
-            row = {"name": s.name, "kind": kind, "container": getattr(s, "container_name", None) or "",
-                   "file": file, "line": line, "column": col}
+            row = {
+                "name": s.name,
+                "kind": kind,
+                "container": getattr(s, "container_name", None) or "",
+                "file": file,
+                "line": line,
+                "column": col,
+            }
             found[(file, line, col, s.name)] = row
-    rows = sorted(found.values(), key=lambda r: (r["name"] != query, r["file"].startswith("/"), r["file"], r["line"], r["column"]))
+    rows = sorted(
+        found.values(),
+        key=lambda r: (r["name"] != query, r["file"].startswith("/"), r["file"], r["line"], r["column"]),
+    )
     if not rows:
         if indexing:
-            raise ToolError("still indexing; retry in a few seconds (no symbols found yet)", {"error": "indexing"})
+            raise ToolError(
+                "still indexing; retry in a few seconds (no symbols found yet)", {"error": "indexing"}
+            )
         return ToolResult.text(f"no symbols match '{query}'", {"symbols": [], "total": 0})
     shown, note = cap_items(rows, WORKSPACE_SYMBOLS_CAP, "symbols", "Use a more specific query.")
-    body = [f"{r['file']}:{r['line']}:{r['column']}: {r['kind']} {r['name']}" + (f" (in {r['container']})" if r["container"] else "") for r in shown]
-    return ToolResult.text("\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
-                           {"symbols": shown, "total": len(rows)})
+    body = [
+        f"{r['file']}:{r['line']}:{r['column']}: {r['kind']} {r['name']}"
+        + (f" (in {r['container']})" if r["container"] else "")
+        for r in shown
+    ]
+    return ToolResult.text(
+        "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
+        {"symbols": shown, "total": len(rows)},
+    )
 
 
 async def status(run: Any, sup: Any) -> ToolResult:
@@ -374,26 +489,50 @@ async def status(run: Any, sup: Any) -> ToolResult:
     for (sid, root), conn in sup.connections.items():
         if not conn.alive:
             continue
-        running.append({
-            "server": sid, "root": run.relpath(root), "pid": conn.pid, "uptime_s": round(sup.uptime(conn), 1),
-            "open_documents": len(conn.docs), "restarts": conn.restarts, "position_encoding": conn.encoding,
-            "indexing": conn.indexing, "binary": conn.binary,
-            "file_sync": (f"polled every {POLL_INTERVAL:g} s (large tree)" if conn._poller is not None else "checked before every query")
-            + (f" - only the first {SCAN_CAP} files" if conn.scan_truncated else ""),
-        })
+        running.append(
+            {
+                "server": sid,
+                "root": run.relpath(root),
+                "pid": conn.pid,
+                "uptime_s": round(sup.uptime(conn), 1),
+                "open_documents": len(conn.docs),
+                "restarts": conn.restarts,
+                "position_encoding": conn.encoding,
+                "indexing": conn.indexing,
+                "binary": conn.binary,
+                "file_sync": (
+                    f"polled every {POLL_INTERVAL:g} s (large tree)"
+                    if conn._poller is not None
+                    else "checked before every query"
+                )
+                + (f" - only the first {SCAN_CAP} files" if conn.scan_truncated else ""),
+            }
+        )
     servers = []
     for server in sup.definitions():
         avail = await sup.availability(server, run.root)
-        servers.append({
-            "id": server.id, "languages": list(server.languages), "enabled": sup.enabled(server),
-            "available": avail.ok, "reason": avail.reason, "binary": avail.binary, "note": avail.note,
-            "root": run.relpath(avail.root) if avail.root else None,
-        })
+        servers.append(
+            {
+                "id": server.id,
+                "languages": list(server.languages),
+                "enabled": sup.enabled(server),
+                "available": avail.ok,
+                "reason": avail.reason,
+                "binary": avail.binary,
+                "note": avail.note,
+                "root": run.relpath(avail.root) if avail.root else None,
+            }
+        )
     lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
-    lines += [f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
-              f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''}; "
-              f"files changed on disk: {r['file_sync']})" for r in running]
-    lines.append("servers (checked at the root; a subdirectory with its own marker is checked when a file there is asked about):")
+    lines += [
+        f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
+        f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''}; "
+        f"files changed on disk: {r['file_sync']})"
+        for r in running
+    ]
+    lines.append(
+        "servers (checked at the root; a subdirectory with its own marker is checked when a file there is asked about):"
+    )
     for s in servers:
         langs = ", ".join(s["languages"])
         if not s["enabled"]:
@@ -477,7 +616,9 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
         old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
         pos = _position(conn, doc.text, spot)
-        params = lsp.RenameParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name)
+        params = lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name
+        )
         edit = await sup.request(conn, "textDocument/rename", params)
         plan = plan_workspace_edit(edit, run, conn.encoding)
         writes = plan.writes()
@@ -486,7 +627,8 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 raise _still_indexing(conn, "rename edits")
             raise ToolError(
                 f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the symbol's "
-                "name where it is defined or used", {"error": "nothing_to_rename"},
+                "name where it is defined or used",
+                {"error": "nothing_to_rename"},
             )
         try:  # the originals are checked under the root's write lock, so no write slips in between
             await run.write_files(writes, expect=plan.originals.values())
@@ -498,7 +640,8 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         except OSError as exc:
             raise ToolError(
                 f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
-                "nothing was written: every file was restored", {"error": "write_failed"},
+                "nothing was written: every file was restored",
+                {"error": "write_failed"},
             ) from None
         # tell the server: open documents get their new text, renamed ones are closed and reopened
         for old, new in plan.renamed.items():
@@ -513,7 +656,11 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
         # the server renames only what its program holds: say where the old name is still written
-        left = [] if old_name == args.new_name else await asyncio.to_thread(occurrences, conn, run, old_name, set())
+        left = (
+            []
+            if old_name == args.new_name
+            else await asyncio.to_thread(occurrences, conn, run, old_name, set())
+        )
         if left:
             lines.append(
                 f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
@@ -521,8 +668,12 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
             )
             lines += occurrence_lines(left)
-        data = {"files": files, "edits": total, "operations": plan.operations,
-                "not_renamed": [{"file": f, "line": n} for f, n, _ in left]}
+        data = {
+            "files": files,
+            "edits": total,
+            "operations": plan.operations,
+            "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
+        }
         return ToolResult.text("\n".join(lines), data)
 
     return await sup.with_file(path, rename)
@@ -531,5 +682,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
 def rename_touches(args: RenameArgs) -> list[str]:
     """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
     if IDENT_BREAK.search(args.new_name):
-        raise ToolError(f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"})
+        raise ToolError(
+            f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
+        )
     return [args.file]

@@ -76,7 +76,9 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> l
     if doc is None:
         return None
     try:
-        return await conn.diagnostics(doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"))
+        return await conn.diagnostics(
+            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout")
+        )
     except (ServerDied, RequestTimeout, ServerError):
         return None
 
@@ -119,7 +121,9 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             files.pop(rel, None)
         else:
             files[rel] = _convert(conn, path, items)
-    sup.baselines[call_id] = Baseline(files, settled, unknown)  # per write: overlapping writes must not share a "before"
+    sup.baselines[call_id] = Baseline(
+        files, settled, unknown
+    )  # per write: overlapping writes must not share a "before"
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
     return files
@@ -133,7 +137,9 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     conns = _unique([c for _, _, c in targets])
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
-        conn.files_changed([path])  # the write: didChange with the whole new content + didSave, or a file event
+        conn.files_changed(
+            [path]
+        )  # the write: didChange with the whole new content + didSave, or a file event
     for conn in conns:
         conn.refresh()
     results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
@@ -151,9 +157,17 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     written = {path for _, path, _ in targets}
     for conn in conns:
         if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
-            await asyncio.gather(*(_current(sup, conn, doc.path, deadline) for doc in list(conn.docs.values()) if doc.path not in written))
+            await asyncio.gather(
+                *(
+                    _current(sup, conn, doc.path, deadline)
+                    for doc in list(conn.docs.values())
+                    if doc.path not in written
+                )
+            )
         try:
-            done = await conn.wait_round(conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic()))
+            done = await conn.wait_round(
+                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
+            )
         except ServerDied:
             done = False
         if not done or id(conn) not in before.settled:
@@ -171,11 +185,17 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
                 files[rel] = diags
     notes = []
     if pending:
-        notes.append(f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later")
+        notes.append(
+            f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later"
+        )
     if uncompared:
-        notes.append(f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
-                     "run lsp diagnostics on them to see their errors")
+        notes.append(
+            f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
+            "run lsp diagnostics on them to see their errors"
+        )
     if cut:
-        notes.append(f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
-                     f"before or after the write within {cap:g} s; lsp diagnostics \"*\" checks the whole project")
+        notes.append(
+            f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
+            f'before or after the write within {cap:g} s; lsp diagnostics "*" checks the whole project'
+        )
     return WriteDiagnostics(files=files, notes=notes)

@@ -181,15 +181,17 @@ class CommandRoster:
             raise roster_full(self.config.max_workers, running)
 
     async def _start(self, worker: _Worker) -> asyncio.subprocess.Process:
-        env = self.run.child_env({  # tagged: what the worker starts is stopped with it, also after it exited
-            **os.environ,
-            "TETHER_VIBE_WORKER_ID": worker.id,
-            "TETHER_VIBE_TIER": worker.tier,
-            "TETHER_VIBE_LABEL": worker.label,
-            # the surface that started it: a worker spawned from `plan` or `readonly` must gate its own
-            # tools the same way (vibe_spawn is tier read; the gate belongs on the worker's tools)
-            "TETHER_VIBE_SURFACE": self.run.surface.name,
-        })
+        env = self.run.child_env(
+            {  # tagged: what the worker starts is stopped with it, also after it exited
+                **os.environ,
+                "TETHER_VIBE_WORKER_ID": worker.id,
+                "TETHER_VIBE_TIER": worker.tier,
+                "TETHER_VIBE_LABEL": worker.label,
+                # the surface that started it: a worker spawned from `plan` or `readonly` must gate its own
+                # tools the same way (vibe_spawn is tier read; the gate belongs on the worker's tools)
+                "TETHER_VIBE_SURFACE": self.run.surface.name,
+            }
+        )
         envelope = sandbox.envelope(self.run, "worker")
         inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
         argv = envelope.wrap(worker.argv) if envelope is not None and inside else worker.argv

@@ -18,18 +18,32 @@ from tether import arg
 from tether_vibe.roster import TIERS
 
 DEFAULT_WAIT = 300.0
-COMMAND_HELP = "a command line (split like a shell splits words, never run through one) or a list of arguments"
+COMMAND_HELP = (
+    "a command line (split like a shell splits words, never run through one) or a list of arguments"
+)
 
 
 @attrs.frozen
 class VibeOptions:
-    vibe_fast: str | list[str] | None = arg(f"the command that runs a fast worker: {COMMAND_HELP}", default=None)
-    vibe_good: str | list[str] | None = arg(f"the command that runs a good worker: {COMMAND_HELP}", default=None)
+    vibe_fast: str | list[str] | None = arg(
+        f"the command that runs a fast worker: {COMMAND_HELP}", default=None
+    )
+    vibe_good: str | list[str] | None = arg(
+        f"the command that runs a good worker: {COMMAND_HELP}", default=None
+    )
     vibe_max_workers: int = arg("how many workers may run at once", default=4, minimum=1)
-    vibe_kill_grace: float = arg("seconds from SIGTERM to SIGKILL for a worker's process tree", default=2.0, minimum=0)
-    vibe_result_chars: int = arg("characters of a worker's stdout kept (the tail) as its result", default=4_000, minimum=1)
-    vibe_log_chars: int = arg("characters of a worker's stderr kept (the tail) as its log", default=20_000, minimum=1)
-    vibe_wait_timeout: float = arg("seconds vibe_wait waits when the call gives no timeout", default=DEFAULT_WAIT, minimum=0)
+    vibe_kill_grace: float = arg(
+        "seconds from SIGTERM to SIGKILL for a worker's process tree", default=2.0, minimum=0
+    )
+    vibe_result_chars: int = arg(
+        "characters of a worker's stdout kept (the tail) as its result", default=4_000, minimum=1
+    )
+    vibe_log_chars: int = arg(
+        "characters of a worker's stderr kept (the tail) as its log", default=20_000, minimum=1
+    )
+    vibe_wait_timeout: float = arg(
+        "seconds vibe_wait waits when the call gives no timeout", default=DEFAULT_WAIT, minimum=0
+    )
 
 
 class ConfigError(ValueError):
@@ -51,7 +65,9 @@ def _command(value: str | list[str], tier: str) -> tuple[str, ...]:
         try:
             argv = shlex.split(value)
         except ValueError as exc:
-            raise ConfigError(f"vibe_{tier} = {value!r} cannot be split into words ({exc}); fix its quoting") from None
+            raise ConfigError(
+                f"vibe_{tier} = {value!r} cannot be split into words ({exc}); fix its quoting"
+            ) from None
     else:
         argv = list(value)
     if not argv or not argv[0]:

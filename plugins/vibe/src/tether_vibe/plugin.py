@@ -46,9 +46,7 @@ def tether_vibe_roster(run: Run) -> Any:
 @hookimpl
 def tether_register_tools(run: Run, register: Registrar) -> None:
     if MODE not in run.modes:
-        register.unavailable(
-            "vibe mode is off for this run (the harness turns it on with the mode 'vibe')"
-        )
+        register.unavailable("vibe mode is off for this run (the harness turns it on with the mode 'vibe')")
         return
     try:
         roster = run.resource(hookspecs.tether_vibe_roster)

@@ -256,8 +256,16 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text("\n".join(lines), {"workers": [_summary(w) for w in workers]})
 
     def tool(name: str, description: str, args: type, handler: Any, read_only: bool | None = None) -> Tool:
-        return Tool(name, "read", description, args=args, handler=handler, family=FAMILY, parallel_safe=True,
-                    read_only=read_only)
+        return Tool(
+            name,
+            "read",
+            description,
+            args=args,
+            handler=handler,
+            family=FAMILY,
+            parallel_safe=True,
+            read_only=read_only,
+        )
 
     return [
         tool(

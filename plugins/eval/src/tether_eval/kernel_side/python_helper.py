@@ -125,7 +125,7 @@ def pip(argline):
             if dist is not None:
                 try:
                     tops |= _top_levels(dist)
-                except Exception:  # noqa: BLE001, S110 - a removed distribution's files may be gone
+                except Exception:  # noqa: BLE001 - a removed distribution's files may be gone
                     pass
     dropped = [m for m in list(sys.modules) if m.split(".")[0] in tops]
     for m in dropped:
@@ -190,4 +190,8 @@ def _names_in(path):
         entries = os.listdir(path)
     except OSError:
         return []
-    return [e[:-3] if e.endswith(".py") else e for e in entries if e.endswith(".py") or os.path.isfile(os.path.join(path, e, "__init__.py"))]
+    return [
+        e[:-3] if e.endswith(".py") else e
+        for e in entries
+        if e.endswith(".py") or os.path.isfile(os.path.join(path, e, "__init__.py"))
+    ]
