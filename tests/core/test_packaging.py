@@ -1,7 +1,8 @@
 """The eight distributions, built as a user gets them: metadata a PyPI page and pip can trust.
 
 Builds every wheel and sdist of the workspace (``uv build``), runs ``twine check --strict`` on them,
-and reads their METADATA: each family bounds tether-core, all share one version, every wheel is
+and reads their METADATA: all carry the version of the one VERSION file, each family bounds
+tether-core to that release series, every wheel is
 typed, licensed, classified POSIX and described by its README, and the meta sdist ships only what it
 needs.
 """
@@ -13,11 +14,13 @@ import os
 import subprocess
 import sys
 import tarfile
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from support import require_binary
 
@@ -55,17 +58,40 @@ def test_twine_check_passes_on_every_wheel_and_sdist(dist):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_one_version_and_every_family_bounds_tether_core(dist):
-    versions = {name: Version(metadata(dist, name)["Version"]) for name in DISTS}
-    assert len(set(versions.values())) == 1, versions
-    core = versions["tether_core"]
-    next_minor = Version(f"{core.major}.{core.minor + 1}.0")
+def sdist_metadata(dist: Path, name: str) -> email.message.Message:
+    (sdist,) = dist.glob(f"{name}-[0-9]*.tar.gz")
+    with tarfile.open(sdist) as t:
+        (info,) = [m for m in t.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")]
+        data = t.extractfile(info)
+        assert data is not None
+        return email.message_from_bytes(data.read())
+
+
+def test_every_wheel_and_sdist_has_the_version_of_the_one_version_file(dist):
+    version = Version((REPO / "VERSION").read_text().strip())
+    for name in DISTS:
+        assert Version(metadata(dist, name)["Version"]) == version, name
+        assert Version(sdist_metadata(dist, name)["Version"]) == version, name
+    # no distribution spells its own version: each reads the VERSION file
+    for pyproject in [
+        REPO / "pyproject.toml",
+        *REPO.glob("core/pyproject.toml"),
+        *REPO.glob("plugins/*/pyproject.toml"),
+    ]:
+        project = tomllib.loads(pyproject.read_text())["project"]
+        assert "version" not in project and "version" in project["dynamic"], pyproject
+
+
+def test_every_family_and_the_meta_bound_their_tether_requirements_alike(dist):
+    version = Version((REPO / "VERSION").read_text().strip())
+    # the bound of the release series: this minor version, not the next
+    series = SpecifierSet(f">={version.major}.{version.minor},<{version.major}.{version.minor + 1}")
     for name in ["tether", *(f"tether_{f}" for f in FAMILIES)]:
         needs = [Requirement(r) for r in metadata(dist, name).get_all("Requires-Dist")]
         bounded = [r for r in needs if r.name.startswith("tether")]
         assert any(r.name == "tether-core" for r in bounded), name
         for r in bounded:  # tether-core for a family; every family for the meta's extras
-            assert r.specifier.contains(core) and not r.specifier.contains(next_minor), f"{name}: {r}"
+            assert r.specifier == series, f"{name}: {r} (VERSION is {version}: every bound is {series})"
 
 
 def test_every_wheel_is_described_licensed_classified_and_typed(dist):
