@@ -2,9 +2,8 @@
 
 Builds every wheel and sdist of the workspace (``uv build``), runs ``twine check --strict`` on them,
 and reads their METADATA: all carry the version of the one VERSION file, each family bounds
-tether-core to that release series, every wheel is
-typed, licensed, classified POSIX and described by its README, and the meta sdist ships only what it
-needs.
+tether-core to that release series, every wheel is typed, licensed, classified POSIX and described
+by its README, and the meta sdist ships only what it needs.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import sys
 import tarfile
 import tomllib
 import zipfile
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,7 @@ def dist(tmp_path_factory) -> Path:
     return out
 
 
-def metadata(dist: Path, name: str) -> email.message.Message:
+def metadata(dist: Path, name: str) -> Message:
     (wheel,) = dist.glob(f"{name}-*-py3-none-any.whl")
     with zipfile.ZipFile(wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
@@ -58,7 +58,7 @@ def test_twine_check_passes_on_every_wheel_and_sdist(dist):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def sdist_metadata(dist: Path, name: str) -> email.message.Message:
+def sdist_metadata(dist: Path, name: str) -> Message:
     (sdist,) = dist.glob(f"{name}-[0-9]*.tar.gz")
     with tarfile.open(sdist) as t:
         (info,) = [m for m in t.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO")]
@@ -87,7 +87,7 @@ def test_every_family_and_the_meta_bound_their_tether_requirements_alike(dist):
     # the bound of the release series: this minor version, not the next
     series = SpecifierSet(f">={version.major}.{version.minor},<{version.major}.{version.minor + 1}")
     for name in ["tether", *(f"tether_{f}" for f in FAMILIES)]:
-        needs = [Requirement(r) for r in metadata(dist, name).get_all("Requires-Dist")]
+        needs = [Requirement(r) for r in metadata(dist, name).get_all("Requires-Dist", [])]
         bounded = [r for r in needs if r.name.startswith("tether")]
         assert any(r.name == "tether-core" for r in bounded), name
         for r in bounded:  # tether-core for a family; every family for the meta's extras
@@ -100,7 +100,7 @@ def test_every_wheel_is_described_licensed_classified_and_typed(dist):
         meta = metadata(dist, name)
         assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE", name
         assert meta["Description-Content-Type"] == "text/markdown" and len(meta.get_payload()) > 200, name
-        assert "Operating System :: POSIX" in meta.get_all("Classifier"), name
+        assert "Operating System :: POSIX" in meta.get_all("Classifier", []), name
         (wheel,) = dist.glob(f"{name}-*-py3-none-any.whl")
         with zipfile.ZipFile(wheel) as z:
             names = z.namelist()
@@ -124,10 +124,10 @@ def test_the_meta_sdist_ships_only_what_it_needs(dist):
 
 
 def test_basedpyright_is_an_extra_of_tether_lsp_that_the_meta_brings(dist):
-    lsp = [Requirement(r) for r in metadata(dist, "tether_lsp").get_all("Requires-Dist")]
+    lsp = [Requirement(r) for r in metadata(dist, "tether_lsp").get_all("Requires-Dist", [])]
     (based,) = [r for r in lsp if r.name == "basedpyright"]
     assert based.marker is not None and 'extra == "basedpyright"' in str(based.marker)
-    meta = [Requirement(r) for r in metadata(dist, "tether").get_all("Requires-Dist")]
+    meta = [Requirement(r) for r in metadata(dist, "tether").get_all("Requires-Dist", [])]
     for extra in ("lsp", "all"):
         (needed,) = [r for r in meta if r.name == "tether-lsp" and f'extra == "{extra}"' in str(r.marker)]
         assert needed.extras == {"basedpyright"}, needed
