@@ -17,7 +17,7 @@ FAMILIES = ["lsp", "astgrep", "debug", "eval", "askuser", "vibe"]
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 # what some families' tests drive besides the family itself
 # the family's own extras its tests need (what `tether[<family>]` installs)
-FAMILY_EXTRAS = {"lsp": "[basedpyright]"}
+FAMILY_EXTRAS = {"lsp": "[basedpyright]", "eval": "[javascript]"}
 EXTRA = {
     "astgrep": ["ast-grep-cli>=0.30", "tree-sitter-python>=0.23"],
     "eval": ["pandas>=2", "matplotlib>=3.8"],

@@ -123,11 +123,18 @@ def test_the_meta_sdist_ships_only_what_it_needs(dist):
     assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= shipped
 
 
-def test_basedpyright_is_an_extra_of_tether_lsp_that_the_meta_brings(dist):
-    lsp = [Requirement(r) for r in metadata(dist, "tether_lsp").get_all("Requires-Dist", [])]
-    (based,) = [r for r in lsp if r.name == "basedpyright"]
-    assert based.marker is not None and 'extra == "basedpyright"' in str(based.marker)
+# the heavy binaries a family's user may leave out: (family, extra, what it brings); the meta brings them
+LIGHTER = [("lsp", "basedpyright", "basedpyright"), ("eval", "javascript", "deno")]
+
+
+@pytest.mark.parametrize(("family", "extra", "heavy"), LIGHTER)
+def test_a_heavy_binary_is_an_extra_of_its_family_that_the_meta_brings(dist, family, extra, heavy):
+    needs = [Requirement(r) for r in metadata(dist, f"tether_{family}").get_all("Requires-Dist", [])]
+    (dep,) = [r for r in needs if r.name == heavy]
+    assert dep.marker is not None and f'extra == "{extra}"' in str(dep.marker), dep
     meta = [Requirement(r) for r in metadata(dist, "tether").get_all("Requires-Dist", [])]
-    for extra in ("lsp", "all"):
-        (needed,) = [r for r in meta if r.name == "tether-lsp" and f'extra == "{extra}"' in str(r.marker)]
-        assert needed.extras == {"basedpyright"}, needed
+    for meta_extra in (family, "all"):
+        (needed,) = [
+            r for r in meta if r.name == f"tether-{family}" and f'extra == "{meta_extra}"' in str(r.marker)
+        ]
+        assert needed.extras == {extra}, needed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import itertools
 import os
 import shutil
@@ -80,7 +81,24 @@ def project_paths(root: Path) -> tuple[str, ...]:
     return (str(src), str(root)) if layout else (str(root),)
 
 
+# Deno (the PyPI `deno` wheel, a 90 MB binary) is an extra: a Python-only user does without it
+JAVASCRIPT_EXTRA = "tether-eval[javascript]"
+
+
+def javascript_unavailable() -> str:
+    """Why JavaScript cells cannot run here and what to install, or "" when the `deno` wheel is there."""
+    if importlib.util.find_spec("deno") is not None:
+        return ""
+    return (
+        "JavaScript cells need Deno, which this installation lacks: install the extra with "
+        f"`pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) and start "
+        "tether again. Python cells work without it."
+    )
+
+
 def deno_binary() -> str:
+    if why := javascript_unavailable():
+        raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
     import deno  # the PyPI wheel ships the binary
 
     return deno.find_deno_bin()
@@ -126,9 +144,10 @@ class KernelFactory:
         from tether_eval.kernel import KernelSpec
 
         envelope = self.run.resource(tether_eval_envelope)
-        inside = (
-            envelope is not None and await envelope.check()
-        )  # a ToolError when the run may not run on the host
+        # check(): a ToolError when the run may not run on the host; False when it is not up (the host)
+        if envelope is not None and not await envelope.check():
+            envelope = None
+        inside = envelope is not None
         where = f"envelope '{envelope.name}'" if inside else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
