@@ -9,6 +9,7 @@ by its README, and the meta sdist ships only what it needs.
 from __future__ import annotations
 
 import email
+import json
 import os
 import subprocess
 import sys
@@ -24,7 +25,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from support import require_binary
 
-REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 FAMILIES = ["askuser", "astgrep", "debug", "eval", "lsp", "vibe"]
 DISTS = ["tether", "tether_core", *(f"tether_{f}" for f in FAMILIES)]
 
@@ -138,3 +140,112 @@ def test_a_heavy_binary_is_an_extra_of_its_family_that_the_meta_brings(dist, fam
             r for r in meta if r.name == f"tether-{family}" and f'extra == "{meta_extra}"' in str(r.marker)
         ]
         assert needed.extras == {extra}, needed
+
+
+# each family's tools as `tether tools` lists them beside the core's file tools; askuser and vibe are
+# unavailable there (no human on a pipe; vibe mode off) and say why
+FAMILY_TOOLS = {
+    "askuser": set(),
+    "astgrep": {"ast_grep", "ast_edit", "resolve"},
+    "debug": {"debug"},
+    "eval": {"eval"},
+    "lsp": {"lsp", "lsp_rename"},
+    "vibe": set(),
+}
+FILE_TOOLS = {"read", "write", "edit", "apply_patch"}
+
+
+@pytest.fixture(scope="module")
+def alone(dist, tmp_path_factory):
+    """A fresh environment per family with only tether-core and that family, from the built wheels."""
+    uv = os.environ.get("UV") or require_binary("uv")
+    envs = tmp_path_factory.mktemp("alone")
+
+    def install(family: str) -> Path:
+        venv = envs / family
+        if not venv.exists():
+            # the interpreter of this test run (uv takes its base interpreter)
+            subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=300)
+            (core,) = dist.glob("tether_core-*.whl")
+            (wheel,) = dist.glob(f"tether_{family}-*.whl")
+            # the wheel files themselves: tether-core and the family never come from an index
+            subprocess.run(
+                [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(core), str(wheel)],
+                check=True,
+                timeout=600,
+            )
+        return venv
+
+    return install
+
+
+def in_env(venv: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run in the family's environment: its bin first, the workspace's environment not on PATH at all."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    ours = Path(sys.prefix) / "bin"
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p) != ours]
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), *path])
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_family_alone_from_its_wheel_lists_only_its_tools_and_a_call_works(alone, family, tmp_path):
+    if family == "lsp":
+        require_binary("clangd")  # the server the lsp call talks to (.ci/run installs Debian's)
+    venv = alone(family)
+    listed = in_env(venv, str(venv / "bin" / "tether"), "tools", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    listing = json.loads(listed.stdout)
+    assert {t["name"] for t in listing["tools"]} == FILE_TOOLS | FAMILY_TOOLS[family], listing["tools"]
+    assert {u["family"] for u in listing["unavailable"]} <= {family}, listing["unavailable"]
+
+    root = tmp_path / "root"
+    root.mkdir()
+    out = in_env(
+        venv, str(venv / "bin" / "python"), str(HERE / "family_alone.py"), family, str(root), cwd=root
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    done = json.loads(out.stdout.splitlines()[-1])
+    assert Path(done["module"]).is_relative_to(venv), done["module"]  # the wheel's code, not the workspace's
+    first, *more = done["results"]
+    assert not first["is_error"], first
+    CHECKS[family](first, more)
+
+
+def _askuser(r, more):
+    assert r["data"]["status"] == "answered" and r["data"]["selected"] == ["Postgres"], r
+
+
+def _astgrep(r, more):
+    assert "app.py:2" in r["text"] and "3.14 * r * r" in r["text"], r
+
+
+def _debug(r, more):
+    assert "hello from the debuggee" in json.dumps(r), r
+
+
+def _eval(r, more):
+    assert r["text"].strip().endswith("45"), r
+    (js,) = more  # without the [javascript] extra: JavaScript cells name it
+    assert js["is_error"] and js["data"]["install"] == "tether-eval[javascript]", js
+
+
+def _lsp(r, more):
+    assert "tether-lsp[basedpyright]" in r["text"], r  # alone, basedpyright is the extra it names
+    (c,) = more
+    assert not c["is_error"] and "undefined_name" in c["text"] and "main.c:2" in c["text"], c
+
+
+def _vibe(r, more):
+    (waited,) = more
+    assert not waited["is_error"] and "worker read: say hello" in waited["text"], waited
+
+
+CHECKS = {
+    "askuser": _askuser,
+    "astgrep": _astgrep,
+    "debug": _debug,
+    "eval": _eval,
+    "lsp": _lsp,
+    "vibe": _vibe,
+}
