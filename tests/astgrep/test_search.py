@@ -29,7 +29,7 @@ def put(root: Path, name: str, content: str | bytes) -> Path:
 # -- registration -------------------------------------------------------------------------------------
 
 
-HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "pathspec")
+HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "yaml")
 
 
 def test_plugin_module_imports_nothing_heavy():
@@ -117,6 +117,18 @@ async def test_cap_keeps_the_exact_total(project):
     result = await call(project, pattern="f($A)", max_results=5)
     assert result.data["total"] == 30 and len(result.data["matches"]) == 5
     assert "[25 more matches not shown (showing 5 of 30)." in result.plain
+
+
+async def test_big_structured_data_keeps_the_first_matches(project):
+    """Past the run's output limit the data keeps a prefix of the matches (not none), and says so."""
+    put(project, "a.py", "".join(f"f({i}, '{'x' * 300}')\n" for i in range(1000)))
+    async with tether.open_run(project, options={"max_output_chars": 20_000}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A, $B)", "max_results": 1000})
+    data = result.data
+    kept = len(data["matches"])
+    assert data["total"] == 1000 and 20 < kept < 1000, kept
+    assert [m["captures"]["A"] for m in data["matches"]] == [str(i) for i in range(kept)]
+    assert f"matches: the first {kept} of 1000 kept" in data["data_cut"]
 
 
 async def test_long_match_shows_first_lines(project):
