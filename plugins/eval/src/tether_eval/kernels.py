@@ -126,10 +126,10 @@ class KernelFactory:
         from tether_eval.kernel import KernelSpec
 
         envelope = self.run.resource(tether_eval_envelope)
-        inside = (
-            envelope is not None and await envelope.check()
-        )  # a ToolError when the run may not run on the host
-        where = f"envelope '{envelope.name}'" if inside else "host"
+        # the envelope when it is up, else None: the host (check() raises a ToolError when the run may
+        # not run on the host)
+        inside = envelope if envelope is not None and await envelope.check() else None
+        where = f"envelope '{inside.name}'" if inside is not None else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
         if uv:
@@ -138,7 +138,7 @@ class KernelFactory:
             choice, self.python_note = await asyncio.to_thread(
                 choose_python, self.run.root
             )  # may ask the venv's python
-            python = (envelope.python if inside and envelope.python else None) or choice.executable
+            python = (inside.python if inside is not None else None) or choice.executable
             argv = [
                 python,
                 "-m",
@@ -155,14 +155,14 @@ class KernelFactory:
                 "project_paths": choice.project_paths,
             }
         else:
-            binary = (envelope.deno if inside and envelope.deno else None) or deno_binary()
+            binary = (inside.deno if inside is not None else None) or deno_binary()
             # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
             argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client.
             # An envelope with a loopback of its own gets a relay: ipc sockets in the shared private
             # directory on our side, Deno's tcp ports inside (tether.relay)
-            relayed = inside and not envelope.shares_loopback
+            relayed = inside is not None and not inside.shares_loopback
             if relayed:
                 tcp = "{connection_file}.tcp"
                 argv = [sys.executable, "-I", RELAY, "zmq", "{connection_file}", tcp, "--", *argv[:-1], tcp]
@@ -174,9 +174,9 @@ class KernelFactory:
                 "barrier": True,
                 "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             }
-        if inside:
-            argv = list(envelope.wrap(argv))
-        policy = envelope.policy if inside else ""
+        if inside is not None:
+            argv = list(inside.wrap(argv))
+        policy = inside.policy if inside is not None else ""
         return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, policy=policy, **spec)
 
     def _private(self) -> Path:
