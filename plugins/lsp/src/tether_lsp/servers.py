@@ -91,6 +91,8 @@ class ServerDef:
             of that length may be cut, and says so.
         untrusted_env: environment for the server and its checker in a run that does not trust its
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
+        header_extensions: the server checks only open documents (clangd): before a file with one of
+            these extensions is written, the files that include it are opened, and reopened after it.
     """
 
     id: str
@@ -115,8 +117,6 @@ class ServerDef:
     did_save: bool = True
     workspace_symbol_limit: int | None = None
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
-    # The server checks only open documents, and a saved header makes it rebuild the open files that
-    # include it (clangd): before such a header is written, the files including it are opened.
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def language_id(self, path: Path) -> str:
