@@ -58,7 +58,11 @@ SECTIONS = [
     (
         "tether-debug",
         "tether_debug.hookspecs",
-        ["tether_debug.adapters:AdapterDef", "tether_debug.adapters:LaunchRequest"],
+        [
+            "tether_debug.adapters:AdapterDef",
+            "tether_debug.adapters:LaunchRequest",
+            "tether_debug.adapters:Located",
+        ],
     ),
     ("tether-eval", "tether_eval.hookspecs", []),
     ("tether-lsp", "tether_lsp.hookspecs", ["tether_lsp.servers:ServerDef"]),

@@ -27,10 +27,15 @@ log = logging.getLogger("tether.debug")
 
 @attrs.frozen
 class Located:
-    """How to start an adapter found usable here."""
+    """How to start an adapter found usable here (what an `AdapterDef`'s ``locate`` returns).
+
+    Attributes:
+        argv: the adapter's command line.
+        python: debugpy: the interpreter the debuggee runs under.
+    """
 
     argv: tuple[str, ...]
-    python: str | None = None  # debugpy: the interpreter the debuggee runs under
+    python: str | None = None
 
 
 @attrs.frozen
