@@ -268,3 +268,23 @@ def test_a_daemon_that_cleared_its_environment_dies_when_serve_closes(tmp_path):
             server.proc.kill()
             server.proc.wait()
     assert wait_gone([daemon], 20) == [], "the daemon outlived the server"
+
+
+def test_a_daemon_that_cleared_its_environment_dies_when_serve_is_sigkilled(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    server = Mcp(tmp_path)
+    try:
+        text = server.call(
+            "eval", {"code": BARE_CELL, "description": "start a daemon with an empty environment"}
+        )
+        daemon = int(text.split()[-1])
+        deadline = time.monotonic() + 20
+        while not (_bare_daemon(daemon) and psutil.Process(daemon).ppid() == server.proc.pid):
+            assert time.monotonic() < deadline, "the daemon was not adopted by the server"
+            time.sleep(0.05)
+        # the next call's end tells the keeper what was adopted (the keeper also looks every 0.25 s)
+        server.call("read", {"path": "pyproject.toml"})
+    finally:
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait()
+    assert wait_gone([daemon], 20) == [], "the daemon outlived the SIGKILLed server"

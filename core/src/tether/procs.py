@@ -311,6 +311,15 @@ class Keeper:
         if entry is not None:
             self._tell({"track": pid, "tag": entry[1]})
 
+    def note_adopted(self) -> None:
+        """Tell the keeper of orphans this process (a subreaper) adopted since it last looked."""
+        if self.local.adopter is None:
+            return
+        known = set(self.local.adopted)
+        for p in self.local.note_adopted():
+            if p.pid not in known:
+                self._tell({"track": p.pid, "tag": None})
+
     def remove_at_close(self, path: str) -> None:
         self.local.dirs.append(path)
         self._tell({"dir": path})
