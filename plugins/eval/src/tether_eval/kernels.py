@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import itertools
 import os
 import shutil
@@ -80,7 +81,24 @@ def project_paths(root: Path) -> tuple[str, ...]:
     return (str(src), str(root)) if layout else (str(root),)
 
 
+# Deno (the PyPI `deno` wheel, a 90 MB binary) is an extra: a Python-only user does without it
+JAVASCRIPT_EXTRA = "tether-eval[javascript]"
+
+
+def javascript_unavailable() -> str:
+    """Why JavaScript cells cannot run here and what to install, or "" when the `deno` wheel is there."""
+    if importlib.util.find_spec("deno") is not None:
+        return ""
+    return (
+        "JavaScript cells need Deno, which this installation lacks: install the extra with "
+        f"`pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) and start "
+        "tether again. Python cells work without it."
+    )
+
+
 def deno_binary() -> str:
+    if why := javascript_unavailable():
+        raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
     import deno  # the PyPI wheel ships the binary
 
     return deno.find_deno_bin()

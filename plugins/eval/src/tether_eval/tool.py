@@ -41,10 +41,13 @@ class EvalArgs:
 
 
 def eval_tool() -> Tool:
+    from tether_eval.kernels import javascript_unavailable
+
+    missing = javascript_unavailable()
     return Tool(
         name="eval",
         tier=Tier.EXEC,
-        description=DESCRIPTION,
+        description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
         args=EvalArgs,
         handler=run_cell,
         family="eval",
