@@ -8,6 +8,7 @@ uvx nox -s lint
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -62,7 +63,14 @@ def all(session: nox.Session) -> None:  # the session's name on the command line
     session.run("uv", "run", "--frozen", "pytest", *session.posargs, external=True)
 
 
-@nox.session(python="3.11")
+LINTED = ("core", "plugins", "tests", "benchmarks", "scripts", "noxfile.py")
+
+
+@nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "core", "plugins", "tests", "benchmarks", "noxfile.py")
+    """The gates .ci/run runs before the tests: ruff's format and rule set, basedpyright at "standard"
+    (pyproject.toml holds their configuration, uv.lock their versions)."""
+    uv = (os.environ.get("UV") or "uv", "run", "--frozen")
+    session.run(*uv, "ruff", "format", "--check", *LINTED, external=True)
+    session.run(*uv, "ruff", "check", *LINTED, external=True)
+    session.run(*uv, "basedpyright", external=True)
