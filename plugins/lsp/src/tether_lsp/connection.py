@@ -33,6 +33,8 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
+# tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
+TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
 
 
 class ServerDied(Exception):
@@ -95,6 +97,22 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def tsserver_diagnostic(lsp: Any, d: Mapping[str, Any]) -> Any:
+    """A tsserver diagnostic (1-based line and UTF-16 offset) as typescript-language-server publishes it."""
+
+    def position(at: Mapping[str, Any]) -> Any:
+        return lsp.Position(line=max(0, at["line"] - 1), character=max(0, at["offset"] - 1))
+
+    severity = {"warning": lsp.DiagnosticSeverity.Warning, "suggestion": lsp.DiagnosticSeverity.Hint}
+    return lsp.Diagnostic(
+        range=lsp.Range(start=position(d["start"]), end=position(d["end"])),
+        message=d.get("text", ""),
+        severity=severity.get(d.get("category", ""), lsp.DiagnosticSeverity.Error),
+        code=d.get("code"),
+        source=d.get("source") or "typescript",
+    )
 
 
 class Connection:
@@ -288,6 +306,8 @@ class Connection:
 
         @client.feature("textDocument/publishDiagnostics")
         def _publish(params: Any) -> None:
+            if conn.server.rounds == "tsserver":
+                return  # its pushes can be a half round (see round_done); tsserver is asked instead
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
@@ -614,7 +634,11 @@ class Connection:
 
     @property
     def pulls(self) -> bool:
-        return getattr(self.capabilities, "diagnostic_provider", None) is not None
+        """Diagnostics are asked for (per file, for its current text), not waited for."""
+        return (
+            self.server.rounds == "tsserver"
+            or getattr(self.capabilities, "diagnostic_provider", None) is not None
+        )
 
     def mark(self) -> Mark:
         return Mark(self.begins, self._seq, time.monotonic())
@@ -630,9 +654,24 @@ class Connection:
         at all, but while the server has published placeholders of other files (unversioned) and not yet
         begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
         definition's settle_quiet seconds after the mark.
+
+        "tsserver" servers (typescript-language-server) have no round a client can see. Measured on rxjs
+        7.8.2: publishes carry no version; each is sent 50 ms after one kind of tsserver's diagnostics
+        (syntax, then semantic, then suggestion) changed for a file and holds the other kinds' last lists,
+        so the first publish after a change can pair the new syntax errors with the old semantic ones (an
+        empty syntax list first, the errors 0.1 s later); a kind that stays empty is never published again,
+        so a clean file after a clean change gets no publish at all; and the end of tsserver's check
+        (`requestCompleted` of its `geterr`) is not forwarded. A `geterr` of our own through the server's
+        `typescript.tsserverRequest` does not mark it either: the server's own `geterr`, sent 0.3-0.8 s after
+        a change, ends ours early with its `requestCompleted` (tsserver runs one check at a time). So the
+        pushes are not used: each file's diagnostics are asked of tsserver for its current text
+        (`syntacticDiagnosticsSync` and `semanticDiagnosticsSync`, answered after every change sent before,
+        see `_pull`), and only its project load (work-done progress) is waited for.
         """
         if self.progress_tokens or not self.quiescent:
             return False
+        if self.server.rounds == "tsserver":
+            return True  # nothing to wait for: every answer is asked of tsserver (see above)
         quiet = time.monotonic() - max(mark.at, self.last_event)
         if self.server.rounds == "progress":
             if self.begins > mark.begins:
@@ -702,15 +741,32 @@ class Connection:
 
     async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
         lsp = self.lsp
-        params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
         try:
-            report = await self.request("textDocument/diagnostic", params, timeout)
+            if self.server.rounds == "tsserver":
+                items = await self._ask_tsserver(doc, timeout)
+            else:
+                params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
+                report = await self.request("textDocument/diagnostic", params, timeout)
+                items = getattr(report, "items", None)
         except RequestTimeout:
             return None
-        items = getattr(report, "items", None)
         if items is None:  # "unchanged": the last full report still holds
             prev = self.published.get(doc.uri)
             items = prev.items if prev else []
         self._seq += 1
         self.published[doc.uri] = Published(doc.version, list(items), time.monotonic(), self._seq)
         return list(items)
+
+    async def _ask_tsserver(self, doc: Doc, timeout: float) -> list[Any]:
+        """tsserver's errors and warnings of an open document, as the server would publish them."""
+        lsp = self.lsp
+
+        async def ask(command: str) -> list[Any]:
+            params = lsp.ExecuteCommandParams(
+                command="typescript.tsserverRequest", arguments=[command, {"file": str(doc.path)}]
+            )
+            answer = await self.request("workspace/executeCommand", params, timeout)
+            return list(_get(answer, "body") or [])
+
+        found = await asyncio.gather(*(ask(command) for command in TSSERVER_PULLS))
+        return [tsserver_diagnostic(lsp, d) for kind in found for d in kind]

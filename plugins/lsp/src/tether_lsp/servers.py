@@ -70,8 +70,9 @@ class ServerDef:
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
     # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
     # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
-    # settle_quiet seconds after the change).
-    rounds: Literal["progress", "settle"] = "settle"
+    # settle_quiet seconds after the change), or "tsserver" (typescript-language-server: its pushes can be
+    # half a round and are never repeated when unchanged, so each file's diagnostics are asked of tsserver).
+    rounds: Literal["progress", "settle", "tsserver"] = "settle"
     settle_quiet: float = 0.3
     # The server puts the document's version in every publish for an open document, so a publish
     # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
@@ -86,6 +87,9 @@ class ServerDef:
     # Send didSave after each change (some servers check only on save). basedpyright checks on the
     # change itself, and a didSave starts a second round: a write's wait was 1.8x its own round on click.
     did_save: bool = True
+    # Workspace symbols search only the projects of open files (tsserver fails with "No Project" before any
+    # file is open): one source file is opened first.
+    symbols_need_open_file: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -153,9 +157,14 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         root_markers=("tsconfig.json", "jsconfig.json", "package.json"),
         command=("typescript-language-server", "--stdio"),
         install="npm i -D typescript-language-server typescript",
+        # no syntax-only (partialSemantic) server: while the project loads it answered definition with the
+        # import line and references with the open file's only; tsserver itself answers once it is loaded
+        initialization_options={"tsserver": {"useSyntaxServer": "never"}},
         ready="progress",
         checker=("tsc", "--noEmit", "--pretty", "false"),
         checker_format="tsc",
+        rounds="tsserver",
+        symbols_need_open_file=True,
     ),
     ServerDef(
         id="clangd",

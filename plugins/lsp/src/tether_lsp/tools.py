@@ -15,7 +15,7 @@ from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
-from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
+from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout, ServerError
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, to_units
 
@@ -195,6 +195,10 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True)
             )
         elif args.action == "code_actions":
+            if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
+                await conn.diagnostics(
+                    doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
+                )
             source = split_lines(doc.text)[spot.line]
             end = lsp.Position(
                 line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding)
@@ -435,12 +439,28 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         if not getattr(conn.capabilities, "workspace_symbol_provider", None):
             continue
         conn.refresh()
+        if conn.server.symbols_need_open_file and not conn.docs:
+            opened = open_some_file(conn)
+            if opened is None:
+                raise ToolError(
+                    f"{conn.server.id} searches only the projects of open files, and no "
+                    f"{'/'.join(conn.server.extensions)} file was found under {run.relpath(conn.root)}; "
+                    "give file to get one file's symbols",
+                    {"error": "no_project"},
+                )
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
         except RequestTimeout as exc:
             raise ToolError(
                 f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
                 {"error": "timeout"},
+            ) from None
+        except ServerError as exc:
+            first = str(exc).strip().splitlines()[:2]
+            raise ToolError(
+                f"{conn.server.id} could not search the workspace ({' '.join(first)[:200]}); give file to get "
+                "one file's symbols, or open a file of the project with another lsp action first",
+                {"error": "server_error"},
             ) from None
         indexing |= conn.indexing
         for s in result or []:
@@ -482,6 +502,20 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
         {"symbols": shown, "total": len(rows)},
     )
+
+
+def open_some_file(conn: Any) -> Any:
+    """Open the source file nearest to the server's root (its first extension first, e.g. src/index.ts) so
+    that a server which searches only the projects of open files (tsserver: "No Project") has one."""
+    order = {ext: n for n, ext in enumerate(conn.server.extensions)}
+    files = sorted(
+        conn._watched or conn._scan(),
+        key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
+    )
+    for path in files:
+        if (doc := conn.open(path)) is not None:
+            return doc
+    return None
 
 
 async def status(run: Any, sup: Any) -> ToolResult:

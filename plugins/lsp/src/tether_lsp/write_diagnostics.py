@@ -93,6 +93,19 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
     return out
 
 
+async def _pull_others(sup: Any, conn: Connection, written: set[Path], deadline: float) -> None:
+    """A server whose diagnostics are asked for is asked for its other open documents too (before and
+    after the write alike, so both sides of the comparison are of the same moment)."""
+    if conn.pulls:
+        await asyncio.gather(
+            *(
+                _current(sup, conn, doc.path, deadline)
+                for doc in list(conn.docs.values())
+                if doc.path not in written
+            )
+        )
+
+
 def _unique(conns: list[Connection]) -> list[Connection]:
     return list({id(c): c for c in conns}.values())
 
@@ -106,6 +119,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
+        await _pull_others(sup, conn, {path for _, path, _ in targets}, deadline)
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
@@ -156,14 +170,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     cut = []
     written = {path for _, path, _ in targets}
     for conn in conns:
-        if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
-            await asyncio.gather(
-                *(
-                    _current(sup, conn, doc.path, deadline)
-                    for doc in list(conn.docs.values())
-                    if doc.path not in written
-                )
-            )
+        await _pull_others(sup, conn, written, deadline)
         try:
             done = await conn.wait_round(
                 conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
