@@ -13,6 +13,10 @@ import tether.files
 from support import require_binary
 
 MAP = "src/internal/operators/map.ts"
+VALID_DATE = (
+    "export function isValidDate(value: any): value is Date {",
+    "export function isValidDate(value: any, strict: boolean): value is Date {",
+)
 AJAX = "src/internal/ajax/ajax.ts"  # 622 lines
 SIGNATURE = "export function map<T, R>(project: (value: T, index: number) => R, thisArg?: any): OperatorFunction<T, R> {"
 BREAK = (SIGNATURE, SIGNATURE + "\n  const count: number = project;")
@@ -75,6 +79,22 @@ async def test_old_errors_are_never_reported_as_new_and_diagnostics_lists_them_a
 
 
 @pytest.mark.usefixtures("cpu_stress")
+async def test_a_signature_change_reports_the_broken_callers_in_files_never_opened(ts_root):
+    # typescript-language-server checks only open files: the files importing isDate.ts (13, through
+    # re-exports) are asked of tsserver
+    async with tether.open_run(ts_root, plugins=[tether.files]) as run:
+        r = await edit(run, "src/internal/util/isDate.ts", *VALID_DATE)
+        assert sorted(introduced(r)) == [
+            ("src/internal/observable/timer.ts", 159, "2554"),
+            ("src/internal/operators/timeout.ts", 316, "2554"),
+            ("src/internal/operators/timeoutWith.ts", 93, "2554"),
+        ], r.plain
+        assert "incomplete" not in r.plain, r.plain
+        r = await edit(run, "src/internal/util/isDate.ts", VALID_DATE[1], VALID_DATE[0])
+        assert introduced(r) == [] and "also changed" not in r.plain, r.plain
+
+
+@pytest.mark.usefixtures("cpu_stress")
 async def test_the_first_definition_and_references_of_a_fresh_run_come_from_the_loaded_project(ts_root):
     async with tether.open_run(ts_root) as run:
         r = await run.call("lsp", {"action": "definition", "file": MAP, "line": 48, "symbol": "operate"})
@@ -96,3 +116,23 @@ async def test_workspace_symbols_before_any_file_is_open_search_the_project(ts_r
         assert not r.is_error, r.plain
         assert "No Project" not in r.plain and " at " not in r.plain, r.plain
         assert "src/internal/util/isObservable.ts:9:" in r.plain, r.plain
+
+
+async def test_a_rename_of_an_exported_name_says_the_public_name_was_kept(ts_root):
+    async with tether.open_run(ts_root, plugins=[tether.files]) as run:
+        r = await run.call(
+            "lsp_rename",
+            {
+                "file": "src/internal/util/isObservable.ts",
+                "line": 9,
+                "symbol": "isObservable",
+                "new_name": "isObservableValue",
+            },
+        )
+        assert not r.is_error, r.plain
+        assert "kept the public name: 'isObservable'" in r.plain, r.plain
+        assert "src/index.ts:48: isObservableValue as isObservable" in r.plain, r.plain
+        assert [(k["file"], k["line"]) for k in r.data["kept_names"]] == [("src/index.ts", 48)]
+        assert {"file": "src/index.ts", "line": 48} not in r.data["not_renamed"]  # said once, as the alias
+    index = (ts_root / "src/index.ts").read_text().splitlines()
+    assert index[47] == "export { isObservableValue as isObservable } from './internal/util/isObservable';"

@@ -35,6 +35,7 @@ PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
+DEPENDENTS_CAP = 60  # files importing a written file (directly or through re-exports) that a write checks too
 
 
 class ServerDied(Exception):
@@ -62,7 +63,7 @@ class Mark:
 
     begins: int  # work-done progress begins seen so far
     seq: int  # publishes seen so far
-    at: float
+    at: float  # when it came (a pulled answer: when it was asked)
 
 
 @attrs.define
@@ -80,7 +81,7 @@ class Doc:
 class Published:
     version: int | None
     items: list[Any]
-    at: float
+    at: float  # when it came (a pulled answer: when it was asked)
     seq: int
 
 
@@ -741,9 +742,10 @@ class Connection:
 
     async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
         lsp = self.lsp
+        asked = time.monotonic()
         try:
             if self.server.rounds == "tsserver":
-                items = await self._ask_tsserver(doc, timeout)
+                items = await self._ask_tsserver(doc.path, timeout)
             else:
                 params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
                 report = await self.request("textDocument/diagnostic", params, timeout)
@@ -753,20 +755,65 @@ class Connection:
         if items is None:  # "unchanged": the last full report still holds
             prev = self.published.get(doc.uri)
             items = prev.items if prev else []
-        self._seq += 1
-        self.published[doc.uri] = Published(doc.version, list(items), time.monotonic(), self._seq)
-        return list(items)
+        self._keep(doc.uri, doc.version, items, asked)
+        return items
 
-    async def _ask_tsserver(self, doc: Doc, timeout: float) -> list[Any]:
-        """tsserver's errors and warnings of an open document, as the server would publish them."""
-        lsp = self.lsp
+    def _keep(self, uri: str, version: int | None, items: list[Any], asked: float) -> None:
+        """A pulled answer, kept as the file's publish with the time it was asked (one answered again from the
+        kept one stays as it is)."""
+        pub = self.published.get(uri)
+        if pub is None or pub.items is not items:
+            self._seq += 1
+            self.published[uri] = Published(version, items, asked, self._seq)
 
-        async def ask(command: str) -> list[Any]:
-            params = lsp.ExecuteCommandParams(
-                command="typescript.tsserverRequest", arguments=[command, {"file": str(doc.path)}]
-            )
-            answer = await self.request("workspace/executeCommand", params, timeout)
-            return list(_get(answer, "body") or [])
+    async def _tsserver(self, command: str, args: Mapping[str, Any], timeout: float) -> Any:
+        """The body of tsserver's answer to ``command``, asked through typescript-language-server."""
+        params = self.lsp.ExecuteCommandParams(
+            command="typescript.tsserverRequest", arguments=[command, dict(args)]
+        )
+        return _get(await self.request("workspace/executeCommand", params, timeout), "body")
 
-        found = await asyncio.gather(*(ask(command) for command in TSSERVER_PULLS))
-        return [tsserver_diagnostic(lsp, d) for kind in found for d in kind]
+    async def _ask_tsserver(self, path: Path, timeout: float) -> list[Any]:
+        """tsserver's errors and warnings of a file of its projects, as the server would publish them; asked
+        again only after a change (a write's "before" is then the last write's "after")."""
+        pub = self.published.get(path.as_uri())
+        if pub is not None and self.last_mark is not None and pub.at > self.last_mark.at:
+            return pub.items  # asked after the latest change
+        found = await asyncio.gather(
+            *(self._tsserver(command, {"file": str(path)}, timeout) for command in TSSERVER_PULLS)
+        )
+        return [tsserver_diagnostic(self.lsp, d) for kind in found for d in kind or []]
+
+    async def pull_path(self, path: Path, timeout: float) -> list[Any] | None:
+        """A "tsserver" server's diagnostics of a file that need not be open (kept with the published ones)."""
+        asked = time.monotonic()
+        try:
+            items = await self._ask_tsserver(path, timeout)
+        except (RequestTimeout, ServerError):
+            return None
+        self._keep(path.as_uri(), None, items, asked)
+        return items
+
+    async def dependents(self, paths: list[Path], timeout: float) -> tuple[list[Path], bool]:
+        """The files under the root that import ``paths``, directly or through files importing them (re-exports),
+        nearest first and at most DEPENDENTS_CAP, and whether that is all of them. typescript-language-server
+        checks only open files, so a write asks tsserver for these (`fileReferences`); other servers check
+        the files a change breaks themselves: ([], True)."""
+        if self.server.rounds != "tsserver":
+            return [], True
+        seen, queue, found = set(paths), list(paths), []
+        while queue:
+            try:
+                body = await self._tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
+            except (RequestTimeout, ServerError):
+                return found, False
+            for ref in _get(body, "refs") or []:
+                dep = Path(_get(ref, "file", ""))
+                if dep in seen or not dep.is_relative_to(self.root) or "node_modules" in dep.parts:
+                    continue
+                if len(found) == DEPENDENTS_CAP:
+                    return found, False
+                seen.add(dep)
+                found.append(dep)
+                queue.append(dep)
+        return found, True

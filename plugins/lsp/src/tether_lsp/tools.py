@@ -689,12 +689,21 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
+        # an alias keeping the old name (tsserver: `export { newName as oldName }`) is said as such
+        kept = kept_names(edit, run, old_name, args.new_name)
+        if kept:
+            lines.append(
+                f"kept the public name: '{old_name}' is still exported or written under its old name as an alias, "
+                f"so code using '{old_name}' keeps working (edit these too to drop the old name):"
+            )
+            lines += [f"  {f}:{n}: {text}" for f, n, text in kept]
         # the server renames only what its program holds: say where the old name is still written
         left = (
             []
             if old_name == args.new_name
             else await asyncio.to_thread(occurrences, conn, run, old_name, set())
         )
+        left = [x for x in left if (x[0], x[1]) not in {(f, n) for f, n, _ in kept}]
         if left:
             lines.append(
                 f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
@@ -707,10 +716,31 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
             "edits": total,
             "operations": plan.operations,
             "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
+            "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
         }
         return ToolResult.text("\n".join(lines), data)
 
     return await sup.with_file(path, rename)
+
+
+def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
+    """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
+    an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
+    pattern = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    groups = list((getattr(edit, "changes", None) or {}).items())
+    groups += [
+        (change.text_document.uri, change.edits)
+        for change in getattr(edit, "document_changes", None) or []
+        if hasattr(change, "edits")
+    ]
+    found = []
+    for uri, edits in groups:
+        path = render.uri_to_path(uri)
+        for e in edits:
+            text = getattr(e, "new_text", None) or ""
+            if path is not None and text != new and pattern.search(text):
+                found.append((run.relpath(path), e.range.start.line + 1, text))
+    return sorted(found)
 
 
 def rename_touches(args: RenameArgs) -> list[str]:

@@ -25,7 +25,7 @@ from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
+from tether_lsp.connection import DEPENDENTS_CAP, Connection, Mark, RequestTimeout, ServerDied, ServerError
 
 NAMED = 5  # files named in a note before "and N more"
 
@@ -93,17 +93,32 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
     return out
 
 
-async def _pull_others(sup: Any, conn: Connection, written: set[Path], deadline: float) -> None:
-    """A server whose diagnostics are asked for is asked for its other open documents too (before and
-    after the write alike, so both sides of the comparison are of the same moment)."""
-    if conn.pulls:
-        await asyncio.gather(
+async def _pull_others(sup: Any, conn: Connection, written: set[Path], deadline: float) -> bool:
+    """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
+    importing the written ones (before and after the write alike, so both sides are of the same moment).
+    False when not all of them answered."""
+    if not conn.pulls:
+        return True
+    await asyncio.gather(
+        *(
+            _current(sup, conn, doc.path, deadline)
+            for doc in list(conn.docs.values())
+            if doc.path not in written
+        )
+    )
+    mine = sorted(p for p in written if p.as_uri() in conn.docs)
+    try:
+        found, complete = await conn.dependents(mine, max(0.0, deadline - time.monotonic()))
+        results = await asyncio.gather(
             *(
-                _current(sup, conn, doc.path, deadline)
-                for doc in list(conn.docs.values())
-                if doc.path not in written
+                conn.pull_path(dep, max(0.0, deadline - time.monotonic()))
+                for dep in found
+                if dep not in written and dep.as_uri() not in conn.docs
             )
         )
+    except ServerDied:
+        return False
+    return complete and all(r is not None for r in results)
 
 
 def _unique(conns: list[Connection]) -> list[Connection]:
@@ -119,7 +134,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
-        await _pull_others(sup, conn, {path for _, path, _ in targets}, deadline)
+        await _pull_others(sup, conn, {path for _, path, _ in targets}, deadline)  # the "after" says if cut
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
@@ -167,10 +182,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         else:
             files[rel] = _convert(conn, path, items)
     # other files: what the server published since the write, once its round after the write is complete
-    cut = []
+    cut, unasked = [], []
     written = {path for _, path, _ in targets}
     for conn in conns:
-        await _pull_others(sup, conn, written, deadline)
+        if not await _pull_others(sup, conn, written, deadline):
+            unasked.append(conn.server.id)
         try:
             done = await conn.wait_round(
                 conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
@@ -204,5 +220,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
             f'before or after the write within {cap:g} s; lsp diagnostics "*" checks the whole project'
+        )
+    if unasked:
+        notes.append(
+            f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
+            f"every file importing {_names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
+            f'checked (at most {DEPENDENTS_CAP}, within {cap:g} s); lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
