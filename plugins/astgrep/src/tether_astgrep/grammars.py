@@ -300,12 +300,17 @@ def pack_grammar(name: str) -> Grammar | None:
     return Grammar(name, _PACK_EXTENSIONS.get(name, ()), _pack(name), (Rung("file"),), expando="µ")
 
 
-def _in_pack(name: str) -> TypeGuard[SupportedLanguage]:
+def pack_ids() -> tuple[str, ...]:
+    """The ids of every grammar in the language pack (each one loads offline)."""
     from typing import get_args
 
     from tree_sitter_language_pack import SupportedLanguage
 
-    return name in get_args(SupportedLanguage)
+    return get_args(SupportedLanguage)
+
+
+def _in_pack(name: str) -> TypeGuard[SupportedLanguage]:
+    return name in pack_ids()
 
 
 # file extensions of common language-pack grammars, for walking a folder when one is asked for by id

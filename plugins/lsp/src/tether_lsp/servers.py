@@ -69,10 +69,11 @@ class ServerDef:
     install: str | None = None  # how to get the binary, said when it is missing
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
     # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
-    # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
+    # is wrapped in work-done progress, as basedpyright does), "document" (the round ends with the
+    # changed document's own publish at its version, as gopls does), "settle" (no publish for
     # settle_quiet seconds after the change), or "tsserver" (typescript-language-server: its pushes can be
     # half a round and are never repeated when unchanged, so each file's diagnostics are asked of tsserver).
-    rounds: Literal["progress", "settle", "tsserver"] = "settle"
+    rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     settle_quiet: float = 0.3
     # The server puts the document's version in every publish for an open document, so a publish
     # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
@@ -90,6 +91,11 @@ class ServerDef:
     # Workspace symbols search only the projects of open files (tsserver fails with "No Project" before any
     # file is open): one source file is opened first.
     symbols_need_open_file: bool = False
+    # The server returns at most this many workspace symbols (gopls: 100): an answer of that length may be cut.
+    workspace_symbol_limit: int | None = None
+    # Environment for the server and its checker in a run that does not trust its root (gopls and go
+    # vet: no toolchain or module download that the checkout's go.mod asks for).
+    untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -184,8 +190,14 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install="the system package gopls, or go install golang.org/x/tools/gopls@latest",
         version_args=("version",),
         ready="progress",
-        checker=("go", "vet", "./..."),
+        # -gcflags=-e: the compiler's type errors all, not its first 10 and "too many errors"
+        checker=("go", "vet", "-gcflags=-e", "./..."),
         checker_format="gnu",
+        rounds="document",
+        workspace_symbol_limit=100,
+        # GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no
+        # module download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them)
+        untrusted_env={"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"},
     ),
     ServerDef(
         id="rust-analyzer",

@@ -82,18 +82,23 @@ class Roster(Protocol):
 
     def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Start a worker on ``brief`` and return at once (status running)."""
+        ...
 
     def send(self, worker_id: str, message: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Add ``message`` to the worker's briefing and run it again (see the roster for a running worker)."""
+        ...
 
     def wait(self, worker_id: str, timeout: float) -> WorkerInfo | Awaitable[WorkerInfo]:
         """The worker once it is no longer running, or as it is after ``timeout`` seconds (still running)."""
+        ...
 
     def kill(self, worker_id: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Stop the worker and everything it started; a finished worker is left as it is."""
+        ...
 
     def list(self) -> Sequence[WorkerInfo] | Awaitable[Sequence[WorkerInfo]]:
         """Every worker of the run, oldest first."""
+        ...
 
 
 # -- the usual errors, worded for the model --------------------------------------------------------
