@@ -136,3 +136,19 @@ async def test_a_rename_of_an_exported_name_says_the_public_name_was_kept(ts_roo
         assert {"file": "src/index.ts", "line": 48} not in r.data["not_renamed"]  # said once, as the alias
     index = (ts_root / "src/index.ts").read_text().splitlines()
     assert index[47] == "export { isObservableValue as isObservable } from './internal/util/isObservable';"
+
+
+async def test_an_outline_is_in_line_order_without_the_locals_of_functions(ts_root):
+    async with tether.open_run(ts_root) as run:
+        r = await run.call("lsp", {"action": "symbols", "file": "src/internal/operators/timeout.ts"})
+        assert not r.is_error, r.plain
+        rows = [(s["name"], s["kind"], s["line"], s["depth"]) for s in r.data["symbols"]]
+        assert [line for *_, line, depth in rows if depth == 0] == sorted(
+            line for *_, line, depth in rows if depth == 0
+        ), r.plain  # tsserver lists them alphabetically
+        assert rows[:2] == [("TimeoutConfig", "interface", 12, 0), ("each", "property", 16, 1)], r.plain
+        names = {name for name, *_ in rows}
+        # locals of timeout()'s body (tsserver lists them, and the callbacks it passes, as its children)
+        assert not names & {"originalSourceSubscription", "startTimer", "timerSubscription", "_with"}, r.plain
+        assert not any("callback" in name for name in names), r.plain
+        assert ("timeoutErrorFactory", "function", 401, 0) in rows, r.plain

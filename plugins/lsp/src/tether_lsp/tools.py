@@ -53,6 +53,7 @@ REFERENCES_CAP = 50
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
 HOVER_CHARS = 6000
+LOCAL_SCOPES = {"function", "method", "constructor"}  # an outline does not list what is declared inside these
 
 
 @attrs.frozen
@@ -383,9 +384,15 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             lines = render.Lines({doc.path: doc.text})
             rows: list[tuple[str, dict[str, Any]]] = []
 
+            def start(s: Any) -> Any:
+                return getattr(s, "selection_range", None) or s.location.range
+
             def walk(items: Any, depth: int) -> None:
-                for s in items or []:
-                    rng = getattr(s, "selection_range", None) or s.location.range
+                # by line: tsserver lists each level alphabetically
+                for s in sorted(items or [], key=lambda s: (start(s).start.line, start(s).start.character)):
+                    if s.name.endswith(") callback"):
+                        continue  # tsserver's name for a function passed as an argument: a local
+                    rng = start(s)
                     source = lines.get(doc.path, rng.start.line)
                     col = render.from_units(source, rng.start.character, conn.encoding) + 1
                     kind = _symbol_kind(conn, s.kind)
@@ -401,7 +408,8 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                             },
                         )
                     )
-                    walk(getattr(s, "children", None), depth + 1)
+                    if kind not in LOCAL_SCOPES:
+                        walk(getattr(s, "children", None), depth + 1)
 
             walk(result, 0)
             if not rows:
