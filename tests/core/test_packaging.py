@@ -142,16 +142,18 @@ def test_a_heavy_binary_is_an_extra_of_its_family_that_the_meta_brings(dist, fam
         assert needed.extras == {extra}, needed
 
 
-# each family's tools as `tether tools` lists them beside the core's file tools; askuser and vibe are
-# unavailable there (no human on a pipe; vibe mode off) and say why
+# each family's tools as `tether tools` lists them beside the core's file tools; askuser is unavailable
+# there (no human on a pipe) and says why
 FAMILY_TOOLS = {
     "askuser": set(),
     "astgrep": {"ast_grep", "ast_edit", "resolve"},
     "debug": {"debug"},
     "eval": {"eval"},
     "lsp": {"lsp", "lsp_rename"},
-    "vibe": set(),
+    "vibe": {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"},
 }
+# vibe's tools are on offer in vibe mode with a roster
+LISTING_ARGS = {"vibe": ["--vibe", "--option", 'vibe_fast=["python3", "-c", "pass"]']}
 FILE_TOOLS = {"read", "write", "edit", "apply_patch"}
 
 
@@ -193,7 +195,9 @@ def test_each_family_alone_from_its_wheel_lists_only_its_tools_and_a_call_works(
     if family == "lsp":
         require_binary("clangd")  # the server the lsp call talks to (.ci/run installs Debian's)
     venv = alone(family)
-    listed = in_env(venv, str(venv / "bin" / "tether"), "tools", "--json", cwd=tmp_path)
+    listed = in_env(
+        venv, str(venv / "bin" / "tether"), "tools", "--json", *LISTING_ARGS.get(family, []), cwd=tmp_path
+    )
     assert listed.returncode == 0, listed.stderr
     listing = json.loads(listed.stdout)
     assert {t["name"] for t in listing["tools"]} == FILE_TOOLS | FAMILY_TOOLS[family], listing["tools"]

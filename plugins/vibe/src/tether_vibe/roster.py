@@ -33,10 +33,19 @@ class Status(str, enum.Enum):
 class WorkerInfo:
     """A snapshot of one worker.
 
-    ``started_at``/``finished_at`` are epoch seconds of its latest run (a `send` runs it again);
-    ``finished_at`` is None while it runs. ``result`` is the bounded result of its latest finished
-    run, ``log`` the bounded tail of its log. ``queued`` counts messages its current run has not seen:
-    they are in its briefing and it runs again with them when the current run ends.
+    Attributes:
+        id: the worker's id in the run (what vibe_send, vibe_wait and vibe_kill take).
+        label: the label vibe_spawn gave it.
+        tier: the worker tier it runs on ("fast" or "good" for the built-in roster).
+        status: running, done, failed or killed.
+        started_at: epoch seconds when its latest run began (a `send` runs it again).
+        finished_at: epoch seconds when its latest run ended; None while it runs.
+        result: the bounded result of its latest finished run.
+        log: the bounded tail of its log.
+        runs: how many times it has run (1 plus one per `send` that ran it again).
+        queued: messages its current run has not seen: they are in its briefing and it runs again
+            with them when the current run ends.
+        exit_code: its process's exit code, for a roster of processes; None while it runs.
     """
 
     id: str
