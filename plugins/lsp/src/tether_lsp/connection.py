@@ -13,7 +13,7 @@ import itertools
 import logging
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,9 @@ class Connection:
             None  # the latest change (or the start): "settled" is a round newer than it
         )
         self.start_mark = Mark(0, 0, 0.0)
+        self._edits: Counter[str] = Counter()  # changes told to the server, by uri
+        # dependents(): the importers found for some written files, and the changes of other files then
+        self._closures: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
@@ -500,6 +503,7 @@ class Connection:
         doc.version += 1
         doc.text = text
         doc.mark = self.last_mark = self.mark(doc.uri, doc.version)
+        self._edits[doc.uri] += 1
         doc.stat = file_stat(doc.path) or doc.stat
         self._watched[doc.path] = doc.stat
         self.notify(
@@ -574,6 +578,7 @@ class Connection:
         self._watched = current
         if events:
             self.last_mark = self.mark()
+            self._edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     async def _poll(self) -> None:
@@ -605,6 +610,7 @@ class Connection:
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         if events:
             self.last_mark = self.mark()
+            self._edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     def _scan(self) -> dict[Path, tuple[int, int]]:
@@ -815,8 +821,16 @@ class Connection:
         the files a change breaks themselves: ([], True)."""
         if self.server.rounds != "tsserver":
             return [], True
+        # a change of the written files cannot change who imports them: the last answer holds until
+        # another file changes (0.8-1.4 s of fileReferences for map.ts's 42 importers in rxjs)
+        key = tuple(sorted(paths))
+        others = self._edits.total() - sum(self._edits[p.as_uri()] for p in key)
+        cached = self._closures.get(key)
+        if cached is not None and cached[2] == others:
+            return cached[0], cached[1]
         seen, queue, found = set(paths), list(paths), []
-        while queue:
+        complete = True
+        while queue and complete:
             try:
                 body = await self._tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
             except (RequestTimeout, ServerError):
@@ -826,8 +840,12 @@ class Connection:
                 if dep in seen or not dep.is_relative_to(self.root) or "node_modules" in dep.parts:
                     continue
                 if len(found) == DEPENDENTS_CAP:
-                    return found, False
+                    complete = False
+                    break
                 seen.add(dep)
                 found.append(dep)
                 queue.append(dep)
-        return found, True
+        if len(self._closures) > 64:  # one entry per set of written files: bounded
+            self._closures.clear()
+        self._closures[key] = (found, complete, others)
+        return found, complete

@@ -97,10 +97,12 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
     return out
 
 
-async def _pull_others(sup: Any, conn: Connection, written: set[Path], deadline: float) -> bool:
+async def _pull_others(
+    sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float
+) -> bool:
     """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
-    importing the written ones (before and after the write alike, so both sides are of the same moment).
-    False when not all of them answered."""
+    importing ``mine``, its written files (before and after the write alike, so both sides are of the same
+    moment; a file the write deleted is asked about too). False when not all of them answered."""
     if not conn.pulls:
         return True
     await asyncio.gather(
@@ -110,7 +112,6 @@ async def _pull_others(sup: Any, conn: Connection, written: set[Path], deadline:
             if doc.path not in written
         )
     )
-    mine = sorted(p for p in written if p.as_uri() in conn.docs)
     try:
         found, complete = await conn.dependents(mine, max(0.0, deadline - time.monotonic()))
         results = await asyncio.gather(
@@ -138,7 +139,10 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
-        await _pull_others(sup, conn, {path for _, path, _ in targets}, deadline)  # the "after" says if cut
+        mine = [path for _, path, c in targets if c is conn]
+        await _pull_others(
+            sup, conn, mine, {path for _, path, _ in targets}, deadline
+        )  # the "after" says if cut
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
@@ -189,7 +193,8 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     cut, cleared, unasked = [], [], []
     written = {path for _, path, _ in targets}
     for conn in conns:
-        if not await _pull_others(sup, conn, written, deadline):
+        mine = [path for _, path, c in targets if c is conn]
+        if not await _pull_others(sup, conn, mine, written, deadline):
             unasked.append(conn.server.id)
         try:
             done = await conn.wait_round(
