@@ -148,9 +148,8 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
         mine = [path for _, path, c in targets if c is conn]
-        await _pull_others(
-            sup, conn, mine, {path for _, path, _ in targets}, deadline
-        )  # the "after" says if cut
+        # the "after" says when not every importer answered
+        await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline)
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
