@@ -377,6 +377,7 @@ async def ts_on_write(base: Path, rounds: int) -> None:
 
     from lsprotocol import types as lsp
     from pygls.lsp.client import LanguageClient
+    from tether_lsp.dependents import importers
 
     print(
         "4. diagnostics on write, rxjs 7.8.2: a TS2322 in src/internal/operators/map.ts added / removed in turn"
@@ -454,12 +455,12 @@ async def ts_on_write(base: Path, rounds: int) -> None:
             times_ours.append(time.perf_counter() - t0)
             assert ("[2322]" in r.plain) == (i % 2 == 0), r.plain
         (conn,) = run.resource("tether_lsp_supervisor").connections.values()
-        importers, _ = await conn.dependents([our_root / "src/internal/operators/map.ts"], 60)
+        found, _ = await importers(conn, [our_root / "src/internal/operators/map.ts"], 60)
     ratio = med(times_ours) / med(times_raw)
     print(
         f"   raw client: didChange -> the server's publish of the new state {med(times_raw):7.1f} ms   "
         f"tether edit with its diagnostics {med(times_ours):7.1f} ms   ratio {ratio:.3f}\n"
-        f"   (tether also asks tsserver for the {len(importers)} files importing map.ts, which the server "
+        f"   (tether also asks tsserver for the {len(found)} files importing map.ts, which the server "
         "itself never checks: they are not open)"
     )
 

@@ -35,7 +35,6 @@ PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
-DEPENDENTS_CAP = 60  # files importing a written file (directly or through re-exports) that a write checks too
 
 
 class ServerDied(Exception):
@@ -145,9 +144,9 @@ class Connection:
             None  # the latest change (or the start): "settled" is a round newer than it
         )
         self.start_mark = Mark(0, 0, 0.0)
-        self._edits: Counter[str] = Counter()  # changes told to the server, by uri
-        # dependents(): the importers found for some written files, and the changes of other files then
-        self._closures: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
+        self.edits: Counter[str] = Counter()  # changes told to the server, by uri
+        # dependents.importers: the importers found for a set of written files, and the edits of others then
+        self.importers_found: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
@@ -503,7 +502,7 @@ class Connection:
         doc.version += 1
         doc.text = text
         doc.mark = self.last_mark = self.mark(doc.uri, doc.version)
-        self._edits[doc.uri] += 1
+        self.edits[doc.uri] += 1
         doc.stat = file_stat(doc.path) or doc.stat
         self._watched[doc.path] = doc.stat
         self.notify(
@@ -585,7 +584,7 @@ class Connection:
         self._watched = current
         if events:
             self.last_mark = self.mark()
-            self._edits.update(e.uri for e in events)
+            self.edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     async def _poll(self) -> None:
@@ -617,7 +616,7 @@ class Connection:
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         if events:
             self.last_mark = self.mark()
-            self._edits.update(e.uri for e in events)
+            self.edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     def _scan(self) -> dict[Path, tuple[int, int]]:
@@ -793,7 +792,7 @@ class Connection:
             self._seq += 1
             self.published[uri] = Published(version, items, asked, self._seq)
 
-    async def _tsserver(self, command: str, args: Mapping[str, Any], timeout: float) -> Any:
+    async def tsserver(self, command: str, args: Mapping[str, Any], timeout: float) -> Any:
         """The body of tsserver's answer to ``command``, asked through typescript-language-server."""
         params = self.lsp.ExecuteCommandParams(
             command="typescript.tsserverRequest", arguments=[command, dict(args)]
@@ -807,7 +806,7 @@ class Connection:
         if pub is not None and self.last_mark is not None and pub.at > self.last_mark.at:
             return pub.items  # asked after the latest change
         found = await asyncio.gather(
-            *(self._tsserver(command, {"file": str(path)}, timeout) for command in TSSERVER_PULLS)
+            *(self.tsserver(command, {"file": str(path)}, timeout) for command in TSSERVER_PULLS)
         )
         return [tsserver_diagnostic(self.lsp, d) for kind in found for d in kind or []]
 
@@ -820,39 +819,3 @@ class Connection:
             return None
         self._keep(path.as_uri(), None, items, asked)
         return items
-
-    async def dependents(self, paths: list[Path], timeout: float) -> tuple[list[Path], bool]:
-        """The files under the root that import ``paths``, directly or through files importing them (re-exports),
-        nearest first and at most DEPENDENTS_CAP, and whether that is all of them. typescript-language-server
-        checks only open files, so a write asks tsserver for these (`fileReferences`); other servers check
-        the files a change breaks themselves: ([], True)."""
-        if self.server.rounds != "tsserver":
-            return [], True
-        # a change of the written files cannot change who imports them: the last answer holds until
-        # another file changes (0.8-1.4 s of fileReferences for map.ts's 42 importers in rxjs)
-        key = tuple(sorted(paths))
-        others = self._edits.total() - sum(self._edits[p.as_uri()] for p in key)
-        cached = self._closures.get(key)
-        if cached is not None and cached[2] == others:
-            return cached[0], cached[1]
-        seen, queue, found = set(paths), list(paths), []
-        complete = True
-        while queue and complete:
-            try:
-                body = await self._tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
-            except (RequestTimeout, ServerError):
-                return found, False
-            for ref in _get(body, "refs") or []:
-                dep = Path(_get(ref, "file", ""))
-                if dep in seen or not dep.is_relative_to(self.root) or "node_modules" in dep.parts:
-                    continue
-                if len(found) == DEPENDENTS_CAP:
-                    complete = False
-                    break
-                seen.add(dep)
-                found.append(dep)
-                queue.append(dep)
-        if len(self._closures) > 64:  # one entry per set of written files: bounded
-            self._closures.clear()
-        self._closures[key] = (found, complete, others)
-        return found, complete

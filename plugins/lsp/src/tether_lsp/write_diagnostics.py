@@ -25,8 +25,8 @@ from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
 
 from tether_lsp import render
-from tether_lsp.connection import DEPENDENTS_CAP, Connection, Mark, RequestTimeout, ServerDied, ServerError
-from tether_lsp.dependents import open_dependents
+from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
+from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
 
 NAMED = 5  # files named in a note before "and N more"
 
@@ -118,7 +118,7 @@ async def _pull_others(
         )
     )
     try:
-        found, complete = await conn.dependents(mine, max(0.0, deadline - time.monotonic()))
+        found, complete = await importers(conn, mine, max(0.0, deadline - time.monotonic()))
         results = await asyncio.gather(
             *(
                 conn.pull_path(dep, max(0.0, deadline - time.monotonic()))
@@ -251,6 +251,6 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
             f"every file importing {_names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
-            f'checked (at most {DEPENDENTS_CAP}, within {cap:g} s); lsp diagnostics "*" checks the whole project'
+            f'checked (at most {IMPORTERS_CAP}, within {cap:g} s); lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
