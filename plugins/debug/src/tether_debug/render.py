@@ -48,6 +48,11 @@ def stop_text(run: Run, stop: Stop) -> str:
         stack = (stop.exception or {}).get("stack") or []
         if stack:
             text += "\n" + "\n".join(line[:MAX_VALUE] for line in stack)
+    if stop.no_stack:
+        text += (
+            f"\nno stack at this stop (the adapter says: {stop.no_stack[:MAX_VALUE]}). A program held at its entry "
+            "may have no frames yet: set a breakpoint (e.g. in main) and 'continue'."
+        )
     if stop.project_frame is not None:
         file, line, function = stop.project_frame
         text += f"\ninnermost frame in the project: {run.relpath(file)}:{line} in {function}"
@@ -60,6 +65,8 @@ def stop_text(run: Run, stop: Stop) -> str:
 def stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> ToolResult:
     """A stop as a model reads it: where, the source line, the exception, and the top frame's locals."""
     data: dict[str, Any] = {"stopped": stop.data(run.relpath)}
+    if stop.no_stack:
+        data["no_stack"] = stop.no_stack
     if stop.description:
         data["exception"] = stop.description
         data["exceptionInfo"] = stop.exception

@@ -24,7 +24,7 @@ import attrs
 from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
-from tether_debug.dap import DapClient, DapError
+from tether_debug.dap import DapClient, DapClosed, DapError
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import Plan
@@ -62,6 +62,8 @@ class Stop:
     project_frame: tuple[str, int, str] | None = None
     # the top frame's first scope (its locals), fetched with the stop: (scope name, variables)
     snapshot: tuple[str, list[dict[str, Any]]] | None = None
+    # why there is no stack at this stop, in the adapter's words (delve at entry: no goroutine yet)
+    no_stack: str | None = None
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -534,9 +536,9 @@ class Session:
         self.references = set()
         reason = body.get("reason", "unknown")
         # both at once: each request to debugpy costs ~44 ms of its own latency
-        frames_task = self.stack_trace(thread_id, 30) if thread_id is not None else _nothing([])
+        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None))
         info_task = self._exception_info(thread_id, body) if reason == "exception" else _nothing(None)
-        frames, info = await asyncio.gather(frames_task, info_task)
+        (frames, no_stack), info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
         if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
@@ -553,8 +555,22 @@ class Session:
             exception=info,
             project_frame=self._project_frame(frames),
             snapshot=snapshot,
+            no_stack=no_stack,
         )
         return self.stop
+
+    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None]:
+        """The stopped thread's frames; none, and the adapter's reason, when it has no stack to give.
+
+        delve stops on entry before the Go runtime has started a goroutine, and answers stackTrace
+        with "unknown goroutine 1": that is still a stop the program can continue from.
+        """
+        try:
+            return await self.stack_trace(thread_id, 30), None
+        except DapClosed:
+            raise
+        except DapError as exc:
+            return [], exc.message
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root
