@@ -9,6 +9,7 @@ only after configurationDone; lldb-dap sends ``initialized`` only after answerin
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import os
@@ -84,18 +85,33 @@ class Ended:
 
 
 class OutputBuffer:
-    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted)."""
+    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted).
+
+    Streams are merged a whole line at a time: an adapter that reads stdout and stderr on two
+    threads (debugpy's launcher) hands over a line in pieces with the other stream's text between
+    them ("done" ... a traceback ... " 90"). A stream's unfinished line waits for its newline (or
+    for the next read) before it joins the rest. Lines of two streams may still come in another
+    order than they were written: the adapter reads them apart, and their order is lost there.
+    """
 
     def __init__(self) -> None:
         self._parts: deque[str] = deque()
         self._size = 0
+        self._unfinished: dict[str, str] = {}  # stream -> the start of a line still being written
         self.dropped = 0
         self.closed = False  # after `terminated`: lldb-dap floods output while it dies
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, stream: str = "") -> None:
         if self.closed or not text:
             return
-        text = text.replace("\r\n", "\n")  # lldb-dap runs the program on a pty
+        text = self._unfinished.pop(stream, "") + text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
+        lines, newline, rest = text.rpartition("\n")
+        if rest:
+            self._unfinished[stream] = rest
+        if newline:
+            self._keep(lines + newline)
+
+    def _keep(self, text: str) -> None:
         self._parts.append(text)
         self._size += len(text)
         while self._size > OUTPUT_KEEP and self._parts:
@@ -104,6 +120,9 @@ class OutputBuffer:
             self.dropped += len(old)
 
     def take(self) -> tuple[str, int]:
+        for rest in self._unfinished.values():  # a prompt without its newline is output too
+            self._keep(rest)
+        self._unfinished.clear()
         text = "".join(self._parts)
         dropped = self.dropped
         self._parts.clear()
@@ -256,17 +275,18 @@ class Session:
                 text = line.decode(errors="replace")
                 self.stderr_tail.append(text.rstrip())
                 if self.adapter.stdout_is_program_output:
-                    self.output.add(text)
+                    self.output.add(text, "stderr")
 
     async def _drain_stdout(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        await self._pump_stream(self.proc.stdout)
+        await self._pump_stream(self.proc.stdout, "stdout")
 
-    async def _pump_stream(self, stream: asyncio.StreamReader) -> None:
+    async def _pump_stream(self, stream: asyncio.StreamReader, name: str) -> None:
         """Copy a stream of the program's output into the buffer until it ends (or we stop it)."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character cut between reads
         with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
             while chunk := await stream.read(65536):
-                self.output.add(chunk.decode(errors="replace"))
+                self.output.add(decoder.decode(chunk), name)
 
     def _stderr_text(self) -> str:
         return " | ".join(line for line in self.stderr_tail if line)[-1500:]
@@ -283,7 +303,7 @@ class Session:
             if logged and len(self.logged) < MAX_LOGGED:
                 self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
             if logged or body.get("category", "console") in self.adapter.output_categories:
-                self.output.add(text)  # lldb-dap and delve log to the console category
+                self.output.add(text, body.get("category", "console"))  # lldb-dap logs to its console
             if "error evaluating condition" in text:
                 self.notices.extend(self.condition_failures(text))
         elif event == "exited":
@@ -314,7 +334,11 @@ class Session:
             self._run.track_process(proc)
             self._children.append(proc.pid)
             if proc.stdout is not None:
-                self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
+                self._tasks.append(
+                    asyncio.get_running_loop().create_task(
+                        self._pump_stream(proc.stdout, f"terminal {proc.pid}")
+                    )
+                )
             return {"processId": proc.pid}
         return None  # startDebugging, runInTerminal in a sandbox and the rest: refused, never left hanging
 
