@@ -55,6 +55,10 @@ def _published(sup: Any, conn: Connection, since: Mark | None = None) -> dict[st
     return out
 
 
+def _errors(diags: list[Diagnostic]) -> int:
+    return sum(d.severity == "error" for d in diags)
+
+
 def _names(rels: list[str]) -> str:
     more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
     return ", ".join(rels[:NAMED]) + more
@@ -153,7 +157,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         else:
             files[rel] = _convert(conn, path, items)
     # other files: what the server published since the write, once its round after the write is complete
-    cut = []
+    cut, cleared = [], []
     written = {path for _, path, _ in targets}
     for conn in conns:
         if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
@@ -183,6 +187,8 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
                 continue  # no complete "before": nothing is claimed about this file
             if Counter(d.key for d in diags) != Counter(d.key for d in old):
                 files[rel] = diags
+                if _errors(old) and not _errors(diags):
+                    cleared.append(rel)
     notes = []
     if pending:
         notes.append(
@@ -193,6 +199,8 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
             "run lsp diagnostics on them to see their errors"
         )
+    if cleared:
+        notes.append(f"no errors any more in {len(cleared)} other file(s): {_names(sorted(cleared))}")
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
