@@ -182,7 +182,9 @@ HEAVY = ("debugpy", "tether_debug.session", "tether_debug.dap")
 
 
 def test_entry_point_imports_nothing_heavy(tmp_path):
-    assert_light_entry_point("tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tool", "psutil"))
+    assert_light_entry_point(
+        "tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tools", "tether_debug.args", "psutil")
+    )
     # registering the tool creates the supervisor: still nothing of a session before launch
     assert_light_entry_point(
         "tether_debug.plugin",

@@ -175,7 +175,7 @@ async def variables_action(session: Session, reference: int | None) -> ToolResul
             data={"error": "stale_reference", "reference": reference},
         )
     body = await session.client.request("variables", {"variablesReference": reference})
-    everything = list(body.get("variables") or ())
+    everything: list[dict[str, Any]] = list(body.get("variables") or [])
     rows, lines = variable_rows(session, everything)
     return ToolResult.text(
         "\n".join(lines) or "(no variables)",

@@ -382,8 +382,9 @@ class Session:
         try:
             await asyncio.wait((initialized, answer), return_when=asyncio.FIRST_COMPLETED)
             if answer.done() and not initialized.done():
-                if answer.exception() is not None:
-                    raise answer.exception()  # the adapter refused the launch itself: its own words say why
+                refused = answer.exception()
+                if refused is not None:
+                    raise refused  # the adapter refused the launch itself: its own words say why
                 await initialized  # lldb-dap answers launch before it sends initialized
             hit = initialized.result()
         finally:
@@ -498,6 +499,14 @@ class Session:
                 {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
                 for i, n in enumerate(names)
             ]
+            look = self.adapter.find_functions
+            verified = [r["function"] for r in rows if r.get("verified")]
+            if look is not None and self.root is not None and verified:
+                # an adapter that verifies any name (debugpy): look for the functions ourselves
+                missing = await asyncio.to_thread(look, self.root, verified)
+                for row in rows:
+                    if row["function"] in missing:
+                        row.update(found=False, message=missing[row["function"]])
         self.function_breakpoints = rows
         return rows
 
@@ -507,10 +516,11 @@ class Session:
         lldb-dap answers in the order of its own map, not the request's: the names are then sent one
         more at a time, and each answer is known by the breakpoint id that appeared with its name.
         """
-        assert self.client is not None
+        client = self.client
+        assert client is not None
 
         def send(some: list[str]):
-            return self.client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
+            return client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
 
         if not self.adapter.function_answers_unordered or len(names) < 2:
             return list((await send(names)).get("breakpoints") or ())
