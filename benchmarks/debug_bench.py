@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import tether
+from tether import ToolResult
 from tether_debug.adapters import project_python
 from tether_debug.dap import encode, read_message
 
@@ -62,6 +63,12 @@ int main(void) {
 
 
 ROUNDS_PER_STOP = 20
+
+
+def data(result: ToolResult) -> dict:
+    """A result's structured data (every debug result carries some)."""
+    assert result.data is not None, result.plain
+    return result.data
 
 
 async def alternate(
@@ -95,17 +102,19 @@ class Raw:
             cwd=self.cwd,
             start_new_session=True,
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both piped above
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _read(self) -> None:
-        while (msg := await read_message(self.proc.stdout)) is not None:
+        while (msg := await read_message(self.stdout)) is not None:
             if msg["type"] == "response":
                 fut = self.responses.pop(msg["request_seq"])
                 fut.set_result(msg)
             elif msg["type"] == "event":
                 await self.events.put(msg)
             elif msg["type"] == "request":
-                self.proc.stdin.write(
+                self.stdin.write(
                     encode(
                         {
                             "type": "response",
@@ -121,7 +130,7 @@ class Raw:
         self.seq += 1
         fut = asyncio.get_running_loop().create_future()
         self.responses[self.seq] = fut
-        self.proc.stdin.write(
+        self.stdin.write(
             encode({"type": "request", "seq": self.seq, "command": command, "arguments": arguments or {}})
         )
         return fut
@@ -162,7 +171,7 @@ class Raw:
     async def stop(self) -> None:
         with contextlib.suppress(TimeoutError, ConnectionError):
             await asyncio.wait_for(self.send("disconnect", {"terminateDebuggee": True}), 2)
-        self.proc.stdin.close()
+        self.stdin.close()
         try:
             await asyncio.wait_for(self.proc.wait(), 2)
         except TimeoutError:
@@ -201,11 +210,11 @@ async def bench_adapter(
             t = time.perf_counter()
             result = await run.call("debug", {"action": "launch", "program": program})
             tether_launch.append(time.perf_counter() - t)
-            assert not result.is_error and result.data["stopped"], result.plain
+            assert not result.is_error and data(result)["stopped"], result.plain
             for _ in range(ROUNDS_PER_STOP):
                 t = time.perf_counter()
-                frames = (await run.call("debug", {"action": "stack"})).data["frames"]
-                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data[
+                frames = data(await run.call("debug", {"action": "stack"}))["frames"]
+                scopes = data(await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]}))[
                     "scopes"
                 ]
                 await run.call("debug", {"action": "variables", "reference": scopes[0]["reference"]})
@@ -297,7 +306,7 @@ async def bench_condition(root: Path, argv: list[str], launch: dict, rounds: int
             t = time.perf_counter()
             result = await run.call("debug", {"action": "launch", "program": "loop.py"})
             ours.append(time.perf_counter() - t)
-            assert result.data["stopped"] and result.data["locals"]["variables"][0]["value"] == "9999", (
+            assert data(result)["stopped"] and data(result)["locals"]["variables"][0]["value"] == "9999", (
                 result.plain
             )
             await run.call("debug", {"action": "terminate"})
@@ -318,11 +327,11 @@ async def bench_snapshot(root: Path, program: str, source: str, line: int, round
                 t = time.perf_counter()
                 stepped = await run.call("debug", {"action": "step_over"})
                 if i % 2 == 0:
-                    assert stepped.data["locals"]["variables"], stepped.plain
+                    assert data(stepped)["locals"]["variables"], stepped.plain
                     one.append(time.perf_counter() - t)
                     continue
-                frames = (await run.call("debug", {"action": "stack"})).data["frames"]
-                scopes = (await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]})).data[
+                frames = data(await run.call("debug", {"action": "stack"}))["frames"]
+                scopes = data(await run.call("debug", {"action": "scopes", "frame_id": frames[0]["id"]}))[
                     "scopes"
                 ]
                 await run.call("debug", {"action": "variables", "reference": scopes[0]["reference"]})

@@ -261,7 +261,7 @@ async def breakpoints_action(
         data["exceptions"] = args.exceptions
     if not said:  # no change asked for: the list
         text, listed = listing(run, supervisor, conversation, session)
-        return ToolResult.text(text, data={**listed, "sent": live})
+        return ToolResult.text(text, data={**listed, "sent": live is not None})
     return ToolResult.text("\n".join(said), data=data)
 
 
