@@ -105,7 +105,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     deadline = time.monotonic() + sup.option("diagnostics_timeout")
     targets = await _files_and_servers(sup, paths)
     for _, _, conn in targets:
-        conn.refresh()
+        await conn.refresh()
     results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
@@ -145,7 +145,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             [path]
         )  # the write: didChange with the whole new content + didSave, or a file event
     for conn in conns:
-        conn.refresh()
+        await conn.refresh()
     results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
     files: dict[str, list[Diagnostic]] = {}
     pending, uncompared = [], []
