@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -100,10 +102,33 @@ def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Dia
         line=start.line + 1,
         column=from_units(source, start.character, encoding) + 1,
         severity=SEVERITIES.get(severity or 1, "error"),
-        message=str(d.message).strip(),
+        message=one_line(str(d.message).strip(), run),
         code=None if code is None else str(code),
         source=d.source,
     )
+
+
+# clangd (without relatedInformation) appends each note to the message as a paragraph of its own:
+# "\n\n/abs/path/x.h:200:23:\nnote: 'f' declared here"
+NOTE = re.compile(r"^(?P<path>/[^\n]*?):(?P<line>\d+):(?P<col>\d+):\s*\n(?P<text>.*)$", re.DOTALL)
+
+
+def one_line(message: str, run: Any) -> str:
+    """A message with paragraphs (clangd's notes) as one line: "main; note: text (x.h:200:23)", the
+    note's path relative to the root. A message without blank lines is kept as it is."""
+    if "\n\n" not in message:
+        return message
+    parts = []
+    for para in message.split("\n\n"):
+        if not para.strip():
+            continue
+        m = NOTE.match(para.strip())
+        if m:
+            where = f"{run.relpath(os.path.normpath(m['path']))}:{m['line']}:{m['col']}"
+            parts.append(f"{' '.join(m['text'].split())} ({where})")
+        else:
+            parts.append(" ".join(para.split()))
+    return "; ".join(parts)
 
 
 def diagnostics(items: list[Any], path: Path, run: Any, encoding: str, lines: Lines) -> list[Diagnostic]:

@@ -26,6 +26,7 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
+from tether_lsp.dependents import open_dependents
 
 NAMED = 5  # files named in a note before "and N more"
 
@@ -34,7 +35,11 @@ NAMED = 5  # files named in a note before "and N more"
 class Baseline:
     files: dict[str, list[Diagnostic]]  # the written files and every file of a settled server
     settled: set[int]  # id() of the connections whose round was complete: an unpublished file is clean there
-    unknown: list[str]  # written files without a baseline
+    unknown: list[str]  # written files (and opened dependents) without a baseline
+    # files opened because they include a written header (clangd checks open files only), and why
+    # some were not
+    dependents: list[tuple[str, Path, Connection]] = attrs.field(factory=list)
+    notes: list[str] = attrs.field(factory=list)
 
 
 def _convert(conn: Connection, path: Path, items: list[Any]) -> list[Diagnostic]:
@@ -106,7 +111,10 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     targets = await _files_and_servers(sup, paths)
     for _, _, conn in targets:
         await conn.refresh()
-    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
+    dependents, dep_notes = await open_dependents(sup, targets)
+    results = await asyncio.gather(
+        *(_current(sup, conn, path, deadline) for _, path, conn in [*targets, *dependents])
+    )
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
@@ -119,15 +127,14 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             settled.add(id(conn))
             files.update(_published(sup, conn))
     unknown = []
-    for (rel, path, conn), items in zip(targets, results, strict=True):
+    for (rel, path, conn), items in zip([*targets, *dependents], results, strict=True):
         if items is None:
             unknown.append(rel)
             files.pop(rel, None)
         else:
             files[rel] = _convert(conn, path, items)
-    sup.baselines[call_id] = Baseline(
-        files, settled, unknown
-    )  # per write: overlapping writes must not share a "before"
+    # per write: overlapping writes must not share a "before"
+    sup.baselines[call_id] = Baseline(files, settled, unknown, dependents, dep_notes)
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
     return files
@@ -146,16 +153,23 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         )  # the write: didChange with the whole new content + didSave, or a file event
     for conn in conns:
         await conn.refresh()
-    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
+    # the includers of a written header: opened anew, so the server rebuilds them with the new header
+    dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
+    for _, path, conn in dependents:
+        if (doc := conn.docs.get(path.as_uri())) is not None:
+            conn.reopen(doc)
+    checked = [*targets, *dependents]
+    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in checked))
     files: dict[str, list[Diagnostic]] = {}
     pending, uncompared = [], []
-    for (rel, path, conn), items in zip(targets, results, strict=True):
+    for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
             pending.append(rel)
         elif rel in before.unknown:
             uncompared.append(rel)
-        else:
+        elif rel in paths:
             files[rel] = _convert(conn, path, items)
+        # a dependent's new publish is compared with the other files' below
     # other files: what the server published since the write, once its round after the write is complete
     cut, cleared = [], []
     written = {path for _, path, _ in targets}
@@ -177,7 +191,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         if not done or id(conn) not in before.settled:
             cut.append(conn.server.id)
         for rel, diags in _published(sup, conn, since=start[id(conn)]).items():
-            if rel in files or rel in paths:
+            if rel in files or rel in paths or rel in before.unknown or rel in pending:
                 continue
             if rel in before.files:
                 old = before.files[rel]
@@ -189,7 +203,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
                 files[rel] = diags
                 if _errors(old) and not _errors(diags):
                     cleared.append(rel)
-    notes = []
+    notes = list(before.notes)
     if pending:
         notes.append(
             f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later"
