@@ -468,7 +468,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     for conn in targets:
         if not getattr(conn.capabilities, "workspace_symbol_provider", None):
             continue
-        conn.refresh()
+        await conn.refresh()
         if conn.server.symbols_need_open_file and not conn.docs:
             opened = open_some_file(conn)
             if opened is None:
