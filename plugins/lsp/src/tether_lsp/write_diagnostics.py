@@ -110,7 +110,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     deadline = time.monotonic() + sup.option("diagnostics_timeout")
     targets = await _files_and_servers(sup, paths)
     for _, _, conn in targets:
-        conn.refresh()
+        await conn.refresh()
     dependents, dep_notes = await open_dependents(sup, targets)
     results = await asyncio.gather(
         *(_current(sup, conn, path, deadline) for _, path, conn in [*targets, *dependents])
@@ -152,7 +152,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             [path]
         )  # the write: didChange with the whole new content + didSave, or a file event
     for conn in conns:
-        conn.refresh()
+        await conn.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
     dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
     for _, path, conn in dependents:
