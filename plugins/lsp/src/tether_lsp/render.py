@@ -150,3 +150,12 @@ def hover_text(result: Any) -> str:
             lang = getattr(part, "language", None)
             texts.append(f"```{lang}\n{part.value}\n```" if lang else part.value)
     return "\n\n".join(t.strip() for t in texts if t and t.strip())
+
+
+NAMED = 5  # files named in a note before "and N more"
+
+
+def names(rels: list[str]) -> str:
+    """Files for a one-line note: the first NAMED, then "and N more"."""
+    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
+    return ", ".join(rels[:NAMED]) + more

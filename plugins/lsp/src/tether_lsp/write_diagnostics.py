@@ -28,8 +28,6 @@ from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
 from tether_lsp.dependents import open_dependents
 
-NAMED = 5  # files named in a note before "and N more"
-
 
 @attrs.define
 class Baseline:
@@ -62,11 +60,6 @@ def _published(sup: Any, conn: Connection, since: Mark | None = None) -> dict[st
 
 def _errors(diags: list[Diagnostic]) -> int:
     return sum(d.severity == "error" for d in diags)
-
-
-def _names(rels: list[str]) -> str:
-    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
-    return ", ".join(rels[:NAMED]) + more
 
 
 async def _connection_for(sup: Any, path: Path) -> Connection | None:
@@ -206,15 +199,15 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     notes = list(before.notes)
     if pending:
         notes.append(
-            f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later"
+            f"diagnostics incomplete: still pending for {render.names(pending)} after {cap:g} s; run lsp diagnostics on them later"
         )
     if uncompared:
         notes.append(
-            f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
+            f"diagnostics not compared for {render.names(uncompared)}: the server had not checked them before the write; "
             "run lsp diagnostics on them to see their errors"
         )
     if cleared:
-        notes.append(f"no errors any more in {len(cleared)} other file(s): {_names(sorted(cleared))}")
+        notes.append(f"no errors any more in {len(cleared)} other file(s): {render.names(sorted(cleared))}")
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
