@@ -101,9 +101,8 @@ class Rewritten:
     def old_place(self, byte: int) -> tuple[int, int]:
         """Where a byte of the old content went: (-1, its offset in the new content) when no replacement
         covered it, else (the replacement's index, 0)."""
-        i = (
-            bisect.bisect_right(self.spans, byte, key=lambda s: s[0]) - 1
-        )  # the last one starting at or before
+        # the last replacement starting at or before the byte
+        i = bisect.bisect_right(self.spans, byte, key=lambda s: s[0]) - 1
         if i < 0:
             return (-1, byte)
         _, old_end, _, new_end = self.spans[i]
