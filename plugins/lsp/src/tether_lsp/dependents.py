@@ -1,20 +1,26 @@
-"""The source files that include a header, for a server that checks only open documents (clangd).
+"""The files a write can break, for a server that checks only open documents (clangd, tsserver).
 
 clangd diagnoses only the documents it has open: a changed prototype in cJSON's `cJSON.h` breaks
 calls in `cJSON.c` and `cJSON_Utils.c`, and clangd says so only when those are open. So before a
 header is written, the source files that include it, directly or through other headers, are found
 with one bounded read of the server's files (`Connection.scan`: at most SCAN_CAP files; files over
-READ_BYTES are not read) and opened; after the write each is closed and opened again, because clangd rebuilds an open file on its header's save only when the include is in its
-preamble, and not at all for the same text sent again (cJSON_Utils.c kept its old diagnostics). The
-write's baseline and its answer then cover them like written files. Its answer says, one line each,
-how many includers were not opened (over OPEN_CAP, or not text clangd can be given), which files were
-too big to read, and when the scan stopped at its cap.
+READ_BYTES are not read) and opened; after the write each is closed and opened again, because clangd
+rebuilds an open file on its header's save only when the include is in its preamble, and not at all
+for the same text sent again (cJSON_Utils.c kept its old diagnostics). The write's baseline and its
+answer then cover them like written files. Its answer says, one line each, how many includers were
+not opened (over OPEN_CAP, or not text clangd can be given), which files were too big to read, and
+when the scan stopped at its cap.
 
 The files looked at are those of the compilation database (`compile_commands.json` at the server's
 root or in `build/`) when there is one: the project's own build, not every file clangd could guess
 flags for; otherwise every source file under the root. An include is matched by name:
 `#include "x/y.h"` names every header whose path ends with `x/y.h`; a same-named header elsewhere can
 open a file too many, which costs a parse and claims nothing.
+
+typescript-language-server (tsserver) can be asked instead of read: `importers` are the files that
+import the written ones, directly or through files importing them (re-exports), from tsserver's
+`fileReferences`; a write asks tsserver for their diagnostics before and after it without opening them
+(`Connection.pull_path`).
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from typing import Any
 import attrs
 
 from tether_lsp import render
-from tether_lsp.connection import SCAN_CAP, Connection
+from tether_lsp.connection import SCAN_CAP, Connection, RequestTimeout, ServerError, _get
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
+IMPORTERS_CAP = 60  # files importing a written TypeScript file that a write asks about
 READ_BYTES = 2_000_000  # a bigger file is not read for its includes
 
 
@@ -148,3 +155,41 @@ async def open_dependents(
                 f"rest of the tree was not checked; build to check it"
             )
     return list(out.values()), notes
+
+
+async def importers(conn: Connection, paths: list[Path], timeout: float) -> tuple[list[Path], bool]:
+    """The files under the root that import ``paths``, directly or through files importing them, nearest
+    first and at most IMPORTERS_CAP, and whether that is all of them; ([], True) for a server other than
+    tsserver (`rounds="tsserver"`).
+
+    A change of the written files cannot change who imports them: the last answer for the same files
+    holds until another file changes (the search took 0.8-1.4 s for map.ts's 42 importers in rxjs).
+    """
+    if conn.server.rounds != "tsserver":
+        return [], True
+    key = tuple(sorted(paths))
+    others = conn.edits.total() - sum(conn.edits[p.as_uri()] for p in key)
+    cached = conn.importers_found.get(key)
+    if cached is not None and cached[2] == others:
+        return cached[0], cached[1]
+    seen, queue, found = set(paths), list(paths), []
+    complete = True
+    while queue and complete:
+        try:
+            body = await conn.tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
+        except (RequestTimeout, ServerError):
+            return found, False
+        for ref in _get(body, "refs") or []:
+            dep = Path(_get(ref, "file", ""))
+            if dep in seen or not dep.is_relative_to(conn.root) or "node_modules" in dep.parts:
+                continue
+            if len(found) == IMPORTERS_CAP:
+                complete = False
+                break
+            seen.add(dep)
+            found.append(dep)
+            queue.append(dep)
+    if len(conn.importers_found) > 64:  # one entry per set of written files: bounded
+        conn.importers_found.clear()
+    conn.importers_found[key] = (found, complete, others)
+    return found, complete
