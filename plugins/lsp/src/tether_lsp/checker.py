@@ -18,6 +18,9 @@ TSC = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$"
 )
 GNU = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):\s*(?P<msg>.*)$")
+RULE = re.compile(
+    r"^(?P<code>[A-Z]{1,4}[0-9]{1,4})(?: \[\*\])? (?P<msg>.*)$"
+)  # as in "F401 [*] `os` imported but unused"
 SEV = re.compile(
     r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.IGNORECASE
 )
@@ -28,7 +31,9 @@ def _rel(run: Any, cwd: Path, file: str) -> str:
     return run.relpath(path if path.is_absolute() else cwd / path)
 
 
-def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
+def parse(fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None) -> list[Diagnostic]:
+    """The checker's output as diagnostics; ``server`` gives a "gnu" line's source and, for a line that
+    states no severity, its severity (`checker_severity`)."""
     diags: list[Diagnostic] = []
     if fmt == "pyright-json":
         start = out.find("{")
@@ -94,12 +99,14 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> list[Diagnostic]:
             if not m:
                 continue
             sev, code, msg = "error", None, m["msg"]
-            s = SEV.match(msg)
-            if s:
+            if s := SEV.match(msg):
                 sev = {"info": "information", "note": "information"}.get(s["sev"].lower(), s["sev"].lower())
                 code, msg = s["code"], s["msg"]
+            elif r := RULE.match(msg):
+                sev, code, msg = server.checker_severity if server else "error", r["code"], r["msg"]
+            source = server.id if server else None
             diags.append(
-                Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, None)
+                Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, source)
             )
     return diags
 
@@ -149,6 +156,7 @@ async def run_checker(
             out.decode(errors="replace") if server.checker_format == "pyright-json" else text,
             run,
             root,
+            server,
         )
     except ValueError:
         tail = text.strip()[-500:]

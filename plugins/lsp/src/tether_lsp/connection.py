@@ -33,6 +33,11 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
+# A write's diagnostics wait ROUND_FACTOR x the slowest of the server's last ROUNDS_KEPT rounds, at least
+# ROUND_FLOOR s, at most the run option diagnostics_timeout (also while no round has been measured yet)
+ROUND_FACTOR = 3.0
+ROUND_FLOOR = 10.0
+ROUNDS_KEPT = 8
 
 
 class ServerDied(Exception):
@@ -127,6 +132,9 @@ class Connection:
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
+        self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
+        self._timed: Mark | None = None  # the change whose round was measured last
+        self._first_end: float | None = None  # "progress" servers: when the first round ended
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.scan_truncated = False
@@ -320,6 +328,8 @@ class Connection:
             elif kind == "end":
                 conn.progress_tokens.discard(token)
                 conn.last_event = time.monotonic()
+                if not conn.progress_tokens and conn._first_end is None:
+                    conn._first_end = conn.last_event
                 conn._wake()
 
         @client.feature("experimental/serverStatus")
@@ -670,7 +680,26 @@ class Connection:
             if remaining <= 0:
                 return False
             await self._event(min(remaining, self._next_check(mark)))
+        self._time_round(mark)
         return True
+
+    def _time_round(self, mark: Mark) -> None:
+        """Remember how long the round after the change ``mark`` took: to its last event (a publish or the
+        end of its progress). A change that started no round is not a measure, nor is the first round of
+        a "progress" server (the project's cold analysis)."""
+        if mark == self._timed or self.last_event <= mark.at:
+            return
+        if self.server.rounds == "progress" and (self._first_end is None or mark.at < self._first_end):
+            return
+        self._timed = mark
+        self.round_times.append(self.last_event - mark.at)
+
+    def budget(self, cap: float) -> float:
+        """Seconds a write waits for this server's round: ROUND_FACTOR x its slowest recent round, at least
+        ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
+        if not self.round_times:
+            return cap
+        return round(min(cap, max(ROUND_FLOOR, ROUND_FACTOR * max(self.round_times))), 1)
 
     def fresh(self, doc: Doc) -> Published | None:
         """The document's publish for its current version (None while only older ones are known)."""
@@ -694,6 +723,7 @@ class Connection:
         while True:
             pub = self.fresh(doc)
             if pub is not None and self.round_done(doc.mark):
+                self._time_round(doc.mark)
                 return pub.items
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -63,11 +63,17 @@ class ServerDef:
     ready: Literal["initialize", "progress", "quiescent"] = "progress"
     checker: tuple[str, ...] | None = None  # the project checker command, binary first
     checker_format: Literal["pyright-json", "tsc", "gnu", "cargo-json"] | None = None
+    # The severity of a "gnu" checker line that states none: `go vet`'s findings are errors, ruff's
+    # lint findings (`F401 ...`) are warnings (its syntax errors still say so and stay errors).
+    checker_severity: Literal["error", "warning"] = "error"
     # The checker executes the project's own code (cargo check runs build.rs and proc macros): a run
     # that does not trust its root never runs it.
     checker_runs_project_code: bool = False
     install: str | None = None  # how to get the binary, said when it is missing
     default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
+    # ids of the servers this one switches off while it is enabled (a third party's type checker
+    # replacing basedpyright), unless the run option lsp_servers names them too
+    replaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
     # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
     # settle_quiet seconds after the change).
@@ -144,6 +150,20 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         ready="initialize",
         checker=("ty", "check", "--output-format", "concise"),
         checker_format="gnu",
+        default=False,
+    ),
+    ServerDef(
+        id="ruff",
+        languages=("python",),
+        extensions=(".py", ".pyi"),
+        root_markers=(*PY_MARKERS, "ruff.toml", ".ruff.toml"),
+        command=("ruff", "server"),
+        install='pip install ruff (beside basedpyright: lsp_servers ["basedpyright", "ruff"])',
+        ready="initialize",
+        # --no-fix: a project may set `fix = true` (click does), and a checker must not edit the tree
+        checker=("ruff", "check", "--no-fix", "--output-format", "concise"),
+        checker_format="gnu",
+        checker_severity="warning",
         default=False,
     ),
     ServerDef(

@@ -10,6 +10,9 @@ Every file of a multi-file write is waited for at the same time, each with the w
 option diagnostics_timeout). A file whose baseline could not be had is not compared (nothing is
 claimed about it) and the answer says so; other files' changes are collected until the server's
 round after the write is complete, or the answer says the round was cut, naming the server.
+
+A file served by several servers (basedpyright and ruff) is compared server by server, each against
+its own baseline, and answered with the servers' sets merged (each diagnostic names its source).
 """
 
 from __future__ import annotations
@@ -32,27 +35,37 @@ NAMED = 5  # files named in a note before "and N more"
 
 @attrs.define
 class Baseline:
-    files: dict[str, list[Diagnostic]]  # the written files and every file of a settled server
-    settled: set[int]  # id() of the connections whose round was complete: an unpublished file is clean there
-    unknown: list[str]  # written files without a baseline
+    # per server (`_key`): the written files and, for a settled server, every file it published
+    files: dict[tuple[str, Path], dict[str, list[Diagnostic]]]
+    settled: set[tuple[str, Path]]  # servers whose round was complete: a file they never published is clean
+    unknown: set[tuple[tuple[str, Path], str]]  # (server, written file) without a baseline
+
+
+def _key(conn: Connection) -> tuple[str, Path]:
+    """A server of the write (a restarted one is the same server)."""
+    return (conn.server.id, conn.root)
 
 
 def _convert(conn: Connection, path: Path, items: list[Any]) -> list[Diagnostic]:
     doc = conn.docs.get(path.as_uri())
     lines = render.Lines({path: doc.text} if doc else None)
-    return render.diagnostics(items, path, conn.run, conn.encoding, lines)
+    return render.diagnostics(items, path, conn.run, conn.encoding, lines, source=conn.server.id)
 
 
-def _published(sup: Any, conn: Connection, since: Mark | None = None) -> dict[str, list[Diagnostic]]:
-    """The connection's last published diagnostics per file under the root (only those published after ``since``)."""
+def _published(sup: Any, conn: Connection) -> dict[str, list[Diagnostic]]:
+    """The connection's last published diagnostics per file under the root."""
     out: dict[str, list[Diagnostic]] = {}
     for uri, pub in list(conn.published.items()):
-        if since is not None and pub.seq <= since.seq:
-            continue
         path = render.uri_to_path(uri)
         if path is not None and path.is_relative_to(sup.run.root):
             out[sup.run.relpath(path)] = _convert(conn, path, pub.items)
     return out
+
+
+def _published_since(sup: Any, conn: Connection, mark: Mark) -> set[str]:
+    """The files the connection published after ``mark``."""
+    paths = (render.uri_to_path(uri) for uri, pub in list(conn.published.items()) if pub.seq > mark.seq)
+    return {sup.run.relpath(p) for p in paths if p is not None and p.is_relative_to(sup.run.root)}
 
 
 def _names(rels: list[str]) -> str:
@@ -60,12 +73,19 @@ def _names(rels: list[str]) -> str:
     return ", ".join(rels[:NAMED]) + more
 
 
-async def _connection_for(sup: Any, path: Path) -> Connection | None:
+async def _connections_for(sup: Any, path: Path) -> list[Connection]:
+    """The running servers of a file, every one that serves it (a server whose start fails is left out)."""
     try:
-        avail = await sup.choose(path)
-        return await sup.connection(avail, retry_failed=False)
+        avails = await sup.serving(path)
     except ToolError:
-        return None  # no server for this file: nothing to say about it
+        return []  # no server for this file: nothing to say about it
+    out = []
+    for avail in avails:
+        try:
+            out.append(await sup.connection(avail, retry_failed=False))
+        except ToolError:
+            continue
+    return out
 
 
 async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> list[Any] | None:
@@ -84,12 +104,11 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> l
 
 
 async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path, Connection]]:
+    """(file, path, server) for every written file and each of its servers."""
     out = []
     for rel in paths:
         path = (sup.run.root / rel).resolve()
-        conn = await _connection_for(sup, path)
-        if conn is not None:
-            out.append((rel, path, conn))
+        out += [(rel, path, conn) for conn in await _connections_for(sup, path)]
     return out
 
 
@@ -97,96 +116,131 @@ def _unique(conns: list[Connection]) -> list[Connection]:
     return list({id(c): c for c in conns}.values())
 
 
+def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection]]) -> str:
+    """A written file as named in a note: with the server when more than one serves it."""
+    several = sum(r == rel for r, _, _ in targets) > 1
+    return f"{rel} ({conn.server.id})" if several else rel
+
+
+def _deadlines(sup: Any, conns: list[Connection]) -> dict[int, float]:
+    """When the wait for each server ends: its budget from its measured rounds, bounded by diagnostics_timeout."""
+    now = time.monotonic()
+    return {id(c): now + c.budget(sup.option("diagnostics_timeout")) for c in conns}
+
+
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
-    deadline = time.monotonic() + sup.option("diagnostics_timeout")
     targets = await _files_and_servers(sup, paths)
+    deadline = _deadlines(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
         conn.refresh()
-    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
-    files: dict[str, list[Diagnostic]] = {}
-    settled: set[int] = set()
+    results = await asyncio.gather(
+        *(_current(sup, conn, path, deadline[id(conn)]) for _, path, conn in targets)
+    )
+    files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
+    settled: set[tuple[str, Path]] = set()
     for conn in _unique([c for _, _, c in targets]):
+        files[_key(conn)] = {}
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
-            done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
+            done = await conn.wait_round(
+                conn.last_mark or conn.mark(), max(0.0, deadline[id(conn)] - time.monotonic())
+            )
         except ServerDied:
             continue
         if done:
-            settled.add(id(conn))
-            files.update(_published(sup, conn))
-    unknown = []
+            settled.add(_key(conn))
+            files[_key(conn)].update(_published(sup, conn))
+    unknown = set()
     for (rel, path, conn), items in zip(targets, results, strict=True):
         if items is None:
-            unknown.append(rel)
-            files.pop(rel, None)
+            unknown.add((_key(conn), rel))
+            files[_key(conn)].pop(rel, None)
         else:
-            files[rel] = _convert(conn, path, items)
-    sup.baselines[call_id] = Baseline(
-        files, settled, unknown
-    )  # per write: overlapping writes must not share a "before"
+            files[_key(conn)][rel] = _convert(conn, path, items)
+    # per write: overlapping writes must not share a "before"
+    sup.baselines[call_id] = Baseline(files, settled, unknown)
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
-    return files
+    merged: dict[str, list[Diagnostic]] = {}
+    for per_file in files.values():
+        for rel, diags in per_file.items():
+            merged.setdefault(rel, []).extend(diags)
+    return merged
 
 
 async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
-    cap = sup.option("diagnostics_timeout")
-    deadline = time.monotonic() + cap
-    before: Baseline = sup.baselines.pop(call_id, None) or Baseline({}, set(), list(paths))
+    """Each file's latest set, merged over its servers: the written files, and every other file whose
+    diagnostics changed at a server that has a "before" for it."""
+    before: Baseline | None = sup.baselines.pop(call_id, None)
     targets = await _files_and_servers(sup, paths)
+    if before is None:
+        before = Baseline({}, set(), {(_key(c), rel) for rel, _, c in targets})
     conns = _unique([c for _, _, c in targets])
+    budget = {id(c): c.budget(sup.option("diagnostics_timeout")) for c in conns}
+    deadline = _deadlines(sup, conns)
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
-        conn.files_changed(
-            [path]
-        )  # the write: didChange with the whole new content + didSave, or a file event
+        # the write: didChange with the whole new content (+ didSave where asked), or a file event
+        conn.files_changed([path])
     for conn in conns:
         conn.refresh()
-    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in targets))
+    results = await asyncio.gather(
+        *(_current(sup, conn, path, deadline[id(conn)]) for _, path, conn in targets)
+    )
     files: dict[str, list[Diagnostic]] = {}
-    pending, uncompared = [], []
+    pending, uncompared, waited = [], [], []
     for (rel, path, conn), items in zip(targets, results, strict=True):
         if items is None:
-            pending.append(rel)
-        elif rel in before.unknown:
-            uncompared.append(rel)
+            pending.append(_shown(rel, conn, targets))
+            waited.append(budget[id(conn)])
+        elif (_key(conn), rel) in before.unknown:
+            uncompared.append(_shown(rel, conn, targets))
         else:
-            files[rel] = _convert(conn, path, items)
-    # other files: what the server published since the write, once its round after the write is complete
+            files.setdefault(rel, []).extend(_convert(conn, path, items))
+    # other files: what the servers published since the write, once their round after it is complete
     cut = []
     written = {path for _, path, _ in targets}
+    changed: set[str] = set()
+    latest: dict[str, list[Diagnostic]] = {}  # merged over the servers with a "before" for the file
     for conn in conns:
         if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
             await asyncio.gather(
                 *(
-                    _current(sup, conn, doc.path, deadline)
+                    _current(sup, conn, doc.path, deadline[id(conn)])
                     for doc in list(conn.docs.values())
                     if doc.path not in written
                 )
             )
         try:
             done = await conn.wait_round(
-                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
+                conn.last_mark or start[id(conn)], max(0.0, deadline[id(conn)] - time.monotonic())
             )
         except ServerDied:
             done = False
-        if not done or id(conn) not in before.settled:
+        key = _key(conn)
+        if not done or key not in before.settled:
             cut.append(conn.server.id)
-        for rel, diags in _published(sup, conn, since=start[id(conn)]).items():
-            if rel in files or rel in paths:
+            waited.append(budget[id(conn)])
+        old_files = before.files.get(key, {})
+        since = _published_since(sup, conn, start[id(conn)])
+        for rel, diags in _published(sup, conn).items():
+            if rel in paths:
                 continue
-            if rel in before.files:
-                old = before.files[rel]
-            elif id(conn) in before.settled:
+            if rel in old_files:
+                old = old_files[rel]
+            elif key in before.settled:
                 old = []  # a settled server that never published a file found nothing in it
             else:
                 continue  # no complete "before": nothing is claimed about this file
-            if Counter(d.key for d in diags) != Counter(d.key for d in old):
-                files[rel] = diags
+            latest.setdefault(rel, []).extend(diags)
+            if rel in since and Counter(d.key for d in diags) != Counter(d.key for d in old):
+                changed.add(rel)
+    files.update({rel: latest[rel] for rel in changed})
     notes = []
     if pending:
         notes.append(
-            f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later"
+            f"diagnostics incomplete: still pending for {_names(pending)} after {max(waited):g} s; "
+            "run lsp diagnostics on them later"
         )
     if uncompared:
         notes.append(
@@ -196,6 +250,6 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
-            f'before or after the write within {cap:g} s; lsp diagnostics "*" checks the whole project'
+            f'before or after the write within {max(waited):g} s; lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
