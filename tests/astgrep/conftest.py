@@ -52,11 +52,13 @@ def _run_sg(
 
 @pytest.fixture(scope="session")
 def sg_scan():
-    """Call ``sg_scan(config, path, update=False)`` to run ``ast-grep scan --inline-rules`` (config: a dict)."""
+    """Call ``sg_scan(config, path, update=False)`` to run ``ast-grep scan --inline-rules`` (config: a dict,
+    or a rule file's YAML text, given to ast-grep as it is)."""
     binary = _sg_path()
 
-    def scan(config: dict, path: Path, update: bool = False) -> list[dict]:
-        cmd = [binary, "scan", "--inline-rules", json.dumps({"id": "t", **config})]
+    def scan(config: dict | str, path: Path, update: bool = False) -> list[dict]:
+        inline = config if isinstance(config, str) else json.dumps({"id": "t", **config})
+        cmd = [binary, "scan", "--inline-rules", inline]
         cmd += ["-U", str(path)] if update else ["--json=stream", str(path)]
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"}, check=False

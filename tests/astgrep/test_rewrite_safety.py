@@ -50,6 +50,37 @@ async def test_rewrite_of_a_file_that_never_parsed_is_not_refused(project):
         assert "parse_errors" not in staged.data
 
 
+async def test_rewrite_that_adds_errors_to_a_broken_file_is_refused_naming_only_the_new_ones(project):
+    """A file with a syntax error already (its last line here) may keep it; an error the rewrite adds is refused."""
+    broken = CLICK_LIKE + "print(1 2)\n"
+    (project / "c.py").write_text(broken)
+    async with tether.open_run(project) as run:
+        before = await run.call("ast_grep", {"pattern": TRY})
+        assert before.data["total"] == 2, before.plain  # the matches are there despite the error
+        result = await run.call("ast_edit", {"pattern": TRY, "rewrite": WITH})
+        assert result.is_error and result.data["error"] == "breaks_parse", result.plain
+        # the old error (now line 14) is not named; tree-sitter's recovery adds one around the next line
+        errors = result.data["errors"]
+        assert errors[0] == {"file": "c.py", "line": 12, "what": "unexpected 'else'"}, errors
+        assert "unexpected '2'" not in str(errors)
+        assert "adds syntax errors to 1 file" in result.plain and "Nothing was staged" in result.plain
+        # the same file rewritten in a way that adds nothing: staged, its old error left alone
+        fine = await run.call("ast_edit", {"pattern": "os.remove($P)", "rewrite": "os.unlink($P)"})
+        assert not fine.is_error and "parse_errors" not in fine.data, fine.plain
+    assert (project / "c.py").read_text() == broken
+
+
+async def test_an_old_error_inside_a_capture_moves_with_it(project):
+    """`a + lambda: a` is no Python; the rewrite carries it in $$$B to the new place, adding nothing."""
+    (project / "c.py").write_text("x = 1\n\n\ndef f(a):\n    return a + lambda: a\n")
+    async with tether.open_run(project) as run:
+        staged = await run.call(
+            "ast_edit", {"pattern": "def $F($$$A):\n    $$$B", "rewrite": "async def $F($$$A):\n    $$$B"}
+        )
+        assert not staged.is_error and staged.data["replacements"] == 1, staged.plain
+        assert "parse_errors" not in staged.data
+
+
 async def test_rewrite_that_keeps_parsing_is_staged_without_warning(project):
     (project / "c.py").write_text(CLICK_LIKE)
     async with tether.open_run(project) as run:

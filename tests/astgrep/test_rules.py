@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import tether
+import yaml
 
 PY = """import os
 
@@ -191,6 +194,36 @@ async def test_rule_rewrite_agrees_with_ast_grep_fix(project, sg_scan):
     assert (project / "ours.py").read_text() == (project / "theirs.py").read_text() != PY
 
 
+# a rule as text: the YAML of an ast-grep rule file (what its docs show), or JSON
+TEXT_RULES = [
+    "rule:\n  pattern: open($F)\n  not:\n    inside:\n      kind: with_statement\n      stopBy: end\n",
+    "rule:\n  kind: call\n  has:\n    field: function\n    regex: ^(open|print)$\n",
+    "rule:\n  pattern: print($A)\nconstraints:\n  A: {kind: identifier}\n",
+    "rule:\n  matches: awaited\nutils:\n  awaited:\n    pattern: await $X\n    inside: {kind: for_statement, stopBy: end}\n",
+    '{"rule": {"pattern": "print($A)", "inside": {"kind": "function_definition", "stopBy": "end"}}}',
+]
+
+
+@pytest.mark.parametrize("text", TEXT_RULES, ids=range(len(TEXT_RULES)))
+async def test_rule_as_yaml_or_json_text_matches_like_ast_grep_scan(files, sg_scan, text):
+    config = "id: t\nlanguage: python\n" + (
+        text if not text.startswith("{") else "rule: " + json.dumps(json.loads(text)["rule"]) + "\n"
+    )
+    theirs = sorted(
+        (m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
+        for m in sg_scan(config, files / "a.py")
+    )
+    assert theirs, "ast-grep found nothing: the case is vacuous"
+    async with tether.open_run(files) as run:
+        result = await run.call("ast_grep", {"rule": text, "path": "a.py", "max_results": 1000})
+        assert not result.is_error, result.plain
+        assert sorted(tuple(m["byte_range"]) for m in result.data["matches"]) == theirs
+        as_object = await run.call(
+            "ast_grep", {"rule": json.loads(json.dumps(yaml.safe_load(text))), "path": "a.py"}
+        )
+        assert as_object.data["total"] == len(theirs)
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -217,6 +250,14 @@ async def test_rule_rewrite_agrees_with_ast_grep_fix(project, sg_scan):
             "rule.has.field: 'nofield' is no field",
         ),
         ({"rule": {}}, "rule: give a JSON object"),
+        ({"rule": "pattern: [open\n"}, "rule: the text is not valid YAML (line 2, column 1: expected ','"),
+        (
+            {"rule": '{"pattern": "open($F)" "kind": "call"}'},
+            "rule: the text is not valid JSON (line 1, column 24",
+        ),
+        ({"rule": "open($F)"}, "rule: the text is a string, not an object"),
+        ({"rule": "- kind: call"}, "rule: the text is a list, not an object"),
+        ({"rule": "kind: with_stmt"}, "'with_stmt' is no node kind of the python grammar"),
         ({"pattern": "print($A)", "rule": {"kind": "call"}}, "give either pattern"),
         ({}, "give either pattern"),
     ],

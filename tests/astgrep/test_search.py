@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 import tether
 from tether.testing import assert_light_entry_point, assert_model_error
@@ -24,7 +29,7 @@ def put(root: Path, name: str, content: str | bytes) -> Path:
 # -- registration -------------------------------------------------------------------------------------
 
 
-HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "pathspec")
+HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "yaml")
 
 
 def test_plugin_module_imports_nothing_heavy():
@@ -112,6 +117,18 @@ async def test_cap_keeps_the_exact_total(project):
     result = await call(project, pattern="f($A)", max_results=5)
     assert result.data["total"] == 30 and len(result.data["matches"]) == 5
     assert "[25 more matches not shown (showing 5 of 30)." in result.plain
+
+
+async def test_big_structured_data_keeps_the_first_matches(project):
+    """Past the run's output limit the data keeps a prefix of the matches (not none), and says so."""
+    put(project, "a.py", "".join(f"f({i}, '{'x' * 300}')\n" for i in range(1000)))
+    async with tether.open_run(project, options={"max_output_chars": 20_000}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A, $B)", "max_results": 1000})
+    data = result.data
+    kept = len(data["matches"])
+    assert data["total"] == 1000 and 20 < kept < 1000, kept
+    assert [m["captures"]["A"] for m in data["matches"]] == [str(i) for i in range(kept)]
+    assert f"matches: the first {kept} of 1000 kept" in data["data_cut"]
 
 
 async def test_long_match_shows_first_lines(project):
@@ -242,10 +259,53 @@ async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_left
         result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 3})
         pool = run.resource("tether_astgrep_parsers")
         assert pool._pool is not None, "the search should have used the worker pool"
-        workers = list(pool._pool._processes)
+        workers = list(pool.worker_pids)
+        assert len(workers) == pool.workers, "every worker process should be known to the pool"
+        assert all(psutil.Process(pid).ppid() == os.getpid() for pid in workers)
         assert result.data["total"] == 200 * 250
         assert result.data["files_searched"] == 200
     assert workers and all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in workers)
+
+
+_KILLED_SERVER = """
+import asyncio, json, sys
+import tether
+
+async def main():
+    async with tether.open_run(sys.argv[1]) as run:
+        result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
+        pool = run.resource("tether_astgrep_parsers")
+        print(json.dumps({"total": result.data["total"], "workers": pool.worker_pids}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+
+def test_workers_are_stopped_when_the_server_is_killed(tmp_path):
+    """SIGKILL leaves no shutdown to run: the run's keeper must know the pool's processes and stop them."""
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):
+        put(root, f"m{n}.py", body)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_SERVER, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TETHER_PLUGINS": "astgrep"},
+    )
+    try:
+        assert proc.stdout is not None
+        report = json.loads(proc.stdout.readline() or "{}")
+        assert report.get("total") == 200 * 250, report
+        workers = [psutil.Process(pid) for pid in report["workers"]]
+        assert workers
+    finally:
+        proc.kill()
+        proc.wait(30)
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert all(_zombie(p.pid) for p in alive), "worker processes outlived the server"
 
 
 def _zombie(pid: int) -> bool:

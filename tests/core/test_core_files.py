@@ -381,6 +381,38 @@ async def test_error_data_echoing_a_huge_argument_is_bounded(tmp_path):
     assert small.data == {"error": "unknown_worker", "worker_id": "w1", "known": ["w1"] * 3}
 
 
+async def test_data_past_the_limit_keeps_a_prefix_of_each_list(tmp_path):
+    from tether.tools import Tool, ToolResult
+
+    @attrs.frozen
+    class Args:
+        n: int = tether.arg("items")
+
+    async def find(ctx, args):
+        items = [{"file": f"f{i}.py", "text": "x" * 500} for i in range(args.n)]
+        return ToolResult.text("found", {"matches": items, "total": args.n, "files": ["a.py"] * 5})
+
+    class Family:
+        @tether.hookimpl
+        def tether_register_tools(self, run, register):
+            register(Tool("find", "read", "d", Args, find, family="t"))
+
+    async with tether.open_run(
+        tmp_path, plugins=[Family()], load_entry_points=False, options={"max_output_chars": 10_000}
+    ) as r:
+        result = await r.call("find", {"n": 1000})
+        small = await r.call("find", {"n": 3})
+    data = result.data
+    assert len(json.dumps(data)) <= 4 * 10_000
+    kept = len(data["matches"])
+    assert 50 < kept < 1000 and data["matches"] == [
+        {"file": f"f{i}.py", "text": "x" * 500} for i in range(kept)
+    ]
+    assert data["total"] == 1000 and data["files"] == ["a.py"] * 5
+    assert f"matches: the first {kept} of 1000" in data["data_cut"]
+    assert "data_cut" not in small.data and len(small.data["matches"]) == 3
+
+
 @pytest.mark.parametrize("tool", ["vibe_wait", "vibe_kill", "vibe_send"])
 async def test_vibe_tools_echoing_a_10_mb_worker_id_answer_bounded_data(tmp_path, tool):
     import sys

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import pytest_asyncio
 import tether
@@ -114,3 +116,17 @@ async def test_js_specifiers_of_typescript_files_resolve(tmp_path, fake_tools):
         assert not r.is_error, r.plain
         assert '[ "hi", 7 ]' in r.plain, r.plain
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing written into the project
+
+
+async def test_without_the_javascript_extra_javascript_cells_name_it_and_python_cells_work(
+    tmp_path, fake_tools, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "deno", None)  # as where tether-eval came without [javascript]
+    async with tether.open_run(tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False) as run:
+        (tool,) = [t for t in run.tools() if t.name == "eval"]
+        assert "tether-eval[javascript]" in tool.description  # the listing says it before a call
+        r = await cell(run, "1 + 1")
+        assert r.is_error and "pip install 'tether-eval[javascript]'" in r.plain, r.plain
+        assert r.data["error"] == "javascript_unavailable" and r.data["install"] == "tether-eval[javascript]"
+        r = await run.call("eval", {"code": "1 + 1", "description": D, "language": "python"})
+        assert not r.is_error and r.plain.strip().endswith("2"), r.plain

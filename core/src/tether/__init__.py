@@ -4,10 +4,16 @@
 heavy machinery only when one of its tools needs it.
 """
 
+from typing import TYPE_CHECKING
+
 from tether.args import arg
 from tether.diagnostics import Diagnostic
 from tether.hookspecs import NO_RESOURCE, hookimpl, hookspec
 from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
+
+if TYPE_CHECKING:  # for type checkers; at run time __getattr__ below imports these on first use
+    from tether.run import CallContext, Run, open_run, open_run_sync
+    from tether.surfaces import Surface
 
 __all__ = [
     "NO_RESOURCE",

@@ -40,10 +40,22 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
 @attrs.frozen
 class Diagnostic:
-    file: str  # relative to the run's root
-    line: int  # 1-based
-    column: int  # 1-based
-    severity: str  # error | warning | information | hint
+    """One finding of a checker or a language server about one place in a file.
+
+    Attributes:
+        file: the file, relative to the run's root.
+        line: 1-based.
+        column: 1-based.
+        severity: error, warning, information or hint.
+        message: the checker's message.
+        code: the checker's rule or error code, when it has one.
+        source: which checker said it (e.g. basedpyright, ruff).
+    """
+
+    file: str
+    line: int
+    column: int
+    severity: str
     message: str
     code: str | None = None
     source: str | None = None
@@ -65,7 +77,12 @@ class Diagnostic:
 
 @attrs.frozen
 class WriteDiagnostics:
-    """An answer to `tether_diagnostics_after_write` that also carries notes for the model."""
+    """An answer to `tether_diagnostics_after_write` that also carries notes for the model.
+
+    Attributes:
+        files: ``{path: [Diagnostic, ...]}``, each list the file's whole current set.
+        notes: lines for the model (e.g. "diagnostics still pending for x.py after 5 s").
+    """
 
     files: dict[str, list[Diagnostic]] = attrs.field(factory=dict)
     notes: list[str] = attrs.field(factory=list)

@@ -97,9 +97,11 @@ async def zmq(host_conn: str, kernel_conn: str, argv) -> int:
 async def stdio(argv) -> int:
     loop = asyncio.get_running_loop()
     proc = await _child(argv, stdout=asyncio.subprocess.PIPE)
+    out = proc.stdout
+    assert out is not None  # piped just above
     err = sys.stderr.buffer
     while True:
-        line = await proc.stdout.readline()
+        line = await out.readline()
         if not line:
             return await proc.wait()
         err.write(line)
@@ -113,7 +115,7 @@ async def stdio(argv) -> int:
     stdout = asyncio.StreamWriter(out_transport, out_protocol, None, loop)
 
     async def rest_to_stderr():
-        while chunk := await proc.stdout.read(65536):
+        while chunk := await out.read(65536):
             err.write(chunk)
             err.flush()
 

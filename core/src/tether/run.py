@@ -517,8 +517,9 @@ DATA_CUT = "[cut: {n} characters; the text of the result says more, or narrow th
 
 
 def _bound_data(data: Any, limit: int) -> Any:
-    """``data`` with every string longer than ``limit`` cut, and, if it is still larger than ``limit``
-    characters as JSON, only its short top-level facts; the same object when nothing needed cutting."""
+    """``data`` with every string longer than ``limit`` cut, and, if it is still larger than ``4 * limit``
+    characters as JSON, only its short top-level facts and a prefix of each top-level list; the same
+    object when nothing needed cutting."""
     if data is None or len(json.dumps(data, default=str)) <= limit:
         return data
 
@@ -535,15 +536,27 @@ def _bound_data(data: Any, limit: int) -> Any:
     size = len(json.dumps(smaller, default=str))
     if size <= 4 * limit:  # data may be as long as a few texts: lists of matches, files
         return smaller
-    kept = (
-        {k: v for k, v in smaller.items() if len(json.dumps(v, default=str)) <= 200}
-        if isinstance(smaller, dict)
-        else {}
-    )
-    return {
-        **kept,
-        "data_cut": f"the structured data was {size} characters, past the limit; narrow the request",
-    }
+    if not isinstance(smaller, dict):
+        return {"data_cut": f"the structured data was {size} characters, past the limit; narrow the request"}
+    sizes = {k: len(json.dumps(v, default=str)) for k, v in smaller.items()}
+    kept = {k: v for k, v in smaller.items() if sizes[k] <= 200}
+    # a top-level list (matches, files) keeps the items that fit, from the start: a prefix of the answer
+    room = 4 * limit - len(json.dumps(kept, default=str)) - 500
+    prefixes = []
+    for key, value in smaller.items():
+        if key in kept or not isinstance(value, list):
+            continue
+        items: list[Any] = []
+        for item in value:
+            room -= len(json.dumps(item, default=str)) + 2
+            if room < 0:
+                break
+            items.append(item)
+        kept[key] = items
+        prefixes.append(f"{key}: the first {len(items)} of {len(value)}")
+    shown = f" ({'; '.join(prefixes)} kept)" if prefixes else ""
+    kept["data_cut"] = f"the structured data was {size} characters, past the limit{shown}; narrow the request"
+    return kept
 
 
 def _check_path_text(path: str) -> None:

@@ -145,24 +145,34 @@ class SandboxOptions:
 class Envelope:
     """Where an exec tool's processes run: how to start one inside, and what that means.
 
-    ``wrap`` turns a host command line into one that runs inside (``["bwrap", ..., *argv]``,
-    ``["docker", "exec", "-i", name, *argv]``); the inside must share the run's root, its private
-    directory (`Run.private_dir`) and the interpreters' paths with the host. ``shares_loopback``
-    says whether a TCP port opened inside is reachable from the host (False: tether relays).
-    ``refusal``, when set, is what an exec tool answers instead of running (the run asked for a
-    sandbox it cannot have).
+    The inside must share the run's root, its private directory (`Run.private_dir`) and the
+    interpreters' paths with the host.
+
+    Attributes:
+        name: the envelope's name, shown to the model (where a kernel or a debuggee runs).
+        wrap: turns a host command line into one that runs inside (``["bwrap", ..., *argv]``,
+            ``["docker", "exec", "-i", name, *argv]``).
+        is_up: whether the envelope is up now (sync or async; a check that fails or hangs counts as
+            down); tether never boots one.
+        python: the interpreter with ipykernel inside; None: the same choice as on the host.
+        deno: the deno binary inside; None: the one the `tether-eval[javascript]` extra brings.
+        policy: what confines a process inside, in one line, for the model.
+        shares_loopback: whether a TCP port opened inside is reachable from the host (False: tether
+            relays).
+        required: the run asked for confinement: when the envelope is down, exec tools refuse and
+            never run on the host.
+        refusal: when set, what an exec tool answers instead of running (the run asked for a sandbox
+            it cannot have).
     """
 
     name: str
     wrap: Callable[[Sequence[str]], Sequence[str]]
     is_up: Callable[[], bool | Awaitable[bool]] = lambda: True
-    python: str | None = None  # the interpreter with ipykernel inside; None: the same choice as on the host
-    deno: str | None = None  # the deno binary inside; None: the one tether ships
-    policy: str = ""  # what confines a process inside, in one line, for the model
+    python: str | None = None
+    deno: str | None = None
+    policy: str = ""
     shares_loopback: bool = True
-    required: bool = (
-        False  # the run asked for confinement: when down, exec tools refuse, never run on the host
-    )
+    required: bool = False
     refusal: str | None = None
 
     async def up(self, timeout: float = 5.0) -> bool:

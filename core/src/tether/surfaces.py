@@ -9,6 +9,13 @@ from tether.tools import Tier
 
 @attrs.frozen
 class Surface:
+    """Who sees which tools: a name and the tiers its tools may have.
+
+    Attributes:
+        name: what ``--surface`` and ``open_run(surface=...)`` take (built in: full, plan, readonly).
+        tiers: the tiers visible on it (strings or `Tier` members).
+    """
+
     name: str
     tiers: frozenset[Tier] = attrs.field(converter=lambda ts: frozenset(Tier(t) for t in ts))
 

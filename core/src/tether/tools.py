@@ -97,10 +97,22 @@ Handler = Callable[["CallContext", Any], "ToolResult | str | Awaitable[ToolResul
 class Tool:
     """One tool on offer for a run.
 
-    `args` is an attrs class: its fields are the tool's arguments, the JSON Schema the model sees is
-    derived from it (see `tether.args`), and the handler receives an instance of it.
-    `touches`, when set, makes the tool a file-writing tool: it names the files a call will write,
-    and the call is wrapped by the post-write diagnostics hook.
+    Attributes:
+        name: the tool's name, unique in the run (a second registration of it is refused and said).
+        tier: `read`, `write` or `exec`: which surfaces see the tool (`tether_tool_tier` may override it).
+        description: what the model is told the tool does.
+        args: an attrs class: its fields are the tool's arguments, the JSON Schema the model sees is
+            derived from it (see `tether.args`), and the handler receives an instance of it.
+        handler: ``handler(ctx, args)``, sync or async: the result (a `ToolResult` or a string); a
+            `ToolError` it raises is the model's error message.
+        family: the family that offers the tool; empty: the registering plugin's entry-point name.
+        parallel_safe: whether calls may run at the same time as other calls.
+        touches: when set, ``touches(args)`` names the files a call will write, relative to the root:
+            the tool is a file-writing tool, its calls approved with those paths and wrapped by the
+            diagnostics-on-write hooks.
+        read_only: what MCP clients are told (readOnlyHint); None: read-only exactly when the tier is
+            read. A read-tier tool that starts work with effects of its own (vibe_spawn's worker) says
+            False.
     """
 
     name: str
@@ -111,8 +123,6 @@ class Tool:
     family: str = ""
     parallel_safe: bool = True
     touches: Callable[[Any], Sequence[str]] | None = attrs.field(default=None, repr=False)
-    # what MCP clients are told (readOnlyHint); None: read-only exactly when the tier is read. A read-tier
-    # tool that starts work with effects of its own (vibe_spawn's worker) says False.
     read_only: bool | None = None
 
     @property

@@ -18,7 +18,12 @@ MAX_OPTIONS = 20
 
 @attrs.frozen
 class Choice:
-    """One option on the card: its label (what comes back) and an optional explanation."""
+    """One option on the card.
+
+    Attributes:
+        label: what is shown, and what comes back in `Answer.selected`.
+        description: an optional explanation shown with it.
+    """
 
     label: str
     description: str | None = None
@@ -29,6 +34,17 @@ class Choice:
 
 @attrs.frozen
 class Question:
+    """The card a port shows: the question, its options, and what kind of answer is allowed.
+
+    Attributes:
+        question: the question itself.
+        context: what the human needs to know to answer, shown under the question.
+        options: the choices on offer (`Choice`), in order.
+        allow_free_text: whether the human may type an answer of their own.
+        multi_select: whether several options may be chosen.
+        kind: "question" (the model asks) or "approval" (a call waits for permission).
+    """
+
     question: str
     context: str | None = None
     options: tuple[Choice, ...] = attrs.field(default=(), converter=tuple)
@@ -67,7 +83,15 @@ class Question:
 
 @attrs.frozen
 class Answer:
-    """What the human did: answered (chosen labels and/or typed text) or skipped."""
+    """What the human did: answered (chosen labels and/or typed text) or skipped.
+
+    Build one with ``Answer.choose(*labels, text=None)``, ``Answer.typed(text)`` or ``Answer.skip()``.
+
+    Attributes:
+        action: "answer" or "skip".
+        selected: the labels of the chosen options.
+        text: the typed answer, if any.
+    """
 
     action: Literal["answer", "skip"]
     selected: tuple[str, ...] = attrs.field(default=(), converter=tuple)

@@ -30,9 +30,18 @@ class PortDisconnected(Exception):
 
 @runtime_checkable
 class QuestionPort(Protocol):
+    """Where a card goes and its answer comes from (a terminal, a chat, an MCP client).
+
+    Attributes:
+        target: the place the card is shown, named for the model; None when there is no such place
+            right now.
+    """
+
     target: str | None
 
-    async def ask(self, question: Question) -> Answer: ...
+    async def ask(self, question: Question) -> Answer:
+        """Show the card and return the human's answer; raise `PortDisconnected` when the human side goes away."""
+        ...
 
 
 @attrs.frozen

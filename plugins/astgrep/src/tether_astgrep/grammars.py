@@ -22,12 +22,20 @@ PLACEHOLDER = "PATTERN"
 
 @attrs.frozen
 class Rung:
-    """One context of a ladder: ``template`` holds the pattern where it says PATTERN.
+    """One context of a ladder: source code the pattern is parsed inside.
 
-    ``indent`` is put before every pattern line after the first (Python bodies need it). ``tail`` is
-    text of the template right after PATTERN that the pattern's node may take in (Dart's statement
-    rung adds the `;` a call statement needs: its grammar has no node for a bare call). ``also``: a
-    reading searched too when an earlier rung accepted the pattern (Go `$A.Buffer` as a type).
+    Python's "class member" rung, for one, puts the pattern into the body of a class, indented. A
+    grammar plugin imports it from `tether_astgrep.grammars` (so it depends on tether-astgrep).
+
+    Attributes:
+        name: what the rung stands for (statement, expression, class member, ...), said when a
+            pattern parses in none.
+        template: the source the pattern is put into, where it says PATTERN.
+        indent: put before every pattern line after the first (Python bodies need it).
+        tail: text of the template right after PATTERN that the pattern's node may take in (Dart's
+            statement rung adds the `;` a call statement needs: its grammar has no node for a bare call).
+        also: a reading searched too when an earlier rung accepted the pattern (Go `$A.Buffer` as a
+            type).
     """
 
     name: str
@@ -45,11 +53,23 @@ class Rung:
 
 @attrs.frozen
 class Grammar:
-    """A language the family can search.
+    """A language the family can search; give one to the `tether_astgrep_grammars` hook.
 
-    ``language`` loads the tree-sitter language (a `tree_sitter.Language` or the capsule a grammar
-    wheel's ``language()`` returns). ``expando`` stands for ``$`` in patterns of languages where
-    ``$`` cannot be part of an identifier (as ast-grep does, so metavariables parse as identifiers).
+    Attributes:
+        id: the language's name, as patterns and rules give it (``language: "lua"``); a grammar
+            with a built-in id replaces the built-in one.
+        extensions: the file extensions it parses, with the dot (".lua"); they win over other
+            grammars' claims.
+        language: loads the tree-sitter language (a `tree_sitter.Language` or the capsule a grammar
+            wheel's ``language()`` returns); a module-level function (or a ``functools.partial`` of
+            one), so the worker processes can load it too.
+        ladder: the contexts (`Rung`) a pattern is parsed in, in order; the first that yields no
+            ERROR node is used. The default parses the pattern as a whole file.
+        expando: the character that stands for ``$`` in patterns: ``$`` where it can be part of an
+            identifier, else a letter-like character the grammar accepts in identifiers (as ast-grep
+            does, so metavariables parse as identifiers).
+        same_names: groups of leaf kinds a lone name in a pattern may stand for: a bare `ClassName`
+            parses as an `identifier`, but the code names the class as a `type_identifier` too.
     """
 
     id: str
@@ -57,8 +77,6 @@ class Grammar:
     language: Callable[[], Any] = attrs.field(repr=False)
     ladder: tuple[Rung, ...] = attrs.field(converter=tuple, default=(Rung("file"),))
     expando: str = "$"
-    # groups of leaf kinds a lone name in a pattern may stand for: a bare `ClassName` parses as an
-    # `identifier`, but the code names the class as a `type_identifier` too
     same_names: tuple[tuple[str, ...], ...] = ()
 
 
@@ -300,12 +318,17 @@ def pack_grammar(name: str) -> Grammar | None:
     return Grammar(name, _PACK_EXTENSIONS.get(name, ()), _pack(name), (Rung("file"),), expando="µ")
 
 
-def _in_pack(name: str) -> TypeGuard[SupportedLanguage]:
+def pack_ids() -> tuple[str, ...]:
+    """The ids of every grammar in the language pack (each one loads offline)."""
     from typing import get_args
 
     from tree_sitter_language_pack import SupportedLanguage
 
-    return name in get_args(SupportedLanguage)
+    return get_args(SupportedLanguage)
+
+
+def _in_pack(name: str) -> TypeGuard[SupportedLanguage]:
+    return name in pack_ids()
 
 
 # file extensions of common language-pack grammars, for walking a folder when one is asked for by id

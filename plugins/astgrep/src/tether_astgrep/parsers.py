@@ -112,8 +112,8 @@ class ParserPool:
         self._patterns: dict[tuple[str, str], Pattern] = {}
         self._rules: dict[tuple[str, str], Rule] = {}  # apart: a pattern's text may look like a rule's
         self._pool: Any = None
+        self.worker_pids: list[int] = []  # the pool's processes, tracked by the run
         self._picklable: dict[str, bool] = {}
-        self._lock = asyncio.Lock()
 
     # -- grammars and patterns -----------------------------------------------------------------
 
@@ -215,13 +215,9 @@ class ParserPool:
 
         from tether.tools import ToolError
 
-        pool = await self._ensure_pool()
-        chunks = _chunks(todo, total, self.workers)
         loop = asyncio.get_running_loop()
-        futures = [
-            asyncio.wrap_future(pool.submit(engine.search_chunk, c, pattern, loader), loop=loop)
-            for c in chunks
-        ]
+        submitted = self._submit(_chunks(todo, total, self.workers), pattern, loader)
+        futures = [asyncio.wrap_future(f, loop=loop) for f in submitted]
         out: list[engine.FileResult] = []
         timeout = self.options.astgrep_timeout
 
@@ -260,7 +256,7 @@ class ParserPool:
             return
         from tether.procs import kill_tree
 
-        pids = list(getattr(pool, "_processes", {}) or {})
+        pids, self.worker_pids = self.worker_pids, []
         await asyncio.to_thread(lambda: [kill_tree(pid, 1.0) for pid in pids])
         try:
             await asyncio.wait_for(
@@ -269,25 +265,32 @@ class ParserPool:
         except Exception:
             log.debug("shutting down a dropped worker pool failed", exc_info=True)
 
-    async def _ensure_pool(self) -> Any:
-        async with self._lock:
-            if self._pool is None:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
+    def _submit(self, chunks: list[list[str]], pattern: Pattern | Rule, loader: Callable[[], Any]) -> list:
+        """Hand the chunks to the worker pool, starting it on first use.
 
-                # fork: the workers start in milliseconds with the grammars already loaded; they only
-                # run engine code (no threads, no event loop), which is what makes forking safe here
-                method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-                pool = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=multiprocessing.get_context(method)
-                )
-                self._pool = pool
-                loop = asyncio.get_running_loop()
-                warm = [asyncio.wrap_future(pool.submit(os.getpid), loop=loop) for _ in range(self.workers)]
-                await asyncio.wait_for(asyncio.gather(*warm), 30)
-                for pid in list(getattr(pool, "_processes", {}) or {}):
-                    self.run.track_process(pid)
-            return self._pool
+        The pool's processes start inside ``submit`` (all at once when forked); whatever
+        `multiprocessing.active_children` lists after the submits that it did not list before is the
+        pool's (nothing else here starts processes through multiprocessing), and the run tracks it, so
+        the workers are stopped at close, or when this process dies, whatever the pool's shutdown does.
+        """
+        import multiprocessing
+
+        before = {p.pid for p in multiprocessing.active_children()}
+        if self._pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork: the workers start in milliseconds with the grammars already loaded; they only
+            # run engine code (no threads, no event loop), which is what makes forking safe here
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context(method)
+            )
+        futures = [self._pool.submit(engine.search_chunk, c, pattern, loader) for c in chunks]
+        for child in multiprocessing.active_children():
+            if child.pid is not None and child.pid not in before and child.pid not in self.worker_pids:
+                self.worker_pids.append(child.pid)
+                self.run.track_process(child.pid)
+        return futures
 
     # -- staged edits ---------------------------------------------------------------------------
 

@@ -13,12 +13,13 @@ Two rules differ from ast-grep on purpose:
 
 A rewrite never drops bytes the pattern did not account for: a match whose replaced code holds an
 ERROR node the matcher skipped (syntax the grammar does not know, like Kotlin's `$$"`) outside every
-capture is left as it is and named (`unparsed_inside`). Whether the rewritten file still parses is
-checked by the caller (`syntax_errors`).
+capture is left as it is and named (`unparsed_inside`). Whether the rewritten file parses as well as
+before is checked by the caller (`added_errors`).
 """
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -91,9 +92,29 @@ def render(template: str, match: Match, src: bytes) -> str:
 class Rewritten:
     content: bytes
     replacements: int
-    tails: tuple[
-        int, ...
-    ]  # where (in the new content) replacements start whose match went on past the pattern
+    # where (in the new content) replacements start whose match went on past the pattern
+    tails: tuple[int, ...]
+    # each replacement: (old start, old end, new start, new end), in order
+    spans: tuple[tuple[int, int, int, int], ...] = ()
+
+    def old_place(self, byte: int) -> tuple[int, int]:
+        """Where a byte of the old content went: (-1, its offset in the new content) when no replacement
+        covered it, else (the replacement's index, 0)."""
+        shift = 0
+        for i, (old_start, old_end, _, new_end) in enumerate(self.spans):
+            if byte < old_start:
+                break
+            if byte < old_end:
+                return (i, 0)
+            shift = new_end - old_end
+        return (-1, byte + shift)
+
+    def new_place(self, byte: int) -> tuple[int, int]:
+        """The same for a byte of the new content: (the replacement's index, 0) inside one."""
+        for i, (_, _, new_start, new_end) in enumerate(self.spans):
+            if new_start <= byte < new_end:
+                return (i, 0)
+        return (-1, byte)
 
 
 def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:
@@ -102,6 +123,7 @@ def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:
     pos = written = 0
     count = 0
     tails: list[int] = []
+    spans: list[tuple[int, int, int, int]] = []
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
         if m.start_byte < pos:
             continue  # inside a match already replaced
@@ -109,13 +131,15 @@ def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:
         new = render(template, m, src).encode()
         pieces += (before, new)
         end = m.end_of_pattern
+        start = written + len(before)
         if _TAIL.search(src, end, m.end_byte):
-            tails.append(written + len(before))
-        written += len(before) + len(new)
+            tails.append(start)
+        spans.append((m.start_byte, end, start, start + len(new)))
+        written = start + len(new)
         pos = end
         count += 1
     pieces.append(src[pos:])
-    return Rewritten(b"".join(pieces), count, tuple(tails))
+    return Rewritten(b"".join(pieces), count, tuple(tails), tuple(spans))
 
 
 def _errors_in(root: Any, start: int, end: int) -> list:
@@ -161,10 +185,13 @@ def _culprit(err: Any) -> Any:
     return err
 
 
-def syntax_errors(root: Any, limit: int = 5) -> list[tuple[int, str]]:
-    """(line, what) of the first ``limit`` syntax errors (lines 1-based)."""
-    out: list[tuple[int, str]] = []
-    stack = [root]
+ERRORS_COMPARED = 200  # per file
+
+
+def syntax_errors(root: Any, limit: int = ERRORS_COMPARED) -> list[tuple[int, int, str]]:
+    """(byte, line, what) of the first ``limit`` syntax errors (lines 1-based), in source order."""
+    out: list[tuple[int, int, str]] = []
+    stack = [root] if root.has_error else []
     while stack and len(out) < limit:
         node = stack.pop()
         if node.is_error:
@@ -172,9 +199,29 @@ def syntax_errors(root: Any, limit: int = 5) -> list[tuple[int, str]]:
             text = (token.text or b"").decode("utf-8", "replace")
             shown = " ".join(text.split())
             what = f"unexpected {shown[:40]!r}" if shown else "syntax error"
-            out.append((token.start_point[0] + 1, what))
+            out.append((token.start_byte, token.start_point[0] + 1, what))
         elif node.is_missing:
-            out.append((node.start_point[0] + 1, f"missing {node.type!r}"))
+            out.append((node.start_byte, node.start_point[0] + 1, f"missing {node.type!r}"))
         elif node.has_error:
             stack.extend(reversed(node.children))
     return out
+
+
+def added_errors(old_root: Any, new_root: Any, done: Rewritten) -> list[tuple[int, str]]:
+    """(line, what) of the syntax errors of the new content that the old one did not have.
+
+    A file that had errors before may keep them: an error of the new content is old when the old
+    content had one with the same description at the same place (moved by the replacements before
+    it), or inside the same replacement (an error in a capture moves with it). tree-sitter's error
+    recovery is not local, so an added error can also show as an old one moving elsewhere, or as an
+    error around code the rewrite did not touch: both count as added.
+    """
+    left = collections.Counter((done.old_place(byte), what) for byte, _, what in syntax_errors(old_root))
+    added = []
+    for byte, line, what in syntax_errors(new_root):
+        key = (done.new_place(byte), what)
+        if left[key] > 0:
+            left[key] -= 1
+        else:
+            added.append((line, what))
+    return added

@@ -239,8 +239,39 @@ def _constraint(name: str, rule: Node, env: dict, state: _State) -> bool:
 # -- compiling ----------------------------------------------------------------------------------------
 
 
+def parse_text(text: str) -> Any:
+    """A rule given as text: JSON, or YAML (ast-grep's rule files); raises `RuleError` naming the problem."""
+    import yaml
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        json_error = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        yaml_error = where + str(getattr(exc, "problem", None) or exc).splitlines()[0]
+    as_json = text.lstrip().startswith(("{", "[")) and '"' in text
+    raise RuleError(
+        f"rule: the text is not valid {'JSON' if as_json else 'YAML'} ({json_error if as_json else yaml_error}); "
+        'give a rule object, as JSON (e.g. {"pattern": "open($F)"}) or YAML (e.g. "pattern: open($F)")'
+    )
+
+
 def parse_argument(value: Any) -> tuple[dict, dict, dict]:
-    """(rule, constraints, utils) from the tool argument: the rule object, or a rule file's layout."""
+    """(rule, constraints, utils) from the tool argument: the rule object, or a rule file's layout.
+
+    The argument may be the object itself or its text (JSON or YAML, as an ast-grep rule file).
+    """
+    if isinstance(value, str):
+        value = parse_text(value)
+        if not isinstance(value, dict):
+            raise RuleError(
+                f"rule: the text is {_describe(value)}, not an object; give a rule object, e.g. "
+                '"pattern: open($F)" (YAML) or {"pattern": "open($F)"} (JSON), or pass the code as pattern'
+            )
     if not isinstance(value, dict) or not value:
         raise RuleError(
             'rule: give a JSON object, e.g. {"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}'
@@ -258,6 +289,13 @@ def parse_argument(value: Any) -> tuple[dict, dict, dict]:
         if not isinstance(obj, dict):
             raise RuleError(f"rule.{what}: give an object of name -> rule")
     return rule, constraints, utils
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "empty"
+    kind = {str: "a string", list: "a list", bool: "a boolean", int: "a number", float: "a number"}
+    return kind.get(type(value), "a " + type(value).__name__)
 
 
 @attrs.define

@@ -44,7 +44,8 @@ def _cut(text: str) -> str:
 _RULE_HELP = (
     "Instead of pattern: an ast-grep rule object (as JSON), for what a pattern cannot say: pattern, kind, "
     'regex; inside, has, follows, precedes (with stopBy "neighbor"|"end"|rule, and field); all, any, not, '
-    'matches. Or {"rule": ..., "constraints": {"A": rule}, "utils": {"name": rule}}'
+    'matches. Or {"rule": ..., "constraints": {"A": rule}, "utils": {"name": rule}}. Or the same as text: '
+    "JSON, or YAML as in an ast-grep rule file"
 )
 
 
@@ -57,7 +58,7 @@ class GrepArgs:
         default=None,
         examples=["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"],
     )
-    rule: dict[str, Any] | None = tether.arg(
+    rule: dict[str, Any] | str | None = tether.arg(
         _RULE_HELP,
         default=None,
         examples=[{"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}],
@@ -81,7 +82,7 @@ class EditArgs:
         default=None,
         examples=["$X.append($Y)"],
     )
-    rule: dict[str, Any] | None = tether.arg(_RULE_HELP + "; as for ast_grep", default=None)
+    rule: dict[str, Any] | str | None = tether.arg(_RULE_HELP + "; as for ast_grep", default=None)
     rewrite: str = tether.arg(
         "Replacement template: $NAME and $$$NAME are replaced by what the pattern captured",
         examples=["$X.extend([$Y])"],
@@ -89,7 +90,7 @@ class EditArgs:
     path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
     language: str | None = tether.arg("Grammar id; inferred as for ast_grep", default=None)
     allow_parse_errors: bool = tether.arg(
-        "Stage the rewrite even when it leaves a file that parsed cleanly with syntax errors (refused "
+        "Stage the rewrite even when it adds syntax errors to a file (more than it had before; refused "
         "otherwise; the preview then lists each file:line)",
         default=False,
     )
@@ -129,12 +130,15 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     if language is not None:
         grammar = registry.by_id.get(language.strip().lower()) or pool.extra_grammar(language.strip().lower())
         if grammar is None:
-            close = difflib.get_close_matches(language.lower(), list(registry.by_id), n=1)
+            from tether_astgrep.grammars import pack_ids
+
+            others = sorted(set(pack_ids()) - set(registry.by_id))
+            close = difflib.get_close_matches(language.lower(), [*registry.by_id, *others], n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ToolError(
-                f"unknown language '{language}'{hint}; grammar ids: {known}; any other grammar of "
-                "tree-sitter-language-pack works too (e.g. toml, zig, ocaml), with patterns parsed as a file",
-                {"error": "unknown_language"},
+                f"unknown language '{language}'{hint}. Languages: {known}; and these grammars of "
+                f"tree-sitter-language-pack, where a pattern is parsed as a whole file: {', '.join(others)}",
+                {"error": "unknown_language", "languages": sorted(registry.by_id), "pack_languages": others},
             )
     shown = run.relpath(target)
     if target.is_file():
@@ -189,7 +193,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
 
 
 def _compile(
-    pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | None = None
+    pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | str | None = None
 ) -> Pattern | Rule:
     """The pattern, or the rule (searched alike); exactly one of them is given."""
     from tether_astgrep.pattern import PatternError
@@ -378,7 +382,7 @@ class _Change:
     new: bytes
     replacements: int
     tails: tuple[int, ...]  # lines (of the new content) of replacements whose match went on past the pattern
-    errors: tuple[tuple[int, str], ...]  # syntax errors of the new content, when the old one had none
+    errors: tuple[tuple[int, str], ...]  # syntax errors the rewrite added (`rewrite.added_errors`)
 
 
 @attrs.frozen
@@ -393,7 +397,7 @@ def _line(data: bytes, byte: int) -> int:
 
 
 def _rewrite_files(pattern: Pattern | Rule, grammar: Grammar, paths: list[str], template: str) -> _Rewrites:
-    """Each file the rewrite changes, re-parsed: the new syntax errors of a file that parsed before.
+    """Each file the rewrite changes, re-parsed: the syntax errors the rewrite added to it.
 
     Each file is read once more and matched again here, so the change and the snapshot taken for
     `resolve` come from the same bytes.
@@ -422,10 +426,8 @@ def _rewrite_files(pattern: Pattern | Rule, grammar: Grammar, paths: list[str], 
             done = rewrite.apply(data, safe, template)
             if done.content == data:
                 continue
-            errors = (
-                ()
-                if root.has_error
-                else rewrite.syntax_errors(engine.parse(done.content, pattern, grammar.language).root_node)
+            errors = rewrite.added_errors(
+                root, engine.parse(done.content, pattern, grammar.language).root_node, done
             )
         except Exception as exc:  # one file never fails the whole rewrite
             log.warning("rewriting %s failed", path, exc_info=True)
@@ -497,8 +499,8 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
         listing = "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
         more = f" (and {len(broken) - 20} more)" if len(broken) > 20 else ""
         raise ToolError(
-            f"refused: the rewrite leaves {_plural(len({p for p, *_ in broken}), 'file')} that parsed before with "
-            f"syntax errors (lines of the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
+            f"refused: the rewrite adds syntax errors to {_plural(len({p for p, *_ in broken}), 'file')} (lines of "
+            f"the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
             "pass allow_parse_errors=true to stage it anyway",
             {
                 "error": "breaks_parse",
@@ -517,7 +519,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     ]
     if broken:
         lines.append(
-            "WARNING: staged with allow_parse_errors; these places (lines of the rewritten file) no longer parse: "
+            "WARNING: staged with allow_parse_errors; the rewrite adds syntax errors at (lines of the rewritten file): "
             + "; ".join(f"{run.relpath(p)}:{line} ({what})" for p, line, what in broken[:20])
         )
     if tails:

@@ -27,24 +27,42 @@ log = logging.getLogger("tether.debug")
 
 @attrs.frozen
 class Located:
-    """How to start an adapter found usable here."""
+    """How to start an adapter found usable here (what an `AdapterDef`'s ``locate`` returns).
+
+    Attributes:
+        argv: the adapter's command line.
+        python: debugpy: the interpreter the debuggee runs under.
+    """
 
     argv: tuple[str, ...]
-    python: str | None = None  # debugpy: the interpreter the debuggee runs under
+    python: str | None = None
 
 
 @attrs.frozen
 class LaunchRequest:
-    """What the model asked `launch` for, as an adapter definition's ``launch_config`` receives it."""
+    """What the model asked `launch` for, as an adapter definition's ``launch_config`` receives it.
 
-    program: Path | None  # None for a module launch
+    Attributes:
+        program: the program to run (absolute); None for a module launch.
+        args: its command-line arguments.
+        root: the run's root.
+        located: how the adapter was found usable here (its argv, and for debugpy the interpreter).
+        cwd: the program's working directory: the run's root unless the model named another
+            directory under it.
+        env: variables added to the adapter's environment.
+        module: debugpy: run this module (``python -m``) instead of a program.
+        test: delve: the package's tests (``mode: test``).
+        stop_on_entry: stop at the program's first line.
+    """
+
+    program: Path | None
     args: list[str]
     root: Path
     located: Located
-    cwd: Path  # the run's root unless the model named another directory under it
-    env: dict[str, str] = attrs.field(factory=dict)  # added to the adapter's environment
-    module: str | None = None  # debugpy: run this module (``python -m``) instead of a program
-    test: bool = False  # delve: the package's tests (``mode: test``)
+    cwd: Path
+    env: dict[str, str] = attrs.field(factory=dict)
+    module: str | None = None
+    test: bool = False
     stop_on_entry: bool = False
 
 
@@ -70,12 +88,51 @@ def _which(candidates: Sequence[str]) -> str | None:
 class AdapterDef:
     """One debug adapter: how to find and start it, which projects it belongs to, its quirks.
 
-    ``binaries`` are the names or absolute paths tried for ``command[0]``, in order.
-    ``launch_config(request)`` builds the ``launch`` request's arguments from a `LaunchRequest`.
-    ``handles(program)`` says whether a program path is this adapter's kind (picked by `launch`: the
-    first usable adapter that handles it); ``takes`` says what kind that is, for the model.
-    ``exception_modes`` maps none/uncaught/raised to the adapter's own exception filter names.
-    ``locate(root)``, when set, replaces the binary search (returns a reason string when unusable).
+    Give one to the `tether_debug_adapters` hook; one with a built-in id replaces the built-in.
+
+    Attributes:
+        id: the adapter's name (what `launch` and `attach` take as ``adapter``).
+        command: how to start it: the binary, then its arguments.
+        markers: root markers of its projects (a marker AND the binary make it usable).
+        launch_config: ``launch_config(request)`` builds the ``launch`` request's arguments from a
+            `LaunchRequest`.
+        handles: ``handles(program)`` says whether a program path is this adapter's kind (picked by
+            `launch`: the first usable adapter that handles it).
+        takes: what kind of program that is, for the model (e.g. "a .py file or a module").
+        modules: whether it launches a module by name (`LaunchRequest.module`).
+        binaries: the names or absolute paths tried for ``command[0]``, in order (empty: ``command[0]``).
+        transport: "stdio", or "tcp" for an adapter that listens on a port it prints.
+        attach_config: ``attach_config(port)``: the ``attach`` arguments for a debugger listening on a
+            port; None: no attach by port.
+        attach_pid_config: ``attach_pid_config(pid)``: the ``attach`` arguments for a running process;
+            None: no attach by process id.
+        locate: ``locate(root)``, when set, replaces the binary search: a `Located`, or the reason
+            (a string) it is unusable.
+        exception_modes: maps none/uncaught/raised to the adapter's own exception filter names.
+        exception_note: what stops the program whatever the filters (a signal, a Go panic), said
+            with the exception modes.
+        check_condition: checks a breakpoint condition before it is sent (debugpy accepts any and
+            fails at every hit): the problem, or None.
+        function_hint: how to write a function breakpoint's name, said when one does not bind.
+        skip_scopes: scope names left out of a stop's locals (lldb-dap's "Registers").
+        stdout_is_program_output: the adapter sends no output events and the program writes to the
+            adapter's stdout (delve).
+        comment_prefixes: line comment markers of the language (a breakpoint on a blank or comment
+            line is refused, naming the next line with code).
+        output_categories: the output event categories that are the program's output.
+        drop_output_after_terminated: ignore output events after ``terminated`` (lldb-dap floods them
+            while it dies).
+        evaluate_context: the ``context`` of evaluate requests (debugpy's "repl" also runs
+            statements; lldb-dap's decorates values, so "watch").
+        group_names: the groups it lists among locals ("special variables" in debugpy), left out of a
+            stop's snapshot.
+        signal_exit: maps an exit code that means a signal killed the program (debugpy reports
+            256 - N) to that signal's number; None otherwise.
+        logpoint_prefix: a regex: what the adapter prints before a logpoint's message (delve:
+            "> [Go 1]: ").
+        function_answers_unordered: setFunctionBreakpoints answers in its own order, not the
+            request's (lldb-dap).
+        evaluate_assigns: whether ``x = 5`` works through evaluate; else through setVariable (delve).
     """
 
     id: str
@@ -84,34 +141,27 @@ class AdapterDef:
     launch_config: Callable[[LaunchRequest], dict[str, Any]] = attrs.field(repr=False)
     handles: Callable[[Path], bool] = attrs.field(repr=False)
     takes: str = ""
-    modules: bool = False  # launches a module by name (LaunchRequest.module)
+    modules: bool = False
     binaries: tuple[str, ...] = ()
     transport: Literal["stdio", "tcp"] = "stdio"
-    attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)  # by port
-    attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(
-        default=None, repr=False
-    )  # by process id
+    attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)
     locate: Callable[[Path], Located | str] | None = attrs.field(default=None, repr=False)
     exception_modes: dict[str, tuple[str, ...]] = attrs.field(factory=dict, repr=False)
-    exception_note: str = ""  # what stops whatever the filters (a signal, a Go panic)
-    # checks a breakpoint condition before it is sent (debugpy accepts any and fails at every hit)
+    exception_note: str = ""
     check_condition: Callable[[str], str | None] | None = attrs.field(default=None, repr=False)
-    function_hint: str = ""  # how to write a function breakpoint's name, said when one does not bind
+    function_hint: str = ""
     skip_scopes: tuple[str, ...] = ()
-    stdout_is_program_output: bool = False  # delve: no output events; the program writes to dlv's stdout
+    stdout_is_program_output: bool = False
     comment_prefixes: tuple[str, ...] = ("#",)
     output_categories: tuple[str, ...] = ("stdout", "stderr", "important")
-    drop_output_after_terminated: bool = False  # lldb-dap floods output events while it dies
-    evaluate_context: str = "repl"  # debugpy's repl also runs statements; lldb-dap's repl decorates values
-    # debugpy: the groups it lists among locals ("special variables"), left out of a stop's snapshot
+    drop_output_after_terminated: bool = False
+    evaluate_context: str = "repl"
     group_names: tuple[str, ...] = ()
-    # an exit code that means a signal killed the program (debugpy reports 256 - N), as that signal's number
     signal_exit: Callable[[int], int | None] | None = attrs.field(default=None, repr=False)
-    logpoint_prefix: str = (
-        ""  # a regex: what the adapter prints before a logpoint's message (delve: "> [Go 1]: ")
-    )
-    function_answers_unordered: bool = False  # lldb-dap: setFunctionBreakpoints answers in its own order
-    evaluate_assigns: bool = True  # `x = 5` works through evaluate; else through setVariable (delve)
+    logpoint_prefix: str = ""
+    function_answers_unordered: bool = False
+    evaluate_assigns: bool = True
 
     def availability(self, root: Path) -> Availability:
         present = [m for m in self.markers if (root / m).exists()]

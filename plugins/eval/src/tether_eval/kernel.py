@@ -256,8 +256,9 @@ class Kernel:
 
     async def start(self, timeout: float, on_pid: Callable[[int], None]) -> None:
         import zmq
-        from jupyter_client import AsyncKernelManager
         from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
         t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
@@ -288,7 +289,11 @@ class Kernel:
         self._log_file = open(self.workdir / "kernel.log", "ab")  # noqa: SIM115 - local file; closed in shutdown()
         env = {**os.environ, **self.spec.env}
         await km.start_kernel(cwd=str(self.cwd), env=env, stdout=self._log_file, stderr=self._log_file)
-        proc = km.provisioner.process
+        # the kernel.json above names no provisioner: jupyter_client started the kernel with its local
+        # one, which holds the kernel's Popen
+        provisioner = km.provisioner
+        assert isinstance(provisioner, LocalProvisioner) and provisioner.process is not None, provisioner
+        proc = provisioner.process
         self.pid = proc.pid
         on_pid(proc.pid)
         self._watch_death(proc)
@@ -412,7 +417,7 @@ class Kernel:
                 ):
                     continue  # nobody waits for these: spare the waiting task a wake-up per message
             parent = (msg.get("parent_header") or {}).get("msg_id")
-            queue = self._waiters.get(parent)
+            queue = self._waiters.get(parent) if isinstance(parent, str) else None
             if queue is not None:
                 queue.put_nowait((name, msg))
 
@@ -509,8 +514,9 @@ class Kernel:
                     if probe is not None:  # not even the probe's idle, for the whole inactivity budget
                         end.idle_lost = True
                         return
-                    probe = self.kc.kernel_info()
-                    self._waiters[probe] = queue
+                    sent: str = self.kc.kernel_info()
+                    self._waiters[sent] = queue
+                    probe = sent
                     budget.replied(max(timeout, SETTLE))
         finally:
             if probe is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import itertools
 import os
 import shutil
@@ -80,7 +81,24 @@ def project_paths(root: Path) -> tuple[str, ...]:
     return (str(src), str(root)) if layout else (str(root),)
 
 
+# Deno (the PyPI `deno` wheel, a 90 MB binary) is an extra: a Python-only user does without it
+JAVASCRIPT_EXTRA = "tether-eval[javascript]"
+
+
+def javascript_unavailable() -> str:
+    """Why JavaScript cells cannot run here and what to install, or "" when the `deno` wheel is there."""
+    if importlib.util.find_spec("deno") is not None:
+        return ""
+    return (
+        "JavaScript cells need Deno, which this installation lacks: install the extra with "
+        f"`pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) and start "
+        "tether again. Python cells work without it."
+    )
+
+
 def deno_binary() -> str:
+    if why := javascript_unavailable():
+        raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
     import deno  # the PyPI wheel ships the binary
 
     return deno.find_deno_bin()
@@ -126,10 +144,10 @@ class KernelFactory:
         from tether_eval.kernel import KernelSpec
 
         envelope = self.run.resource(tether_eval_envelope)
-        inside = (
-            envelope is not None and await envelope.check()
-        )  # a ToolError when the run may not run on the host
-        where = f"envelope '{envelope.name}'" if inside else "host"
+        # the envelope when it is up, else None: the host (check() raises a ToolError when the run may
+        # not run on the host)
+        inside = envelope if envelope is not None and await envelope.check() else None
+        where = f"envelope '{inside.name}'" if inside is not None else "host"
         env = self.run.child_env({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         uv = os.environ.get("UV") or shutil.which("uv")
         if uv:
@@ -138,7 +156,7 @@ class KernelFactory:
             choice, self.python_note = await asyncio.to_thread(
                 choose_python, self.run.root
             )  # may ask the venv's python
-            python = (envelope.python if inside and envelope.python else None) or choice.executable
+            python = (inside.python if inside is not None else None) or choice.executable
             argv = [
                 python,
                 "-m",
@@ -155,14 +173,14 @@ class KernelFactory:
                 "project_paths": choice.project_paths,
             }
         else:
-            binary = (envelope.deno if inside and envelope.deno else None) or deno_binary()
+            binary = (inside.deno if inside is not None else None) or deno_binary()
             # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
             argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
             # Deno's kernel listens on tcp only (it rejects ipc); loopback, ports chosen by jupyter_client.
             # An envelope with a loopback of its own gets a relay: ipc sockets in the shared private
             # directory on our side, Deno's tcp ports inside (tether.relay)
-            relayed = inside and not envelope.shares_loopback
+            relayed = inside is not None and not inside.shares_loopback
             if relayed:
                 tcp = "{connection_file}.tcp"
                 argv = [sys.executable, "-I", RELAY, "zmq", "{connection_file}", tcp, "--", *argv[:-1], tcp]
@@ -174,9 +192,9 @@ class KernelFactory:
                 "barrier": True,
                 "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             }
-        if inside:
-            argv = list(envelope.wrap(argv))
-        policy = envelope.policy if inside else ""
+        if inside is not None:
+            argv = list(inside.wrap(argv))
+        policy = inside.policy if inside is not None else ""
         return KernelSpec(language=language, argv=tuple(argv), where=where, env=env, policy=policy, **spec)
 
     def _private(self) -> Path:

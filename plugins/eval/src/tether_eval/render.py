@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -54,21 +55,21 @@ class _Markdown(MarkdownConverter):
     no base64 `data:` URIs (an inline image or download link would fill the output with noise)."""
 
     def convert_td(self, el: Any, text: str, parent_tags: Any) -> str:
-        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)  # pyright: ignore[reportAttributeAccessIssue] - markdownify's stub omits the convert_<tag> methods
 
     def convert_th(self, el: Any, text: str, parent_tags: Any) -> str:
-        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)  # pyright: ignore[reportAttributeAccessIssue] - markdownify's stub omits the convert_<tag> methods
 
     def convert_img(self, el: Any, text: str, parent_tags: Any) -> str:
         if str(el.attrs.get("src", "")).startswith("data:"):
             alt = el.attrs.get("alt") or ""
             return f"[inline image{': ' + alt if alt else ''}]"
-        return super().convert_img(el, text, parent_tags)
+        return super().convert_img(el, text, parent_tags)  # pyright: ignore[reportAttributeAccessIssue] - markdownify's stub omits the convert_<tag> methods
 
     def convert_a(self, el: Any, text: str, parent_tags: Any) -> str:
         if str(el.get("href", "")).startswith("data:"):
             return f"{text} [inline data link]"
-        return super().convert_a(el, text, parent_tags)
+        return super().convert_a(el, text, parent_tags)  # pyright: ignore[reportAttributeAccessIssue] - markdownify's stub omits the convert_<tag> methods
 
 
 def html_text(html: str) -> str:
@@ -136,7 +137,7 @@ class Rendered:
 
 
 async def render_cell(
-    messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]]
+    messages: list[dict[str, Any]], max_chars: int, payloads: Sequence[dict[str, Any]]
 ) -> Rendered:
     """``render``, in a thread when the cell sent much HTML (parsing 500,000 characters takes a second)."""
     html = sum(len(str((m["content"].get("data") or {}).get("text/html", ""))) for m in messages)
@@ -145,7 +146,9 @@ async def render_cell(
     return await asyncio.to_thread(render, messages, max_chars, payloads)
 
 
-def render(messages: list[dict[str, Any]], max_chars: int, payloads: list[dict[str, Any]] = ()) -> Rendered:
+def render(
+    messages: list[dict[str, Any]], max_chars: int, payloads: Sequence[dict[str, Any]] = ()
+) -> Rendered:
     parts: list[Any] = []  # str pieces and Image blocks, in order
     seen_images: set[str] = set()
     images = 0

@@ -41,10 +41,13 @@ class EvalArgs:
 
 
 def eval_tool() -> Tool:
+    from tether_eval.kernels import javascript_unavailable
+
+    missing = javascript_unavailable()
     return Tool(
         name="eval",
         tier=Tier.EXEC,
-        description=DESCRIPTION,
+        description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
         args=EvalArgs,
         handler=run_cell,
         family="eval",
@@ -79,6 +82,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     if language == "javascript" and code:
         code = rewrite(code)  # Python cells go to IPython as they are: its transformers know !cmd and %magic
     factory = run.resource(tether_eval_kernels)
+    assert factory is not None, "eval is registered only when the run has a kernel factory (plugin.py)"
     notes: list[str] = []
     async with factory.lock(language):
         if args.reset:

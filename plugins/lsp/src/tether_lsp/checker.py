@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,14 @@ def _rel(run: Any, cwd: Path, file: str) -> str:
     return run.relpath(path if path.is_absolute() else cwd / path)
 
 
-def parse(fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None) -> list[Diagnostic]:
-    """The checker's output as diagnostics; ``server`` gives a "gnu" line's source and, for a line that
-    states no severity, its severity (`checker_severity`)."""
+def parse(
+    fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None
+) -> tuple[list[Diagnostic], list[str]]:
+    """The checker's diagnostics, and where it says it stopped reporting (file:line of the Go compiler's
+    "too many errors" after its first 10 errors of a package: a cut, not an error). ``server`` gives a
+    "gnu" line's source and, for a line that states no severity, its severity (`checker_severity`)."""
     diags: list[Diagnostic] = []
+    stopped: list[str] = []
     if fmt == "pyright-json":
         start = out.find("{")
         data = json.loads(out[start:]) if start >= 0 else {}
@@ -98,6 +103,9 @@ def parse(fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = No
             m = GNU.match(line.strip())
             if not m:
                 continue
+            if m["msg"].strip() == "too many errors":
+                stopped.append(f"{_rel(run, cwd, m['file'])}:{m['line']}")
+                continue
             sev, code, msg = "error", None, m["msg"]
             if s := SEV.match(msg):
                 sev = {"info": "information", "note": "information"}.get(s["sev"].lower(), s["sev"].lower())
@@ -108,13 +116,14 @@ def parse(fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = No
             diags.append(
                 Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, source)
             )
-    return diags
+    return diags, stopped
 
 
 async def run_checker(
     server: ServerDef, root: Path, run: Any, timeout: float
-) -> tuple[list[Diagnostic], str]:
-    """Run the server's project checker in ``root``; (diagnostics, the command as shown)."""
+) -> tuple[list[Diagnostic], str, list[str]]:
+    """Run the server's project checker in ``root``; (diagnostics, the command as shown, where it
+    stopped reporting)."""
     from tether.procs import kill_tree
 
     if not server.checker or not server.checker_format:
@@ -138,6 +147,7 @@ async def run_checker(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        env=None if run.trusted else {**os.environ, **server.untrusted_env},
     )
     run.track_process(proc.pid)
     try:
@@ -151,7 +161,7 @@ async def run_checker(
         ) from None
     text = out.decode(errors="replace") + "\n" + err.decode(errors="replace")
     try:
-        diags = parse(
+        diags, stopped = parse(
             server.checker_format,
             out.decode(errors="replace") if server.checker_format == "pyright-json" else text,
             run,
@@ -164,4 +174,4 @@ async def run_checker(
             f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}",
             {"error": "checker_output"},
         ) from None
-    return diags, shown
+    return diags, shown, stopped

@@ -66,6 +66,8 @@ class Mark:
     begins: int  # work-done progress begins seen so far
     seq: int  # publishes seen so far
     at: float
+    uri: str | None = None  # the document opened or changed, if the mark is of one
+    version: int = 0  # its version then
 
 
 @attrs.define
@@ -192,6 +194,8 @@ class Connection:
         )
         self._register_handlers()
         env = dict(os.environ)
+        if not self.run.trusted:
+            env.update(self.server.untrusted_env)
         self.started_at = time.monotonic()
         self.start_mark = self.last_mark = self.mark()
         try:
@@ -465,7 +469,7 @@ class Connection:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
-        doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark())
+        doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark(uri, 1))
         self.last_mark = doc.mark
         self.docs[uri] = doc
         self._watched[path] = stat
@@ -484,7 +488,7 @@ class Connection:
         lsp = self.lsp
         doc.version += 1
         doc.text = text
-        doc.mark = self.last_mark = self.mark()
+        doc.mark = self.last_mark = self.mark(doc.uri, doc.version)
         doc.stat = file_stat(doc.path) or doc.stat
         self._watched[doc.path] = doc.stat
         self.notify(
@@ -626,8 +630,8 @@ class Connection:
     def pulls(self) -> bool:
         return getattr(self.capabilities, "diagnostic_provider", None) is not None
 
-    def mark(self) -> Mark:
-        return Mark(self.begins, self._seq, time.monotonic())
+    def mark(self, uri: str | None = None, version: int = 0) -> Mark:
+        return Mark(self.begins, self._seq, time.monotonic(), uri, version)
 
     def round_done(self, mark: Mark) -> bool:
         """Whether the server finished a round of analysis that started after ``mark``.
@@ -640,6 +644,12 @@ class Connection:
         at all, but while the server has published placeholders of other files (unversioned) and not yet
         begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
         definition's settle_quiet seconds after the mark.
+
+        "document" servers (gopls) wrap no diagnosis in progress, but end each round with the opened or
+        changed document's own publish at its version, even when its list is unchanged: measured on
+        pflag, a change of flag.go publishes its 35 broken dependents 0.1-0.4 s after the change, then
+        flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish
+        came and settle_quiet s passed; a mark of no document (files changed on disk) settles as above.
         """
         if self.progress_tokens or not self.quiescent:
             return False
@@ -655,6 +665,10 @@ class Connection:
                         quiet >= PROGRESS_COLD_QUIET
                     )  # placeholders of files not checked yet: the first round is to come
             return quiet >= self._fallback()
+        if self.server.rounds == "document" and mark.uri is not None:
+            pub = self.published.get(mark.uri)
+            if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
+                return False  # the document's own publish ends the round
         return quiet >= self.server.settle_quiet
 
     def _fallback(self) -> float:
@@ -662,7 +676,7 @@ class Connection:
 
     def _next_check(self, mark: Mark) -> float:
         """Seconds until round_done(mark) could turn true with no new event."""
-        wait = self.server.settle_quiet if self.server.rounds == "settle" else self._fallback()
+        wait = self._fallback() if self.server.rounds == "progress" else self.server.settle_quiet
         return max(0.01, max(mark.at, self.last_event) + wait - time.monotonic())
 
     async def _event(self, wait: float) -> None:

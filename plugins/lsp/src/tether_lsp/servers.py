@@ -48,50 +48,81 @@ def _tuple(value: Iterable[str]) -> tuple[str, ...]:
 
 @attrs.frozen
 class ServerDef:
-    """How to run one language server, and the checker behind `lsp diagnostics "*"`."""
+    """How to run one language server, and the checker behind `lsp diagnostics "*"`.
+
+    Give one to the `tether_lsp_servers` hook; one with a built-in id replaces the built-in.
+
+    Attributes:
+        id: the server's name (what the run option ``lsp_servers`` lists).
+        languages: the LSP language ids it serves ("python"), the first one the default for its files.
+        extensions: the file extensions it serves, with the dot (".py").
+        root_markers: files or directories that make a directory one of its projects (a marker AND
+            the binary make it usable).
+        command: how to start it: the binary's name, then its arguments (``("gopls", "serve")``).
+        version_args: the arguments of a cheap version query that proves the binary works; None:
+            the binary has none.
+        initialization_options: sent as ``initializationOptions`` in ``initialize``.
+        settings: answers ``workspace/configuration`` by dotted section.
+        ready: how to tell the server finished indexing: "initialize" (ready when initialized),
+            "progress" (no ``$/progress`` work running) or "quiescent" (rust-analyzer's
+            ``experimental/serverStatus``).
+        checker: the project checker command, binary first (`lsp diagnostics "*"`); None: none.
+        checker_format: how the checker's output is read: "pyright-json", "tsc", "gnu" or "cargo-json".
+        checker_severity: the severity of a "gnu" checker line that states none: ``go vet``'s findings
+            are errors, ruff's lint findings (``F401 ...``) warnings (its syntax errors say so and stay
+            errors).
+        checker_runs_project_code: the checker executes the project's own code (cargo check runs
+            build.rs and proc macros): a run that does not trust its root never runs it.
+        install: how to get the binary, said when it is missing.
+        default: False: an alternative, used only when named in the run option ``lsp_servers``.
+        replaces: ids of servers this one switches off while it is enabled (a third party's type
+            checker replacing basedpyright, without redefining its id), unless ``lsp_servers`` names
+            them too.
+        rounds: how the end of an analysis round is known: "progress" (each round is wrapped in
+            work-done progress, as basedpyright does), "document" (the round ends with the changed
+            document's own publish at its version, as gopls does), or "settle" (no publish for
+            ``settle_quiet`` seconds after the change).
+        settle_quiet: the seconds of quiet that end a "settle" round.
+        versioned_diagnostics: the server puts the document's version in every publish for an open
+            document, so a publish without one (a file it checked on its own, e.g. in workspace mode)
+            is not the answer for it. Learned at run time too, from the first versioned publish.
+        cancel_requests: send ``$/cancelRequest`` for a request that timed out (basedpyright 1.40
+            breaks on it: a cancelled references leaves every later references failing).
+        publishes_program: the server publishes every file of its program, clean ones too
+            (basedpyright in workspace mode): a source file it never published is outside its
+            program, and `references` says what is written there.
+        did_save: send ``didSave`` after each change (some servers check only on save). basedpyright
+            checks on the change itself, and a didSave starts a second round.
+        workspace_symbol_limit: the most workspace symbols the server returns (gopls: 100): an answer
+            of that length may be cut, and says so.
+        untrusted_env: environment for the server and its checker in a run that does not trust its
+            root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
+    """
 
     id: str
     languages: tuple[str, ...] = attrs.field(converter=_tuple)
-    extensions: tuple[str, ...] = attrs.field(converter=_tuple)  # with the dot: ".py"
+    extensions: tuple[str, ...] = attrs.field(converter=_tuple)
     root_markers: tuple[str, ...] = attrs.field(converter=_tuple)
-    command: tuple[str, ...] = attrs.field(converter=_tuple)  # binary name, then arguments
-    version_args: tuple[str, ...] | None = ("--version",)  # None: the binary has no cheap version query
+    command: tuple[str, ...] = attrs.field(converter=_tuple)
+    version_args: tuple[str, ...] | None = ("--version",)
     initialization_options: Mapping[str, Any] | None = None
-    settings: Mapping[str, Any] = attrs.field(factory=dict)  # answers workspace/configuration by section
-    # How to tell the server finished indexing: "initialize" (ready when initialized), "progress"
-    # (no $/progress work running) or "quiescent" (rust-analyzer's experimental/serverStatus).
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
     ready: Literal["initialize", "progress", "quiescent"] = "progress"
-    checker: tuple[str, ...] | None = None  # the project checker command, binary first
+    checker: tuple[str, ...] | None = None
     checker_format: Literal["pyright-json", "tsc", "gnu", "cargo-json"] | None = None
-    # The severity of a "gnu" checker line that states none: `go vet`'s findings are errors, ruff's
-    # lint findings (`F401 ...`) are warnings (its syntax errors still say so and stay errors).
     checker_severity: Literal["error", "warning"] = "error"
-    # The checker executes the project's own code (cargo check runs build.rs and proc macros): a run
-    # that does not trust its root never runs it.
     checker_runs_project_code: bool = False
-    install: str | None = None  # how to get the binary, said when it is missing
-    default: bool = True  # False: an alternative, used only when named in the run option lsp_servers
-    # ids of the servers this one switches off while it is enabled (a third party's type checker
-    # replacing basedpyright), unless the run option lsp_servers names them too
+    install: str | None = None
+    default: bool = True
     replaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
-    # How the end of an analysis round is known (see Connection.round_done): "progress" (each round
-    # is wrapped in work-done progress, as basedpyright does), or "settle" (no publish for
-    # settle_quiet seconds after the change).
-    rounds: Literal["progress", "settle"] = "settle"
+    rounds: Literal["progress", "document", "settle"] = "settle"
     settle_quiet: float = 0.3
-    # The server puts the document's version in every publish for an open document, so a publish
-    # without one (a file it checked on its own, e.g. in workspace mode) is not the answer for it.
-    # Learned at run time too, from the first versioned publish.
     versioned_diagnostics: bool = False
-    # Send $/cancelRequest for a request that timed out. basedpyright 1.40 breaks on it: a cancelled
-    # references leaves every later references failing ("this._token.cancel is not a function").
     cancel_requests: bool = True
-    # The server publishes every file of its program, clean ones too (basedpyright in workspace mode):
-    # a source file it never published is outside its program, and `references` says what is written there.
     publishes_program: bool = False
-    # Send didSave after each change (some servers check only on save). basedpyright checks on the
-    # change itself, and a didSave starts a second round: a write's wait was 1.8x its own round on click.
     did_save: bool = True
+    workspace_symbol_limit: int | None = None
+    untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -195,8 +226,14 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install="the system package gopls, or go install golang.org/x/tools/gopls@latest",
         version_args=("version",),
         ready="progress",
-        checker=("go", "vet", "./..."),
+        # -gcflags=-e: the compiler's type errors all, not its first 10 and "too many errors"
+        checker=("go", "vet", "-gcflags=-e", "./..."),
         checker_format="gnu",
+        rounds="document",
+        workspace_symbol_limit=100,
+        # GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no
+        # module download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them)
+        untrusted_env={"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"},
     ),
     ServerDef(
         id="rust-analyzer",

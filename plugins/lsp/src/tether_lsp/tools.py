@@ -385,13 +385,19 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
             f"no project checker applies to this root ({why}); ask for diagnostics of one file",
             {"error": "no_checker"},
         )
-    diags, commands = [], []
+    diags, commands, stopped = [], [], []
     for avail in usable:
-        found, shown = await run_checker(avail.server, avail.root, run, sup.option("lsp_checker_timeout"))
+        found, shown, cut = await run_checker(
+            avail.server, avail.root, run, sup.option("lsp_checker_timeout")
+        )
         diags += [d for d in found if d.severity in ("error", "warning")]
         commands.append(shown)
+        stopped += [f"`{shown}` stopped reporting at {where} (too many errors)" for where in cut]
     text, data = _render_diagnostics(diags, "the project")
     data["commands"] = commands
+    data["stopped"] = stopped
+    if stopped:
+        text += f"\nNOT complete: {'; '.join(stopped)}; there are more errors: ask for one file's diagnostics"
     return ToolResult.text(f"checked with {', '.join(f'`{c}`' for c in commands)}\n{text}", data)
 
 
@@ -495,6 +501,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         )
     found: dict[tuple, dict[str, Any]] = {}
     indexing = False
+    limited = []  # the servers whose answer reached their own limit: there may be more
     lines = render.Lines()
     for conn in targets:
         if not getattr(conn.capabilities, "workspace_symbol_provider", None):
@@ -508,6 +515,9 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
                 {"error": "timeout"},
             ) from None
         indexing |= conn.indexing
+        limit = conn.server.workspace_symbol_limit
+        if limit is not None and len(result or []) >= limit:
+            limited.append(f"{conn.server.id} returns at most {limit} symbols")
         for s in result or []:
             loc = s.location
             rng = getattr(loc, "range", None)
@@ -538,6 +548,10 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
             )
         return ToolResult.text(f"no symbols match '{query}'", {"symbols": [], "total": 0})
     shown, note = cap_items(rows, WORKSPACE_SYMBOLS_CAP, "symbols", "Use a more specific query.")
+    if limited:
+        note = "\n".join(
+            x for x in (note, f"[may be cut: {', '.join(limited)} per query; use a more specific query]") if x
+        )
     body = [
         f"{r['file']}:{r['line']}:{r['column']}: {r['kind']} {r['name']}"
         + (f" (in {r['container']})" if r["container"] else "")
@@ -545,7 +559,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     ]
     return ToolResult.text(
         "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
-        {"symbols": shown, "total": len(rows)},
+        {"symbols": shown, "total": len(rows), "may_be_cut": bool(limited)},
     )
 
 

@@ -68,6 +68,10 @@ def _published_since(sup: Any, conn: Connection, mark: Mark) -> set[str]:
     return {sup.run.relpath(p) for p in paths if p is not None and p.is_relative_to(sup.run.root)}
 
 
+def _errors(diags: list[Diagnostic]) -> int:
+    return sum(d.severity == "error" for d in diags)
+
+
 def _names(rels: list[str]) -> str:
     more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
     return ", ".join(rels[:NAMED]) + more
@@ -201,7 +205,9 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     cut = []
     written = {path for _, path, _ in targets}
     changed: set[str] = set()
-    latest: dict[str, list[Diagnostic]] = {}  # merged over the servers with a "before" for the file
+    # merged over the servers with a "before" for the file: now, and before the write
+    latest: dict[str, list[Diagnostic]] = {}
+    earlier: dict[str, list[Diagnostic]] = {}
     for conn in conns:
         if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
             await asyncio.gather(
@@ -233,9 +239,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             else:
                 continue  # no complete "before": nothing is claimed about this file
             latest.setdefault(rel, []).extend(diags)
+            earlier.setdefault(rel, []).extend(old)
             if rel in since and Counter(d.key for d in diags) != Counter(d.key for d in old):
                 changed.add(rel)
     files.update({rel: latest[rel] for rel in changed})
+    cleared = [rel for rel in changed if _errors(earlier[rel]) and not _errors(latest[rel])]
     notes = []
     if pending:
         notes.append(
@@ -247,6 +255,8 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
             "run lsp diagnostics on them to see their errors"
         )
+    if cleared:
+        notes.append(f"no errors any more in {len(cleared)} other file(s): {_names(sorted(cleared))}")
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "

@@ -33,10 +33,19 @@ class Status(str, enum.Enum):
 class WorkerInfo:
     """A snapshot of one worker.
 
-    ``started_at``/``finished_at`` are epoch seconds of its latest run (a `send` runs it again);
-    ``finished_at`` is None while it runs. ``result`` is the bounded result of its latest finished
-    run, ``log`` the bounded tail of its log. ``queued`` counts messages its current run has not seen:
-    they are in its briefing and it runs again with them when the current run ends.
+    Attributes:
+        id: the worker's id in the run (what vibe_send, vibe_wait and vibe_kill take).
+        label: the label vibe_spawn gave it.
+        tier: the worker tier it runs on ("fast" or "good" for the built-in roster).
+        status: running, done, failed or killed.
+        started_at: epoch seconds when its latest run began (a `send` runs it again).
+        finished_at: epoch seconds when its latest run ended; None while it runs.
+        result: the bounded result of its latest finished run.
+        log: the bounded tail of its log.
+        runs: how many times it has run (1 plus one per `send` that ran it again).
+        queued: messages its current run has not seen: they are in its briefing and it runs again
+            with them when the current run ends.
+        exit_code: its process's exit code, for a roster of processes; None while it runs.
     """
 
     id: str
@@ -82,18 +91,23 @@ class Roster(Protocol):
 
     def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Start a worker on ``brief`` and return at once (status running)."""
+        ...
 
     def send(self, worker_id: str, message: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Add ``message`` to the worker's briefing and run it again (see the roster for a running worker)."""
+        ...
 
     def wait(self, worker_id: str, timeout: float) -> WorkerInfo | Awaitable[WorkerInfo]:
         """The worker once it is no longer running, or as it is after ``timeout`` seconds (still running)."""
+        ...
 
     def kill(self, worker_id: str) -> WorkerInfo | Awaitable[WorkerInfo]:
         """Stop the worker and everything it started; a finished worker is left as it is."""
+        ...
 
     def list(self) -> Sequence[WorkerInfo] | Awaitable[Sequence[WorkerInfo]]:
         """Every worker of the run, oldest first."""
+        ...
 
 
 # -- the usual errors, worded for the model --------------------------------------------------------
