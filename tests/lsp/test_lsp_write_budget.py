@@ -1,4 +1,4 @@
-"""The wait for a write's diagnostics follows the server's measured rounds, bounded by diagnostics_timeout."""
+"""How long a write waits for a silent server follows its measured rounds; diagnostics_timeout bounds it all."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_time
         assert conn.round_times and all(0 < t < 90 for t in conn.round_times), conn.round_times
         budget = conn.budget(90)
         assert ROUND_FLOOR <= budget < 90, conn.round_times
-        # a server that stops answering costs the write its budget, not the 90 s of diagnostics_timeout
+        # a server that stops answering (no publish, no progress) costs the write its budget, not the 90 s
+        # of diagnostics_timeout; one that is working gets the whole bound
         os.killpg(conn.pid, signal.SIGSTOP)
         try:
             t0 = time.monotonic()
@@ -39,7 +40,7 @@ async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_time
         finally:
             os.killpg(conn.pid, signal.SIGCONT)
         assert not r.is_error and "introduced" not in r.plain, r.plain
-        assert f"diagnostics incomplete: still pending for pkg/util.py after {budget:g} s" in r.plain, r.plain
+        assert "diagnostics incomplete: still pending for pkg/util.py after " in r.plain, r.plain
         assert budget - 0.5 <= elapsed < budget + 15, (elapsed, budget)
         # once it answers again, the next write is checked as before
         r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + "\nZ: int = 'z'\n"})

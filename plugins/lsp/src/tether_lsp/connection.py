@@ -33,10 +33,11 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
-# A write's diagnostics wait ROUND_FACTOR x the slowest of the server's last ROUNDS_KEPT rounds, at least
-# ROUND_FLOOR s, at most the run option diagnostics_timeout (also while no round has been measured yet)
+# A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
+# round in progress) ROUND_FACTOR x the slowest of its last ROUNDS_KEPT rounds, at least ROUND_FLOOR s;
+# a working server up to the run option diagnostics_timeout (also the bound while nothing is measured)
 ROUND_FACTOR = 3.0
-ROUND_FLOOR = 10.0
+ROUND_FLOOR = 15.0
 ROUNDS_KEPT = 8
 
 
@@ -686,11 +687,21 @@ class Connection:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), max(0.0, wait))
 
-    async def wait_round(self, mark: Mark, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) for a complete round after ``mark``; False when it did not come."""
-        deadline = time.monotonic() + timeout
+    def _left(self, start: float, deadline: float, quiet: float | None) -> float:
+        """Seconds a wait begun at ``start`` may still go on: to ``deadline``; with ``quiet``, only while the
+        server shows signs of work (a round in progress, or a publish or progress event within ``quiet`` s)."""
+        now = time.monotonic()
+        if quiet is None or self.progress_tokens or not self.quiescent:
+            return deadline - now
+        return min(deadline, max(start, self.last_event) + quiet) - now
+
+    async def wait_round(self, mark: Mark, timeout: float, quiet: float | None = None) -> bool:
+        """Wait (at most ``timeout`` s; ``quiet``: see `_left`) for a complete round after ``mark``; False
+        when it did not come."""
+        start = time.monotonic()
+        deadline = start + timeout
         while not self.round_done(mark):
-            remaining = deadline - time.monotonic()
+            remaining = self._left(start, deadline, quiet)
             if remaining <= 0:
                 return False
             await self._event(min(remaining, self._next_check(mark)))
@@ -709,8 +720,8 @@ class Connection:
         self.round_times.append(self.last_event - mark.at)
 
     def budget(self, cap: float) -> float:
-        """Seconds a write waits for this server's round: ROUND_FACTOR x its slowest recent round, at least
-        ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
+        """Seconds a write waits for this server while it shows no sign of work: ROUND_FACTOR x its slowest
+        recent round, at least ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
         if not self.round_times:
             return cap
         return round(min(cap, max(ROUND_FLOOR, ROUND_FACTOR * max(self.round_times))), 1)
@@ -728,18 +739,21 @@ class Connection:
             )
         return pub if pub.seq > doc.mark.seq else None
 
-    async def diagnostics(self, doc: Doc, timeout: float, request_timeout: float) -> list[Any] | None:
+    async def diagnostics(
+        self, doc: Doc, timeout: float, request_timeout: float, quiet: float | None = None
+    ) -> list[Any] | None:
         """The diagnostics of the document's CURRENT version from a complete round; None when they did
-        not come within ``timeout``."""
+        not come within ``timeout`` (``quiet``: see `_left`)."""
         if self.pulls:
             return await self._pull(doc, min(timeout, request_timeout))
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while True:
             pub = self.fresh(doc)
             if pub is not None and self.round_done(doc.mark):
                 self._time_round(doc.mark)
                 return pub.items
-            remaining = deadline - time.monotonic()
+            remaining = self._left(start, deadline, quiet)
             if remaining <= 0:
                 return None
             await self._event(min(remaining, self._next_check(doc.mark)))

@@ -7,8 +7,9 @@ on the first publish: basedpyright publishes empty placeholders at start and the
 list relabelled with the new version right after a change.
 
 Every file of a multi-file write is waited for at the same time, each with the whole bound (the run
-option diagnostics_timeout). A file whose baseline could not be had is not compared (nothing is
-claimed about it) and the answer says so; other files' changes are collected until the server's
+option diagnostics_timeout); a server that shows no sign of work (no publish, no progress) for its
+budget (`Connection.budget`, from its measured rounds) is not waited for any longer. A file whose
+baseline could not be had is not compared (nothing is claimed about it) and the answer says so; other files' changes are collected until the server's
 round after the write is complete, or the answer says the round was cut, naming the server.
 
 A file served by several servers (basedpyright and ruff) is compared server by server, each against
@@ -92,7 +93,7 @@ async def _connections_for(sup: Any, path: Path) -> list[Connection]:
     return out
 
 
-async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> list[Any] | None:
+async def _current(sup: Any, conn: Connection, path: Path, deadline: float, quiet: float) -> list[Any] | None:
     """The file's diagnostics from a complete round after its current content; None when not in time."""
     if not path.is_file():
         return []
@@ -101,7 +102,7 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> l
         return None
     try:
         return await conn.diagnostics(
-            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout")
+            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet
         )
     except (ServerDied, RequestTimeout, ServerError):
         return None
@@ -126,19 +127,20 @@ def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection
     return f"{rel} ({conn.server.id})" if several else rel
 
 
-def _deadlines(sup: Any, conns: list[Connection]) -> dict[int, float]:
-    """When the wait for each server ends: its budget from its measured rounds, bounded by diagnostics_timeout."""
-    now = time.monotonic()
-    return {id(c): now + c.budget(sup.option("diagnostics_timeout")) for c in conns}
+def _quiet(sup: Any, conns: list[Connection]) -> dict[int, float]:
+    """How long each server may show no sign of work before the wait for it ends: its budget from its
+    measured rounds (a working server is waited for up to diagnostics_timeout)."""
+    return {id(c): c.budget(sup.option("diagnostics_timeout")) for c in conns}
 
 
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
+    deadline = time.monotonic() + sup.option("diagnostics_timeout")
     targets = await _files_and_servers(sup, paths)
-    deadline = _deadlines(sup, [c for _, _, c in targets])
+    quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
         conn.refresh()
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline[id(conn)]) for _, path, conn in targets)
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in targets)
     )
     files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
     settled: set[tuple[str, Path]] = set()
@@ -147,7 +149,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(
-                conn.last_mark or conn.mark(), max(0.0, deadline[id(conn)] - time.monotonic())
+                conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()), quiet[id(conn)]
             )
         except ServerDied:
             continue
@@ -180,8 +182,9 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     if before is None:
         before = Baseline({}, set(), {(_key(c), rel) for rel, _, c in targets})
     conns = _unique([c for _, _, c in targets])
-    budget = {id(c): c.budget(sup.option("diagnostics_timeout")) for c in conns}
-    deadline = _deadlines(sup, conns)
+    began = time.monotonic()
+    deadline = began + sup.option("diagnostics_timeout")
+    quiet = _quiet(sup, conns)
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
         # the write: didChange with the whole new content (+ didSave where asked), or a file event
@@ -189,14 +192,13 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     for conn in conns:
         conn.refresh()
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline[id(conn)]) for _, path, conn in targets)
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in targets)
     )
     files: dict[str, list[Diagnostic]] = {}
-    pending, uncompared, waited = [], [], []
+    pending, uncompared = [], []
     for (rel, path, conn), items in zip(targets, results, strict=True):
         if items is None:
             pending.append(_shown(rel, conn, targets))
-            waited.append(budget[id(conn)])
         elif (_key(conn), rel) in before.unknown:
             uncompared.append(_shown(rel, conn, targets))
         else:
@@ -212,21 +214,20 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
             await asyncio.gather(
                 *(
-                    _current(sup, conn, doc.path, deadline[id(conn)])
+                    _current(sup, conn, doc.path, deadline, quiet[id(conn)])
                     for doc in list(conn.docs.values())
                     if doc.path not in written
                 )
             )
         try:
             done = await conn.wait_round(
-                conn.last_mark or start[id(conn)], max(0.0, deadline[id(conn)] - time.monotonic())
+                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic()), quiet[id(conn)]
             )
         except ServerDied:
             done = False
         key = _key(conn)
         if not done or key not in before.settled:
             cut.append(conn.server.id)
-            waited.append(budget[id(conn)])
         old_files = before.files.get(key, {})
         since = _published_since(sup, conn, start[id(conn)])
         for rel, diags in _published(sup, conn).items():
@@ -244,10 +245,12 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
                 changed.add(rel)
     files.update({rel: latest[rel] for rel in changed})
     cleared = [rel for rel in changed if _errors(earlier[rel]) and not _errors(latest[rel])]
+    spent = min(deadline, time.monotonic()) - began
+    waited = f"{spent:.2g}" if spent < 10 else f"{spent:.0f}"  # "0.05", "4.2", "15"
     notes = []
     if pending:
         notes.append(
-            f"diagnostics incomplete: still pending for {_names(pending)} after {max(waited):g} s; "
+            f"diagnostics incomplete: still pending for {_names(pending)} after {waited} s; "
             "run lsp diagnostics on them later"
         )
     if uncompared:
@@ -260,6 +263,6 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
-            f'before or after the write within {max(waited):g} s; lsp diagnostics "*" checks the whole project'
+            f'before or after the write within {waited} s; lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
