@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import tether
+from tether.testing import assert_model_error
 from tether_askuser import Answer
 
 
@@ -49,9 +50,7 @@ async def run(tmp_path):
 )
 async def test_bad_arguments_are_refused_clearly(run, args, expected):
     result = await run.call("ask_user", args)
-    assert result.is_error
-    assert expected in result.plain
-    assert "Traceback" not in result.plain
+    assert_model_error(result, expected)
     assert "\n" not in result.plain.strip()  # one paragraph
     assert run.asked == []
 

@@ -183,6 +183,83 @@ async def test_go_fragments_copied_out_of_larger_code_parse(project, pattern, co
     assert [m["text"] for m in result.data["matches"]] == expected and result.data["context"] == context
 
 
+FRAGMENTS = [
+    # (file, code, pattern, context, the matches' texts): fragments a whole file cannot be, where
+    # ast-grep refuses the pattern or finds nothing
+    ("a.json", '{"name": "demo", "scripts": {"test": "pytest"}}\n', '"name": $V', "pair", ['"name": "demo"']),
+    (
+        "a.json",
+        '{"name": "demo", "scripts": {"test": "pytest"}}\n',
+        '"scripts": {$$$S}',
+        "pair",
+        ['"scripts": {"test": "pytest"}'],
+    ),
+    (
+        "a.nix",
+        '{ pkgs, ... }:\n{\n  name = "demo";\n  inherit pkgs;\n}\n',
+        "name = $V;",
+        "binding",
+        ['name = "demo";'],
+    ),
+    (
+        "a.nix",
+        '{ pkgs, ... }:\n{\n  name = "demo";\n  inherit pkgs;\n}\n',
+        "inherit $$$A;",
+        "binding",
+        ["inherit pkgs;"],
+    ),
+    (
+        "a.ex",
+        "defmodule D do\n  def f, do: g(timeout: 5, x: 1)\nend\n",
+        "timeout: $V",
+        "keyword",
+        ["timeout: 5"],
+    ),
+    (
+        "a.ex",
+        "case File.read(p) do\n  {:ok, body} -> body\n  {:error, e} -> raise e\nend\n",
+        "{:ok, $B} -> $B",
+        "clause",
+        ["{:ok, body} -> body"],
+    ),
+    (
+        "a.html",
+        '<div class="box"><a class="box" href="/x">x</a></div>\n',
+        'class="box"',
+        "attribute",
+        ['class="box"'] * 2,
+    ),
+    (
+        "a.sh",
+        'case "$1" in\n  start) echo starting ;;\n  stop) echo stopping ;;\nesac\n',
+        "start) $$$B ;;",
+        "case item",
+        ["start) echo starting ;;"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "name, code, pattern, context, expected", FRAGMENTS, ids=[f"{f[0]}:{f[2]}" for f in FRAGMENTS]
+)
+async def test_fragments_of_data_markup_and_script_languages_parse(
+    project, sg, name, code, pattern, context, expected
+):
+    path = put(project, name, code)
+    assert sg(pattern, path, REGISTRY.for_path(name)) == []  # ast-grep: refused, or nothing found
+    result = await grep(project, pattern=pattern, path=name)
+    assert not result.is_error, result.plain
+    assert [m["text"] for m in result.data["matches"]] == expected and context in result.data["contexts"]
+
+
+async def test_a_json_pair_of_two_metavariables_matches_like_ast_grep(project, sg):
+    path = put(project, "a.json", '{"name": "demo", "deps": [1, {"x": true}]}\n')
+    theirs = ranges(sg("$K: $V", path, "json"))
+    result = await grep(project, pattern="$K: $V", path="a.json")
+    assert len(theirs) == 3 and [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
+    assert [m["captures"]["K"] for m in result.data["matches"]] == ['"name"', '"deps"', '"x"']
+
+
 async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, sg):
     source = "package main\nvar b bytes.Buffer\nfunc f() { x := bytes.Buffer{}; y := s.Buffer }\n"
     path = put(project, "b.go", source)

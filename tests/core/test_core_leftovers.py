@@ -211,3 +211,80 @@ def _eval_plugin():
     from tether_eval import plugin
 
     return plugin
+
+
+# a daemon that also drops its whole environment (the run's tag with it) once it is on its own
+BARE = DAEMON.replace(
+    "time.sleep(300)", "os.execve(sys.executable, [sys.executable, '-c', 'import time; time.sleep(300)'], {})"
+)
+BARE_CELL = (
+    "import subprocess, sys\n"
+    f"print(subprocess.run([sys.executable, '-c', {BARE!r}], capture_output=True, text=True).stdout.strip())\n"
+)
+
+
+def _bare_daemon(pid: int) -> bool:
+    """The daemon is up, re-executed with an empty environment (it carries no tag to be found by)."""
+    try:
+        p = psutil.Process(pid)
+        return "time.sleep(300)" in " ".join(p.cmdline()) and p.environ() == {}
+    except psutil.Error:
+        return False
+
+
+def test_a_daemon_that_cleared_its_environment_dies_when_tether_call_ends(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    args = json.dumps({"code": BARE_CELL, "description": "start a daemon with an empty environment"})
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "call", "eval", args, "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    daemon = int(next(x for x in out.stdout.split() if x.isdigit()))
+    assert wait_gone([daemon], 20) == [], "the daemon outlived the run"
+
+
+def test_a_daemon_that_cleared_its_environment_dies_when_serve_closes(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    server = Mcp(tmp_path)
+    try:
+        text = server.call(
+            "eval", {"code": BARE_CELL, "description": "start a daemon with an empty environment"}
+        )
+        daemon = int(text.split()[-1])
+        deadline = time.monotonic() + 20
+        while not _bare_daemon(daemon) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _bare_daemon(daemon)
+        # orphaned, it is now a child of the server (a subreaper), not of init
+        assert psutil.Process(daemon).ppid() == server.proc.pid
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()  # the client leaves: the run closes
+        server.proc.wait(30)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+    assert wait_gone([daemon], 20) == [], "the daemon outlived the server"
+
+
+def test_a_daemon_that_cleared_its_environment_dies_when_serve_is_sigkilled(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\nversion = '0'\n")
+    server = Mcp(tmp_path)
+    try:
+        text = server.call(
+            "eval", {"code": BARE_CELL, "description": "start a daemon with an empty environment"}
+        )
+        daemon = int(text.split()[-1])
+        deadline = time.monotonic() + 20
+        while not (_bare_daemon(daemon) and psutil.Process(daemon).ppid() == server.proc.pid):
+            assert time.monotonic() < deadline, "the daemon was not adopted by the server"
+            time.sleep(0.05)
+        # the next call's end tells the keeper what was adopted (the keeper also looks every 0.25 s)
+        server.call("read", {"path": "pyproject.toml"})
+    finally:
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait()
+    assert wait_gone([daemon], 20) == [], "the daemon outlived the SIGKILLed server"

@@ -200,3 +200,70 @@ def cpu_stress():
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+
+
+CJSON_SHA256 = "5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2"  # cjson_1.7.15.orig.tar.gz
+
+
+def _debian_source(package: str, orig: str, sha256: str) -> Path:
+    """CACHE/orig: the upstream tarball of a Debian source package, fetched once with apt-get source.
+
+    The machine's apt has no deb-src lines: a private configuration (its own lists, bookworm-security's
+    source index, a few hundred KB) is used, and the system's is left alone."""
+    import hashlib
+    import subprocess
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / orig
+    if not target.is_file():
+        apt = CACHE / "apt"
+        for sub in ("lists/partial", "parts", "cache/archives/partial"):
+            (apt / sub).mkdir(parents=True, exist_ok=True)
+        (apt / "parts" / "src.sources").write_text(
+            "Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
+            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        )
+        opts = []
+        for key, value in {
+            "Dir::Etc::SourceList": "/dev/null",
+            "Dir::Etc::SourceParts": apt / "parts",
+            "Dir::State::Lists": apt / "lists",
+            "Dir::Cache": apt / "cache",
+            "Debug::NoLocking": "1",
+        }.items():
+            opts += ["-o", f"{key}={value}"]
+        for args in (["update"], ["source", "--download-only", package]):
+            subprocess.run(["apt-get", *opts, *args], cwd=CACHE, check=True, capture_output=True, timeout=300)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != sha256:
+        target.unlink()
+        raise AssertionError(f"{orig} from Debian has sha256 {digest}, expected {sha256}")
+    return target
+
+
+@pytest.fixture(scope="session")
+def cjson_pristine() -> Path:
+    if not shutil.which("apt-get"):
+        from support import IN_CI
+
+        (pytest.fail if IN_CI else pytest.skip)("cJSON's source comes from Debian (apt-get source)")
+    return _unpacked(_debian_source("cjson", "cjson_1.7.15.orig.tar.gz", CJSON_SHA256), "cJSON-1.7.15")
+
+
+@pytest.fixture
+def cjson_root(cjson_pristine: Path, tmp_path: Path) -> Path:
+    """A private copy of cJSON 1.7.15 with the compile_commands.json its CMake build exports with
+    -DENABLE_CJSON_UTILS=On -DENABLE_CJSON_TEST=Off (the library's two sources, C89)."""
+    import json
+
+    root = Path(shutil.copytree(cjson_pristine, tmp_path / "cjson"))
+    commands = [
+        {
+            "directory": str(root),
+            "file": str(root / name),
+            "arguments": ["cc", "-std=c89", "-pedantic", "-Wall", f"-I{root}", "-c", name],
+        }
+        for name in ("cJSON.c", "cJSON_Utils.c")
+    ]
+    (root / "compile_commands.json").write_text(json.dumps(commands, indent=1))
+    return root

@@ -321,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         ns = _parser().parse_args(argv)
+        if ns.command in ("serve", "call"):
+            from tether.procs import adopt_orphans
+
+            adopt_orphans()  # our own process: orphans of what a run starts come back to it
         if ns.command == "serve":
             return _serve(ns)
         import asyncio

@@ -5,12 +5,16 @@ and a serial, inherited by whatever it starts, also by what leaves the session (
 `setsid` daemon, a `start_new_session` child) and by what is orphaned when its parent exits. The run
 tracks the processes it starts (`Run.track_process`); stopping one (`Run.stop_process`) or closing
 the run stops, with `stop` below, the tree, the process group of a session leader, and every process
-carrying the tag. A process that clears its environment, leaves the session and loses its parent
-escapes this; inside the sandbox (`tether.sandbox`) the pid namespace takes it down as well.
+carrying the tag. A process that clears its environment (the tag with it), leaves the session and
+loses its parent escapes that; the `tether` command therefore makes its process a subreaper
+(`adopt_orphans`): such an orphan becomes a child of tether's own process instead of init's, and
+every child of that process the run has not stopped otherwise is stopped with the run. Inside the
+sandbox (`tether.sandbox`) the pid namespace takes it down as well.
 
 The keeper is a small process per run (this file run as a script: stdlib and psutil only) that is
-told what the run tracks. When its stdin ends, because the run closed or because the process that
-runs tether died (SIGKILL included), it stops all of it and removes the run's private directories.
+told what the run tracks, and under a subreaper notes the orphans it adopts as they come (every
+ADOPT_POLL s). When its stdin ends, because the run closed or because the process that runs tether
+died (SIGKILL included), it stops all of it and removes the run's private directories.
 
 Nothing here reaps (waits for) a process: a family's asyncio child watcher may own it and must see
 its exit status. Dead processes are told apart by status instead (a zombie counts as stopped).
@@ -32,6 +36,30 @@ from typing import Any
 POLL = 0.02  # the longest pause between checks while waiting for processes to die
 TAG = "TETHER_PROC"  # the environment variable that names the run and the process a child descends from
 KEEPER_WAIT = 15.0  # how long closing a run waits for its keeper
+ADOPT_POLL = 0.25  # how often the keeper of a subreaper's run notes the orphans it adopted
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
+_adopting = False  # this process is a subreaper (`adopt_orphans`)
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
+
+    For a process tether owns (the ``tether`` command), never a harness's: every child of this
+    process that a closing run has not stopped otherwise is then taken for an orphan of the run's (a
+    daemon that left its session and cleared its environment) and stopped with it. False where the
+    system has no such thing.
+    """
+    global _adopting
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _adopting = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _adopting = False
+    return _adopting
 
 
 def process(pid: int) -> Any | None:
@@ -162,14 +190,43 @@ def kill_tree(root: int | Any, grace: float = 2.0) -> None:
 
 
 class Tracked:
-    """The processes of one run: handles, the groups of session leaders, and the tags they carry."""
+    """The processes of one run: handles, the groups of session leaders, and the tags they carry.
 
-    def __init__(self, run_tag: str, spare: Iterable[int] = ()) -> None:
+    With ``adopter`` (the pid of a subreaper: tether's own process), its children too, but those in
+    ``exempt`` (the keeper): orphans it adopted, noted by `note_adopted` while it lives.
+    """
+
+    def __init__(self, run_tag: str, spare: Iterable[int] = (), adopter: int | None = None) -> None:
         self.run_tag = run_tag
         self.since = time.time()
         self.spare = set(spare)
         self.procs: dict[int, tuple[Any, str | None, int | None]] = {}  # pid -> (handle, tag, group)
         self.dirs: list[str] = []
+        self.adopter = adopter
+        self.exempt = {os.getpid()}
+        self.adopted: dict[int, Any] = {}  # pid -> handle (its creation time guards against pid reuse)
+
+    def note_adopted(self) -> list:
+        """The adopter's children created since the run's first process (noted, so they outlive it)."""
+        import psutil
+
+        if self.adopter is None:
+            return []
+        try:
+            children = psutil.Process(self.adopter).children()
+        except psutil.Error:
+            return list(self.adopted.values())
+        for p in children:
+            try:
+                if (
+                    p.pid not in self.exempt
+                    and p.pid not in self.adopted
+                    and p.create_time() + 1 >= self.since
+                ):
+                    self.adopted[p.pid] = p
+            except psutil.Error:
+                pass
+        return list(self.adopted.values())
 
     def track(self, pid: int, tag: str | None = None) -> None:
         handle = process(pid)
@@ -199,19 +256,21 @@ class Tracked:
     def stop_all(self, grace: float) -> None:
         procs = [p for handle, _, _ in self.procs.values() for p in tree(handle)]
         procs += tagged(self.run_tag, self.since)
+        procs += [p for orphan in self.note_adopted() for p in tree(orphan)]
         groups = {g for _, _, g in self.procs.values() if g}
         stop(procs, groups, grace, self.spare)
         for d in self.dirs:
             shutil.rmtree(d, ignore_errors=True)
         self.procs.clear()
         self.dirs.clear()
+        self.adopted.clear()
 
 
 class Keeper:
     """The run's side of its keeper process; without one (it could not start) the run stops things itself."""
 
     def __init__(self, run_tag: str, grace: float) -> None:
-        self.local = Tracked(run_tag, {os.getpgrp()})
+        self.local = Tracked(run_tag, {os.getpgrp()}, os.getpid() if _adopting else None)
         self.grace = grace
         self.proc: subprocess.Popen | None = None
         try:
@@ -224,6 +283,7 @@ class Keeper:
                     str(os.getpgrp()),
                     str(grace),
                     str(self.local.since),
+                    str(self.local.adopter or 0),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
@@ -233,6 +293,8 @@ class Keeper:
             )
         except OSError:
             self.proc = None
+        else:
+            self.local.exempt.add(self.proc.pid)
 
     def _tell(self, message: dict[str, Any]) -> None:
         if self.proc is None or self.proc.stdin is None:
@@ -248,6 +310,15 @@ class Keeper:
         entry = self.local.procs.get(pid)
         if entry is not None:
             self._tell({"track": pid, "tag": entry[1]})
+
+    def note_adopted(self) -> None:
+        """Tell the keeper of orphans this process (a subreaper) adopted since it last looked."""
+        if self.local.adopter is None:
+            return
+        known = set(self.local.adopted)
+        for p in self.local.note_adopted():
+            if p.pid not in known:
+                self._tell({"track": p.pid, "tag": None})
 
     def remove_at_close(self, path: str) -> None:
         self.local.dirs.append(path)
@@ -314,7 +385,7 @@ def sweep_stale(prefix: str) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _keep(run_tag: str, spare: int, grace: float, since: float) -> None:
+def _keep(run_tag: str, spare: int, grace: float, since: float, adopter: int) -> None:
     """The keeper's loop: remember what the run tells, stop all of it when stdin ends or the run's process died.
 
     The parent is watched as well as stdin: a process forked without exec (a multiprocessing pool)
@@ -325,11 +396,12 @@ def _keep(run_tag: str, spare: int, grace: float, since: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     parent = os.getppid()
-    kept = Tracked(run_tag, {spare})
+    kept = Tracked(run_tag, {spare}, adopter or None)
     kept.since = since
     fd, pending = sys.stdin.fileno(), b""
     while os.getppid() == parent:
-        if not select.select([fd], [], [], 1.0)[0]:
+        kept.note_adopted()  # before it dies with its adopter: then init has them
+        if not select.select([fd], [], [], ADOPT_POLL if adopter else 1.0)[0]:
             continue
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -348,4 +420,4 @@ def _keep(run_tag: str, spare: int, grace: float, since: float) -> None:
 
 
 if __name__ == "__main__":
-    _keep(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
+    _keep(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]))

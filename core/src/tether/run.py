@@ -388,6 +388,8 @@ class Run:
                 return await self._run(tool, args, progress, paths, arguments or {})
         finally:
             _enclosing.reset(token)
+            if self._keeper is not None:
+                self._keeper.note_adopted()  # what a call orphaned is told at once, not at the keeper's next poll
 
     def _touched(self, tool: Tool, args: Any) -> list[str]:
         """The files a file-writing call will write, relative to the root (its approval sees them)."""

@@ -1,6 +1,6 @@
 """tether family askuser: ask_user, the only way a run asks a human, fail-closed.
 
-Harnesses: pass ``options={"ask_user_port": port_or_async_callable}`` to a run; see `Answer`,
+Harnesses: pass ``options={"askuser_port": port_or_async_callable}`` to a run; see `Answer`,
 `Question`, `QueuePort`, `CallbackPort`, `PortDisconnected`. Names are imported on first use so the
 entry point (`tether_askuser.plugin`) stays cheap.
 """

@@ -74,7 +74,7 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
     if port is None:
         register.unavailable(
             "no human is reachable in this run (no terminal on stdin, no MCP client with the elicitation "
-            "capability, no harness port in run option 'ask_user_port'); decide under an assumption you state",
+            "capability, no harness port in run option 'askuser_port'); decide under an assumption you state",
         )
         return
     if getattr(port, "target", None) is None:
@@ -82,7 +82,7 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
             "the question port has no place to show a card right now; decide under an assumption you state"
         )
         return
-    from tether_askuser.tool import make_tool
+    from tether_askuser.tools import make_tool
 
     register(make_tool(port))
 

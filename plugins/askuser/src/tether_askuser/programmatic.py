@@ -1,6 +1,6 @@
 """Ports for harnesses and tests: an async callable, or a queue the harness serves.
 
-Pass one as the run option ``ask_user_port`` (an async callable ``fn(question) -> Answer`` is
+Pass one as the run option ``askuser_port`` (an async callable ``fn(question) -> Answer`` is
 wrapped in `CallbackPort`), or return one from your own ``tether_askuser_port`` hook implementation.
 """
 

@@ -221,7 +221,7 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
         "bash",
         (".bash", ".bats", ".cgi", ".command", ".env", ".fcgi", ".ksh", ".sh", ".tmux", ".tool", ".zsh"),
         "$",
-        (),
+        (Rung("case item", "case x__ in\nPATTERN\nesac"),),  # `start) $$$B ;;`
     ),
     (
         "csharp",
@@ -243,11 +243,22 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
             Rung("value", "a__ { b__: PATTERN; }", also=True),  # `#fff` (also an id selector), `320px`
         ),
     ),
-    ("elixir", (".ex", ".exs"), "µ", ()),
+    (
+        "elixir",
+        (".ex", ".exs"),
+        "µ",
+        (
+            Rung("keyword", "[PATTERN]"),  # `timeout: $T`
+            Rung(
+                "clause", "case x__ do\nPATTERN\nend", tail="\n"
+            ),  # `{:ok, $B} -> $B`: its body takes the newline
+        ),
+    ),
     ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),
     ("hcl", (".hcl", ".nomad", ".tf", ".tfvars", ".workflow"), "µ", (Rung("expression", "x__ = PATTERN"),)),
-    ("html", (".html", ".htm", ".xhtml"), "µ", ()),
-    ("json", (".json",), "$", ()),
+    # `class="box"`: a whole file reads it as text, so the attribute reading is searched too
+    ("html", (".html", ".htm", ".xhtml"), "µ", (Rung("attribute", "<a PATTERN></a>", also=True),)),
+    ("json", (".json",), "$", (Rung("pair", "{PATTERN}"),)),  # `"name": $V`
     (
         "kotlin",
         (".kt", ".ktm", ".kts"),
@@ -258,7 +269,7 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
         ),
     ),
     ("lua", (".lua",), "$", (Rung("expression", "local x__ = PATTERN"),)),
-    ("nix", (".nix",), "_", ()),
+    ("nix", (".nix",), "_", (Rung("binding", "{ PATTERN }"),)),  # `name = $V;`, `inherit $$$A;`
     ("php", (".php",), "µ", ()),  # its own ladder below: the pack's php grammar embeds PHP in HTML
     ("ruby", (".rb", ".rbw", ".gemspec"), "µ", (Rung("class member", "class T__\nPATTERN\nend"),)),
     (

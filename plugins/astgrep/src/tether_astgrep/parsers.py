@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tether.astgrep")
 
-SMALL_JOB_BYTES = 500_000  # below this, searching in the run's own process beats handing work to workers
+SMALL_JOB_BYTES = 1_500_000  # below this, the run's own process beats forking workers (the bench's rxjs row)
 CACHE_MATCHES = 200_000  # result cache bound: matches kept (+1 per file) across patterns
 CACHE_PATTERNS = 64
 SHUTDOWN_TIMEOUT = 5.0

@@ -275,11 +275,12 @@ def _placeholders(processed: str, expando: str):
     Where a grammar wants a string (`import µA from µB`: the module is a string literal) or a type
     or constant name (Ruby's `module µM`: a constant starts with a capital), a metavariable written
     as a name is a syntax error. Each metavariable in turn is tried as a string literal and as a
-    capitalized name (a list metavariable as a terminated statement instead); yields
-    (text, {placeholder: metavariable}).
+    capitalized name (a list metavariable as a terminated statement instead), and last all of them
+    as strings at once (JSON `µK: µV`: a key and a value); yields (text, {placeholder: metavariable}).
     """
     meta = re.compile(re.escape(expando) + r"(?:" + re.escape(expando * 2) + r")?[A-Z_][A-Z0-9_]*")
-    for m in meta.finditer(processed):
+    found = list(meta.finditer(processed))
+    for m in found:
         var = m.group(0)
         forms = ['"' + var + '"']
         if var.startswith(expando * 3):
@@ -288,6 +289,11 @@ def _placeholders(processed: str, expando: str):
             forms.append("Xµ" + var[len(expando) :])
         for form in forms:
             yield processed[: m.start()] + form + processed[m.end() :], {form.encode(): var}
+    if len(found) > 1:
+        yield (
+            meta.sub(lambda m: '"' + m.group(0) + '"', processed),
+            {b'"' + m.group(0).encode() + b'"': m.group(0) for m in found},
+        )
 
 
 def comment_kinds(language: Any) -> frozenset[int]:

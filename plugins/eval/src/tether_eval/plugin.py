@@ -52,6 +52,6 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
             "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)",
         )
         return
-    from tether_eval.tool import eval_tool
+    from tether_eval.tools import eval_tool
 
     register(eval_tool())

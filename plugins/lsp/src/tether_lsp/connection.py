@@ -514,6 +514,13 @@ class Connection:
             self.lsp.DidCloseTextDocumentParams(text_document=self.lsp.TextDocumentIdentifier(uri=doc.uri)),
         )
 
+    def reopen(self, doc: Doc) -> Doc | None:
+        """Close the document and open it again, so the server rebuilds it from scratch (clangd rebuilds
+        an unchanged open file only when a header of its preamble changed)."""
+        self.close_doc(doc)
+        self.published.pop(doc.uri, None)  # of the old build
+        return self.open(doc.path)
+
     def _sync_doc(self, doc: Doc) -> bool:
         """Re-read an open document whose file changed on disk; True when the server was told."""
         stat = file_stat(doc.path)

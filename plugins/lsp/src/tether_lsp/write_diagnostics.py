@@ -30,6 +30,7 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
+from tether_lsp.dependents import open_dependents
 
 NAMED = 5  # files named in a note before "and N more"
 
@@ -39,7 +40,13 @@ class Baseline:
     # per server (`_key`): the written files and, for a settled server, every file it published
     files: dict[tuple[str, Path], dict[str, list[Diagnostic]]]
     settled: set[tuple[str, Path]]  # servers whose round was complete: a file they never published is clean
-    unknown: set[tuple[tuple[str, Path], str]]  # (server, written file) without a baseline
+    unknown: set[
+        tuple[tuple[str, Path], str]
+    ]  # (server, written file or opened dependent) without a baseline
+    # files opened because they include a written header (clangd checks open files only), and why
+    # some were not
+    dependents: list[tuple[str, Path, Connection]] = attrs.field(factory=list)
+    notes: list[str] = attrs.field(factory=list)
 
 
 def _key(conn: Connection) -> tuple[str, Path]:
@@ -139,8 +146,10 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
         conn.refresh()
+    dependents, dep_notes = await open_dependents(sup, targets)
+    checked = [*targets, *dependents]
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in targets)
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
     )
     files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
     settled: set[tuple[str, Path]] = set()
@@ -157,14 +166,14 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             settled.add(_key(conn))
             files[_key(conn)].update(_published(sup, conn))
     unknown = set()
-    for (rel, path, conn), items in zip(targets, results, strict=True):
+    for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
             unknown.add((_key(conn), rel))
-            files[_key(conn)].pop(rel, None)
+            files.setdefault(_key(conn), {}).pop(rel, None)
         else:
-            files[_key(conn)][rel] = _convert(conn, path, items)
+            files.setdefault(_key(conn), {})[rel] = _convert(conn, path, items)
     # per write: overlapping writes must not share a "before"
-    sup.baselines[call_id] = Baseline(files, settled, unknown)
+    sup.baselines[call_id] = Baseline(files, settled, unknown, dependents, dep_notes)
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
     merged: dict[str, list[Diagnostic]] = {}
@@ -191,18 +200,27 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         conn.files_changed([path])
     for conn in conns:
         conn.refresh()
+    # the includers of a written header: opened anew, so the server rebuilds them with the new header
+    dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
+    for _, path, conn in dependents:
+        if (doc := conn.docs.get(path.as_uri())) is not None:
+            conn.reopen(doc)
+    checked = [*targets, *dependents]
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in targets)
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
     )
     files: dict[str, list[Diagnostic]] = {}
     pending, uncompared = [], []
-    for (rel, path, conn), items in zip(targets, results, strict=True):
+    unanswered = set(before.unknown)  # (server, file) pairs nothing is claimed about
+    for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
-            pending.append(_shown(rel, conn, targets))
+            pending.append(_shown(rel, conn, checked))
+            unanswered.add((_key(conn), rel))
         elif (_key(conn), rel) in before.unknown:
-            uncompared.append(_shown(rel, conn, targets))
-        else:
+            uncompared.append(_shown(rel, conn, checked))
+        elif rel in paths:
             files.setdefault(rel, []).extend(_convert(conn, path, items))
+        # a dependent's new publish is compared with the other files' below
     # other files: what the servers published since the write, once their round after it is complete
     cut = []
     written = {path for _, path, _ in targets}
@@ -231,7 +249,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         old_files = before.files.get(key, {})
         since = _published_since(sup, conn, start[id(conn)])
         for rel, diags in _published(sup, conn).items():
-            if rel in paths:
+            if rel in paths or (key, rel) in unanswered:
                 continue
             if rel in old_files:
                 old = old_files[rel]
@@ -247,7 +265,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     cleared = [rel for rel in changed if _errors(earlier[rel]) and not _errors(latest[rel])]
     spent = min(deadline, time.monotonic()) - began
     waited = f"{spent:.2g}" if spent < 10 else f"{spent:.0f}"  # "0.05", "4.2", "15"
-    notes = []
+    notes = list(before.notes)
     if pending:
         notes.append(
             f"diagnostics incomplete: still pending for {_names(pending)} after {waited} s; "

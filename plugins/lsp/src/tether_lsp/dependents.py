@@ -1,0 +1,110 @@
+"""The source files that include a header, for a server that checks only open documents (clangd).
+
+clangd diagnoses only the documents it has open: a changed prototype in cJSON's `cJSON.h` breaks
+calls in `cJSON.c` and `cJSON_Utils.c`, and clangd says so only when those are open. So before a
+header is written, the source files that include it, directly or through other headers, are found
+with one bounded read of the server's files and opened; after the write each is closed and opened
+again, because clangd rebuilds an open file on its header's save only when the include is in its
+preamble, and not at all for the same text sent again (cJSON_Utils.c kept its old diagnostics). The
+write's baseline and its answer then cover them like written files.
+
+The files looked at are those of the compilation database (`compile_commands.json` at the server's
+root or in `build/`) when there is one: the project's own build, not every file clangd could guess
+flags for; otherwise every source file under the root. An include is matched by name:
+`#include "x/y.h"` names every header whose path ends with `x/y.h`; a same-named header elsewhere can
+open a file too many, which costs a parse and claims nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tether_lsp.connection import Connection
+
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
+OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
+READ_BYTES = 2_000_000  # a bigger file is not read for its includes
+
+
+def _names(include: str, header: Path) -> bool:
+    parts = [p for p in Path(include).parts if p not in (".", "..")]
+    return bool(parts) and header.parts[-len(parts) :] == tuple(parts)
+
+
+def _built(root: Path) -> set[Path] | None:
+    """The files of the compilation database at ``root`` (or ``root/build``); None when there is none."""
+    import json
+
+    for where in (root / "compile_commands.json", root / "build" / "compile_commands.json"):
+        try:
+            if where.stat().st_size > 50 * READ_BYTES:
+                return None
+            entries = json.loads(where.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(entries, list):
+            return None
+        out = set()
+        for e in entries:
+            if isinstance(e, dict) and isinstance(e.get("file"), str):
+                out.add((Path(str(e.get("directory") or where.parent)) / e["file"]).resolve())
+        return out
+    return None
+
+
+def includers(conn: Connection, header: Path) -> tuple[list[Path], int]:
+    """The non-header files that include ``header`` (at most OPEN_CAP, sorted), and how many more do."""
+    headers = conn.server.header_extensions
+    built = _built(conn.root)
+    includes: dict[Path, list[str]] = {}
+    for path in conn._scan():
+        if built is not None and path.suffix.lower() not in headers and path.resolve() not in built:
+            continue
+        try:
+            if path.stat().st_size > READ_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "include" in text:
+            includes[path] = INCLUDE.findall(text)
+    found: set[Path] = set()
+    todo, seen = [header], {header}
+    while todo:
+        target = todo.pop()
+        for path, names in includes.items():
+            if path not in seen and any(_names(n, target) for n in names):
+                seen.add(path)
+                if path.suffix.lower() in headers:
+                    todo.append(path)  # a header including it: its includers are dependents too
+                else:
+                    found.add(path)
+    ordered = sorted(found)
+    return ordered[:OPEN_CAP], max(0, len(ordered) - OPEN_CAP)
+
+
+async def open_dependents(
+    sup: Any, targets: list[tuple[str, Path, Connection]]
+) -> tuple[list[tuple[str, Path, Connection]], list[str]]:
+    """The files including the written headers of a server that checks only open documents, opened
+    (rel, path, connection); and a note per header whose includers were not all opened."""
+    import asyncio
+
+    written = {path for _, path, _ in targets}
+    out: dict[Path, tuple[str, Path, Connection]] = {}
+    notes = []
+    for rel, path, conn in targets:
+        if path.suffix.lower() not in conn.server.header_extensions:
+            continue
+        found, more = await asyncio.to_thread(includers, conn, path)
+        for dep in found:
+            if dep not in written and conn.open(dep) is not None:
+                out.setdefault(dep, (sup.run.relpath(dep), dep, conn))
+        if more:
+            notes.append(
+                f"{more} more file(s) include {rel} and were not checked ({conn.server.id} checks open files "
+                f"only, and {OPEN_CAP} were opened); run lsp diagnostics on them or build"
+            )
+    return list(out.values()), notes
