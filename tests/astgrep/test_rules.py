@@ -159,6 +159,10 @@ async def test_rule_matches_like_ast_grep_scan(files, sg_scan, lang, rule):
     assert not result.is_error, result.plain
     assert sorted(tuple(m["byte_range"]) for m in result.data["matches"]) == theirs
     assert result.data["context"] == "rule"
+    assert (
+        result.plain.splitlines()[0]
+        == f"{len(theirs)} match{'es' if len(theirs) != 1 else ''} in 1 file ({lang}, 1 file searched)"
+    )
 
 
 async def test_rule_captures_and_a_folder_search(project):

@@ -308,6 +308,27 @@ def test_workers_are_stopped_when_the_server_is_killed(tmp_path):
     assert all(_zombie(p.pid) for p in alive), "worker processes outlived the server"
 
 
+async def test_a_worker_killed_between_searches_is_replaced(tmp_path, no_leftover_processes):
+    """A dead worker breaks the pool for good; the next search starts fresh workers instead of failing."""
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):
+        put(root, f"m{n}.py", body)
+    async with tether.open_run(root) as run:
+        first = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
+        assert first.data["total"] == 200 * 250
+        pool = run.resource("tether_astgrep_parsers")
+        dead = psutil.Process(pool.worker_pids[0])
+        dead.kill()
+        dead.wait(30)
+        results = [await run.call("ast_grep", {"pattern": f"g($X, {i})", "max_results": 1}) for i in range(3)]
+        for result in results:  # the pool may learn of the death while a search is under way: then that one
+            if result.is_error:  # says so, and the next one starts fresh workers
+                assert_model_error(result, "lost a worker process")
+        assert not results[-1].is_error and results[-1].data["total"] == 200, results[-1].plain
+        assert dead.pid not in pool.worker_pids and len(pool.worker_pids) == pool.workers
+
+
 def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"

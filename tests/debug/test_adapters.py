@@ -45,7 +45,8 @@ def test_dart_needs_both_marker_and_binary(tmp_path, monkeypatch):
     assert "marker pubspec.yaml is present" in marker_only.reason
     binary = _fake_binary(tmp_path / "bin", "dart")
     both = dart.availability(tmp_path)
-    assert both.usable and both.located.argv == (str(binary), "debug_adapter")
+    assert both.usable and both.located is not None
+    assert both.located.argv == (str(binary), "debug_adapter")
     (tmp_path / "pubspec.yaml").unlink()
     binary_only = dart.availability(tmp_path)
     assert not binary_only.usable and "no root marker" in binary_only.reason
@@ -67,7 +68,8 @@ def test_lldb_looks_for_the_debian_names(tmp_path, monkeypatch):
     (tmp_path / "Cargo.toml").write_text("[package]\nname='x'\n")
     fake = _fake_binary(tmp_path / "bin", "lldb-dap-19")
     found = lldb.availability(tmp_path)
-    assert found.usable and found.located.argv == (str(fake),)  # lldb-dap-19 on PATH, before the llvm dir
+    assert found.usable and found.located is not None
+    assert found.located.argv == (str(fake),)  # lldb-dap-19 on PATH, before the llvm dir
 
 
 def test_delve_is_tcp_and_handles_go_packages(tmp_path):
@@ -91,16 +93,18 @@ def test_debugpy_prefers_the_project_venv(tmp_path):
     debugpy = BUILTIN_BY_ID["debugpy"]
     (tmp_path / "requirements.txt").write_text("")
     from_path = debugpy.availability(tmp_path)
-    assert from_path.usable and from_path.located.python != str(tmp_path / ".venv" / "bin" / "python")
+    assert from_path.usable and from_path.located is not None
+    assert from_path.located.python != str(tmp_path / ".venv" / "bin" / "python")
     venv_python = tmp_path / "venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
     venv_python.symlink_to(sys.executable)
-    assert debugpy.availability(tmp_path).located.python == str(venv_python)
+    in_venv = debugpy.availability(tmp_path).located
+    assert in_venv is not None and in_venv.python == str(venv_python)
     dot_venv = tmp_path / ".venv" / "bin" / "python"
     dot_venv.parent.mkdir(parents=True)
     dot_venv.symlink_to(sys.executable)
     located = debugpy.availability(tmp_path).located
-    assert located.python == str(dot_venv)  # .venv first
+    assert located is not None and located.python == str(dot_venv)  # .venv first
     assert located.argv[1:] == ("-m", "debugpy.adapter")
 
 
@@ -139,6 +143,7 @@ async def test_third_party_adapter_definitions(pyproject):
     (pyproject / "prog.toy").write_text("run\n")
     async with tether.open_run(pyproject, conversation_id="c", plugins=[ThirdParty()]) as run:
         listing = await run.call("debug", {"action": "adapters"})
+        assert listing.data is not None
         toy = next(r for r in listing.data["adapters"] if r["id"] == "toy")
         assert toy["usable"] is False and "toy-dap" in toy["reason"]
         refused = await run.call("debug", {"action": "launch", "program": "prog.toy"})
@@ -182,7 +187,9 @@ HEAVY = ("debugpy", "tether_debug.session", "tether_debug.dap")
 
 
 def test_entry_point_imports_nothing_heavy(tmp_path):
-    assert_light_entry_point("tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tool", "psutil"))
+    assert_light_entry_point(
+        "tether_debug.plugin", forbidden=(*HEAVY, "tether_debug.tools", "tether_debug.args", "psutil")
+    )
     # registering the tool creates the supervisor: still nothing of a session before launch
     assert_light_entry_point(
         "tether_debug.plugin",
@@ -236,7 +243,7 @@ async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path,
         ended = await run.call(
             "debug", {"action": "launch", "program": "show.py", "cwd": "sub", "env": {"TETHER_DEMO": "yes"}}
         )
-        assert not ended.is_error, ended.plain
+        assert not ended.is_error and ended.data is not None, ended.plain
         assert ended.data["output"].split() == [str(tmp_path / "sub"), "yes"]
         bad_env = await run.call("debug", {"action": "launch", "program": "show.py", "env": {"A=B": "x"}})
         assert bad_env.is_error and "env: each variable needs a name without '='" in bad_env.plain
@@ -247,6 +254,7 @@ async def test_the_first_usable_adapter_is_picked_and_gets_env_and_cwd(tmp_path,
             "altpy (a .py file, the other way)" in nobody.plain
             and "delve (a Go package directory" in nobody.plain
         )
+        assert nobody.data is not None
         assert nobody.data["adapters"] == ["dart", "debugpy", "lldb", "delve", "altpy"]
 
 

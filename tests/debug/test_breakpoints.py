@@ -112,6 +112,23 @@ async def test_a_function_breakpoint(loop):
     assert (await loop.ok(action="continue")).data["ended"]["exit_code"] == 0
 
 
+async def test_a_function_breakpoint_on_a_missing_function_is_said_not_found(loop):
+    # debugpy verifies any name (it matches the running code's bare name); tether looks for the def
+    await loop.ok(action="breakpoints", functions=["f", "no_such_function", "Loop.f"])
+    run_through = await loop.ok(action="launch", program="loop.py")
+    assert run_through.data["stopped"]["reason"] == "function breakpoint"  # f is there, and stops
+    listed = {r["function"]: r for r in (await loop.ok(action="breakpoints")).data["functions"]}
+    assert listed["f"] == {"function": "f", "verified": True}
+    missing = listed["no_such_function"]
+    assert (missing["verified"], missing["found"]) == (True, False)
+    assert missing["message"].startswith("no `def no_such_function` in the project's 2 Python files;")
+    assert "stops only if a function of that name runs" in missing["message"]
+    assert "write 'f'" in listed["Loop.f"]["message"]  # a qualified name never matches in debugpy
+    said = (await loop.ok(action="status")).plain
+    assert "no_such_function verified, but no `def no_such_function`" in said
+    assert "Write names as the adapter expects" in said
+
+
 async def test_exceptions_raised_stops_at_a_caught_one_with_its_info(loop):
     await loop.ok(action="breakpoints", exceptions="raised")
     stopped = await loop.ok(action="launch", program="loop.py")
@@ -149,7 +166,13 @@ async def test_exceptions_none_runs_to_the_end_with_a_trimmed_traceback(loop):
     assert "KeyError: 'uncaught one'" in output
     assert "launcher frames (runpy, debugpy) not shown]" in output
     assert "runpy.py" not in output and "debugpy/" not in output
-    traceback = output.split("Traceback (most recent call last):\n")[1].splitlines()
+    # debugpy's launcher reads stdout and stderr on two threads: the stdout line may come anywhere
+    # among the traceback's lines, but whole (it once came as "done" + the traceback + " 90")
+    lines = output.splitlines()
+    assert "done 90" in lines
+    traceback = [line for line in lines if line != "done 90"]
+    traceback = traceback[traceback.index("Traceback (most recent call last):") + 1 :]
+    assert traceback[0].endswith(" launcher frames (runpy, debugpy) not shown]")
     assert traceback[1] == '  File "' + str(loop.run.root / "loop.py") + '", line 22, in <module>'
 
 

@@ -264,6 +264,85 @@ async def test_c_condition_hit_count_and_logpoint(c_loop, open_debug, no_leftove
         assert (await debug.ok(action="continue")).data["ended"]["exit_code"] == 0
 
 
+async def test_c_hit_count_skips_the_first_hits(c_loop, open_debug, no_leftover_processes):
+    async with open_debug(c_loop, debug_stop_timeout=30) as debug:
+        await debug.ok(action="breakpoints", file="loop.c", points=[{"line": 11, "hit_condition": "3"}])
+        third = await debug.ok(action="launch", program="loop")
+        assert "line 11 (hits 3) verified" in third.plain
+        locals_ = {v["name"]: v["value"] for v in third.data["locals"]["variables"]}
+        assert (third.data["stopped"]["line"], locals_["i"], locals_["total"]) == (11, "2", "2")
+        # lldb's hit count is an ignore count: the first two hits skipped, every one from the third on stops
+        fourth = await debug.ok(action="continue")
+        assert {v["name"]: v["value"] for v in fourth.data["locals"]["variables"]}["i"] == "3"
+
+
+CPP_THROW = """\
+#include <cstdio>
+#include <stdexcept>
+
+int risky(int i) {
+    if (i == 2) {
+        throw std::runtime_error("two is bad");
+    }
+    return i;
+}
+
+int main() {
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        try {
+            total += risky(i);
+        } catch (const std::runtime_error &e) {
+            std::printf("caught %s\\n", e.what());
+        }
+    }
+    std::printf("total %d\\n", total);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cpp_throw(c_project) -> Path:
+    compiler = require_binary("g++", "c++", "clang++")
+    (c_project / "throw.cpp").write_text(CPP_THROW)
+    subprocess.run(
+        [compiler, "-g", "-O0", "-o", str(c_project / "throw"), str(c_project / "throw.cpp")],
+        check=True,
+        timeout=120,
+    )
+    return c_project
+
+
+async def test_c_exception_modes_with_a_program_that_throws_and_catches(
+    cpp_throw, open_debug, no_leftover_processes
+):
+    async with open_debug(cpp_throw, debug_stop_timeout=30) as debug:
+        await debug.ok(action="breakpoints", exceptions="raised")
+        thrown = await debug.ok(action="launch", program="throw")
+        assert thrown.data["stopped"]["reason"] == "exception"
+        assert thrown.data["exceptionInfo"]["type"] == "cpp_throw"
+        # the stop is in the C++ runtime (__cxa_throw): the project's frame is named beside it
+        assert thrown.data["project_frame"] == {"file": "throw.cpp", "line": 6, "name": "risky(int)"}
+        status = await debug.ok(action="status")
+        assert (
+            "exceptions=raised: filters cpp_throw (C++ Throw) (a signal (SIGSEGV, SIGABRT) stops the program "
+            "whatever the mode)." in status.plain
+        )
+        uncaught = await debug.ok(action="breakpoints", exceptions="uncaught")
+        assert uncaught.data["sent"] is True
+        assert (
+            "exceptions=uncaught: the lldb adapter has no filter for this mode (it offers " in uncaught.plain
+        )
+        assert "cpp_throw (C++ Throw)" in uncaught.plain
+        ended = await debug.ok(action="continue")  # the throw is caught: nothing stops it now
+        assert ended.data["ended"]["exit_code"] == 0
+        assert "caught two is bad" in ended.data["output"] and "total 4" in ended.data["output"]
+        await debug.ok(action="breakpoints", exceptions="none")
+        again = await debug.ok(action="launch", program="throw")
+        assert again.data["ended"]["exit_code"] == 0 and "caught two is bad" in again.data["output"]
+
+
 async def test_c_function_breakpoints_and_the_live_list_of_a_moved_line(
     c_loop, open_debug, no_leftover_processes
 ):
@@ -470,6 +549,20 @@ async def test_go_test_mode_and_a_test_binary(go_more, open_debug, no_leftover_p
         binary = await debug.ok(action="launch", program="lib.test")  # a `go test -c` binary goes to delve
         assert binary.data["stopped"]["line"] == 4
         assert (await debug.ok(action="status")).data["session"]["adapter"] == "delve"
+
+
+async def test_go_stop_on_entry_then_a_breakpoint(go_more, open_debug, no_leftover_processes):
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        entry = await debug.ok(action="launch", program="loop", stop_on_entry=True)
+        # delve holds the program before the Go runtime has a goroutine: a stop without frames, said
+        assert entry.data["stopped"]["reason"] == "entry"
+        assert entry.data["no_stack"] and "no stack at this stop" in entry.plain
+        no_frame = await debug.err(action="evaluate", expression="1")
+        assert "the adapter gives no stack at this stop" in no_frame.plain
+        await debug.ok(action="breakpoints", file="loop/main.go", lines=[12])
+        at_loop = await debug.ok(action="continue")
+        assert (at_loop.data["stopped"]["file"], at_loop.data["stopped"]["line"]) == ("loop/main.go", 12)
+        assert {v["name"]: v["value"] for v in at_loop.data["locals"]["variables"]}["i"] == "0"
 
 
 async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftover_processes):

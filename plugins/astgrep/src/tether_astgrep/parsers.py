@@ -216,7 +216,12 @@ class ParserPool:
         from tether.tools import ToolError
 
         loop = asyncio.get_running_loop()
-        submitted = self._submit(_chunks(todo, total, self.workers), pattern, loader)
+        chunks = _chunks(todo, total, self.workers)
+        try:
+            submitted = self._submit(chunks, pattern, loader)
+        except BrokenProcessPool:  # a worker died since the last search (killed, out of memory): fresh ones
+            await self._drop_pool()
+            submitted = self._submit(chunks, pattern, loader)
         futures = [asyncio.wrap_future(f, loop=loop) for f in submitted]
         out: list[engine.FileResult] = []
         timeout = self.options.astgrep_timeout

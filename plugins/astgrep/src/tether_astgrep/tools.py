@@ -270,7 +270,7 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     contexts = [p.rung for p in pattern.readings]
     read_as = (
         ""
-        if contexts == [target.grammar.ladder[0].name]
+        if contexts in ([target.grammar.ladder[0].name], ["rule"])
         else "; pattern read as "
         + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
         + (" (both searched)" if len(contexts) > 1 else "")

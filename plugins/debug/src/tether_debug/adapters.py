@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -114,6 +115,9 @@ class AdapterDef:
         check_condition: checks a breakpoint condition before it is sent (debugpy accepts any and
             fails at every hit): the problem, or None.
         function_hint: how to write a function breakpoint's name, said when one does not bind.
+        find_functions: for an adapter that verifies any function name (debugpy):
+            ``find_functions(root, names)`` looks for them in the project's sources and says, per
+            name not found, what was searched; None: the adapter's answer is trusted.
         skip_scopes: scope names left out of a stop's locals (lldb-dap's "Registers").
         stdout_is_program_output: the adapter sends no output events and the program writes to the
             adapter's stdout (delve).
@@ -151,6 +155,7 @@ class AdapterDef:
     exception_note: str = ""
     check_condition: Callable[[str], str | None] | None = attrs.field(default=None, repr=False)
     function_hint: str = ""
+    find_functions: Callable[[Path, list[str]], dict[str, str]] | None = attrs.field(default=None, repr=False)
     skip_scopes: tuple[str, ...] = ()
     stdout_is_program_output: bool = False
     comment_prefixes: tuple[str, ...] = ("#",)
@@ -258,6 +263,45 @@ def _python_condition(expression: str) -> str | None:
     except SyntaxError as exc:
         return f"SyntaxError: {exc.msg}"
     return None
+
+
+MAX_FUNCTION_SEARCH = 5000  # Python files read to look for a function breakpoint's def
+
+
+def _python_functions_missing(root: Path, names: list[str]) -> dict[str, str]:
+    """The names no ``def`` in the project's Python files defines, each with what was searched.
+
+    debugpy verifies any function breakpoint and matches the bare name of the code that runs
+    (``co_name``), so a typo or a qualified name would never stop and never be said.
+    """
+    from tether.walk import walk
+
+    files = walk(root, wanted=lambda name: name.endswith((".py", ".pyw"))).files
+    looked = files[:MAX_FUNCTION_SEARCH]
+    wanted = {
+        n: re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(n.encode()) + rb"\b", re.M)
+        for n in names
+    }
+    for entry in looked:
+        if not wanted:
+            break
+        try:
+            data = Path(entry.path).read_bytes()
+        except OSError:
+            continue
+        for name in [n for n, pattern in wanted.items() if pattern.search(data)]:
+            del wanted[name]
+    cut = f" (the first {len(looked)} of {len(files)})" if len(files) > len(looked) else ""
+    said = {}
+    for name in wanted:
+        bare = name.rpartition(".")[2]
+        how = (
+            f"debugpy matches a function's bare name: write '{bare}'"
+            if bare != name
+            else "debugpy accepts any name and stops only if a function of that name runs (a library's too)"
+        )
+        said[name] = f"no `def {name}` in the project's {len(looked)} Python files{cut}; {how}"
+    return said
 
 
 FATAL_SIGNALS = frozenset(
@@ -389,6 +433,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         group_names=("special variables", "function variables", "class variables", "protected variables"),
         signal_exit=_debugpy_signal,
         function_hint="a function's name as written in its def (debugpy matches it at every call, so it is verified even when no such function exists)",
+        find_functions=_python_functions_missing,
         # debugpy reports telemetry as output events; only the program's streams are output here
     ),
     AdapterDef(

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 from tether import ToolError, ToolResult
 
 from tether_debug.adapters import adapter_table, handles_safely
+from tether_debug.args import DebugArgs
 
 if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_debug.session import Session
     from tether_debug.supervisor import DebugSupervisor
-    from tether_debug.tool import DebugArgs
 
 
 def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[str, ...]) -> None:
@@ -144,28 +144,26 @@ def describe_functions(rows: list[dict[str, Any]], run: Run, hint: str) -> tuple
     parts, out = [], []
     for r in rows:
         verified = r.get("verified")
-        where = ""
         path = (r.get("source") or {}).get("path")
-        if verified and path:
-            where = f" at {run.relpath(path)}:{r.get('line')}"
-        state = (
-            "kept, sent at launch"
-            if verified is None
-            else (
-                "verified" + where
-                if verified
-                else "not verified" + (f": {r['message']}" if r.get("message") else "")
-            )
-        )
+        shown = run.relpath(path) if verified and path else None
+        where = f" at {shown}:{r.get('line')}" if shown else ""
+        if verified is None:
+            state = "kept, sent at launch"
+        elif verified:
+            state = "verified" + where + (f", but {r['message']}" if r.get("found") is False else "")
+        else:
+            state = "not verified" + (f": {r['message']}" if r.get("message") else "")
         parts.append(f"{r['function']} {state}")
         row = {"function": r["function"], "verified": verified}
-        if where:
-            row.update(file=run.relpath(path), line=r.get("line"))
+        if shown:
+            row.update(file=shown, line=r.get("line"))
         if r.get("message"):
             row["message"] = r["message"]
+        if r.get("found") is False:
+            row["found"] = False
         out.append(row)
     text = "function breakpoints: " + "; ".join(parts)
-    if hint and any(r.get("verified") is False for r in rows):
+    if hint and any(r.get("verified") is False or r.get("found") is False for r in rows):
         text += f". Write names as the adapter expects: {hint}"
     return text, out
 
@@ -203,10 +201,10 @@ def listing(
 async def breakpoints_action(
     run: Run, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
 ) -> ToolResult:
-    live = session is not None and session.client is not None
+    live = session if session is not None and session.client is not None else None  # sent now, not kept
     plan = supervisor.plan_for(conversation)
     said: list[str] = []
-    data: dict[str, Any] = {"sent": live}
+    data: dict[str, Any] = {"sent": live is not None}
     if (args.file is None) != (args.lines is None and args.points is None):
         raise ToolError(
             "action='breakpoints' needs file (relative to the root) and lines (a list of 1-based line numbers; [] clears "
@@ -227,14 +225,14 @@ async def breakpoints_action(
             plan.lines.pop(str(path), None)
         data["file"] = rel
         if not specs:
-            if live:
-                async with session.lock:
-                    await session.set_breakpoints(str(path), [])
+            if live is not None:
+                async with live.lock:
+                    await live.set_breakpoints(str(path), [])
             said.append(f"{rel}: breakpoints cleared.")
             data["breakpoints"] = []
-        elif live:
-            async with session.lock:
-                rows = await session.set_breakpoints(str(path), specs)
+        elif live is not None:
+            async with live.lock:
+                rows = await live.set_breakpoints(str(path), specs)
             text, data["breakpoints"] = describe_answers(run, str(path), rows)
             said.append(text)
         else:
@@ -243,10 +241,10 @@ async def breakpoints_action(
             said.append(text + " (they are sent when the program launches)")
     if args.functions is not None:
         plan.functions = list(dict.fromkeys(n.strip() for n in args.functions if n.strip()))
-        if live:
-            async with session.lock:
-                rows = await session.set_function_breakpoints(plan.functions)
-            hint = session.adapter.function_hint
+        if live is not None:
+            async with live.lock:
+                rows = await live.set_function_breakpoints(plan.functions)
+            hint = live.adapter.function_hint
         else:
             rows, hint = [{"function": n, "verified": None} for n in plan.functions], ""
         text, data["functions"] = (
@@ -255,15 +253,15 @@ async def breakpoints_action(
         said.append(text)
     if args.exceptions is not None:
         plan.exceptions = args.exceptions
-        if live:
-            async with session.lock:
-                said.append(await session.set_exceptions(args.exceptions))
+        if live is not None:
+            async with live.lock:
+                said.append(await live.set_exceptions(args.exceptions))
         else:
             said.append(f"exceptions={args.exceptions}: set when the program launches.")
         data["exceptions"] = args.exceptions
     if not said:  # no change asked for: the list
         text, listed = listing(run, supervisor, conversation, session)
-        return ToolResult.text(text, data={**listed, "sent": live})
+        return ToolResult.text(text, data={**listed, "sent": live is not None})
     return ToolResult.text("\n".join(said), data=data)
 
 

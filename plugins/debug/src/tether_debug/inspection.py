@@ -175,7 +175,7 @@ async def variables_action(session: Session, reference: int | None) -> ToolResul
             data={"error": "stale_reference", "reference": reference},
         )
     body = await session.client.request("variables", {"variablesReference": reference})
-    everything = list(body.get("variables") or ())
+    everything: list[dict[str, Any]] = list(body.get("variables") or [])
     rows, lines = variable_rows(session, everything)
     return ToolResult.text(
         "\n".join(lines) or "(no variables)",
@@ -252,6 +252,12 @@ async def evaluate_action(
     if frame_id is None:
         top = session.top_frame
         if top is None or top not in session.frames:
+            no_stack = session.stop.no_stack if session.stop else None
+            if no_stack:
+                raise ToolError(
+                    f"no frame to evaluate in: the adapter gives no stack at this stop ({no_stack}). Set a "
+                    "breakpoint and 'continue' to a stop with frames."
+                )
             raise ToolError("no frame to evaluate in; call action='stack' and pass frame_id.")
         frame = top
     else:

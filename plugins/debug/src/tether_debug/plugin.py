@@ -5,7 +5,7 @@ Imports nothing heavy: the DAP client, sessions and adapters load on the first c
 
 from __future__ import annotations
 
-from tether import Tool, hookimpl
+from tether import hookimpl
 
 from tether_debug import hookspecs
 
@@ -48,16 +48,7 @@ def tether_register_tools(run, register) -> None:
     if run.resource(hookspecs.tether_debug_supervisor) is None:
         register.unavailable("no debug-session supervisor for this run")
         return
-    from tether_debug.tool import DESCRIPTION, DebugArgs, handle
+    from tether_debug.tools import tools
 
-    register(
-        Tool(
-            name="debug",
-            tier="exec",
-            description=DESCRIPTION,
-            args=DebugArgs,
-            handler=handle,
-            family="debug",
-            parallel_safe=False,
-        )
-    )
+    for tool in tools():
+        register(tool)

@@ -48,6 +48,11 @@ def stop_text(run: Run, stop: Stop) -> str:
         stack = (stop.exception or {}).get("stack") or []
         if stack:
             text += "\n" + "\n".join(line[:MAX_VALUE] for line in stack)
+    if stop.no_stack:
+        text += (
+            f"\nno stack at this stop (the adapter says: {stop.no_stack[:MAX_VALUE]}). A program held at its entry "
+            "may have no frames yet: set a breakpoint (e.g. in main) and 'continue'."
+        )
     if stop.project_frame is not None:
         file, line, function = stop.project_frame
         text += f"\ninnermost frame in the project: {run.relpath(file)}:{line} in {function}"
@@ -60,6 +65,8 @@ def stop_text(run: Run, stop: Stop) -> str:
 def stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> ToolResult:
     """A stop as a model reads it: where, the source line, the exception, and the top frame's locals."""
     data: dict[str, Any] = {"stopped": stop.data(run.relpath)}
+    if stop.no_stack:
+        data["no_stack"] = stop.no_stack
     if stop.description:
         data["exception"] = stop.description
         data["exceptionInfo"] = stop.exception
@@ -143,29 +150,54 @@ def ended_words(ended: Ended) -> str:
 
 
 LAUNCHER_FRAME = re.compile(r'  File "[^"]*(?:[/\\]runpy\.py|[/\\]debugpy[/\\][^"]*)", line \d+, in .*')
+TRACEBACK_HEAD = "Traceback (most recent call last):"
 
 
 def trim_launcher_frames(output: str) -> str:
-    """An uncaught Python exception's traceback without the runpy/debugpy frames that launched the program."""
-    if "Traceback (most recent call last):" not in output:
+    """An uncaught Python exception's traceback without the runpy/debugpy frames that launched the program.
+
+    debugpy reads stdout and stderr apart, so a stdout line may come between two of the frames: it
+    is kept, after the one line that counts them all.
+    """
+    if TRACEBACK_HEAD not in output:
         return output
     lines = output.split("\n")
-    kept, dropped, i = [], 0, 0
+    kept: list[str] = []
+    aside: list[str] = []  # another stream's lines met between launcher frames
+    dropped, i = 0, 0
     while i < len(lines):
-        if LAUNCHER_FRAME.fullmatch(lines[i]):
+        line = lines[i]
+        if LAUNCHER_FRAME.fullmatch(line):
             dropped += 1
             i += 1
-            while i < len(lines) and lines[i].startswith(
-                "    "
-            ):  # the frame's source line (and its ^^^ marks)
+            while i < len(lines) and lines[i].startswith("    "):  # the frame's source line (and ^^^ marks)
                 i += 1
+            continue
+        if (
+            dropped
+            and not line.startswith("  ")
+            and line != TRACEBACK_HEAD
+            and _launcher_frame_next(lines, i)
+        ):
+            aside.append(line)
+            i += 1
             continue
         if dropped:
             kept.append(f"  [{dropped} launcher frames (runpy, debugpy) not shown]")
-            dropped = 0
-        kept.append(lines[i])
+            kept.extend(aside)
+            dropped, aside = 0, []
+        kept.append(line)
         i += 1
+    if dropped:
+        kept.append(f"  [{dropped} launcher frames (runpy, debugpy) not shown]")
+        kept.extend(aside)
     return "\n".join(kept)
+
+
+def _launcher_frame_next(lines: list[str], start: int) -> bool:
+    """Whether the next traceback line (indented) from ``start`` on is a launcher frame."""
+    following = next((line for line in lines[start:] if line.startswith("  ")), None)
+    return following is not None and LAUNCHER_FRAME.fullmatch(following) is not None
 
 
 def cap_output(text: str, dropped: int) -> tuple[str, bool]:

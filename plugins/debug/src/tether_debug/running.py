@@ -12,6 +12,7 @@ import attrs
 from tether import ToolError, ToolResult
 
 from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, handles_safely
+from tether_debug.args import DebugArgs
 from tether_debug.breakpoints import bp_summary
 from tether_debug.dap import DapError
 from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
     from tether_debug.supervisor import DebugSupervisor
-    from tether_debug.tool import DebugArgs
 
 
 def refuse_second(run: Run, session: Session) -> ToolError:
@@ -65,8 +65,9 @@ def pick_adapter(run: Run, program: Path | None, forced: str | None) -> AdapterD
     if candidates:
         return candidates[0]  # none is usable here: the first one's refusal says why
     takes = "; ".join(f"{a.id} ({a.takes})" if a.takes else a.id for a in known.values())
+    what = f"'{run.relpath(program)}'" if program is not None else "a module launch (module=)"
     raise ToolError(
-        f"no debug adapter handles '{run.relpath(program)}'. The registered adapters take: {takes}. "
+        f"no debug adapter handles {what}. The registered adapters take: {takes}. "
         "Or force one with adapter='<id>'.",
         data={"error": "no_adapter", "adapters": list(known)},
     )
@@ -122,11 +123,11 @@ async def launch(
     prefix = ""
     if args.restart:
         last = supervisor.launches.get(conversation)
-        if not (args.program or args.module) and last is None:
-            raise ToolError(
-                "restart=true needs a launch to repeat: launch a program first (or give program)."
-            )
         if not (args.program or args.module):
+            if last is None:
+                raise ToolError(
+                    "restart=true needs a launch to repeat: launch a program first (or give program)."
+                )
             args = attrs.evolve(last, stop_on_entry=args.stop_on_entry, restart=False)
         if session is not None:
             async with session.lock:
@@ -213,13 +214,16 @@ async def attach(
     run = ctx.run
     if session is not None:
         raise refuse_second(run, session)
-    if (args.port is None) == (args.pid is None):
+    if args.pid is not None and args.port is None:
+        by_pid, number = True, args.pid
+    elif args.port is not None and args.pid is None:
+        by_pid, number = False, args.port
+    else:
         raise ToolError(
             "action='attach' needs port (the local port a debugger listens on, e.g. from "
             "`python -m debugpy --listen 127.0.0.1:5678`) or pid (a running native process, attached with lldb), not both."
         )
     known = adapter_table(run)
-    by_pid = args.pid is not None
     adapter = known.get(args.adapter or ("lldb" if by_pid else "debugpy"))
     make = (adapter.attach_pid_config if by_pid else adapter.attach_config) if adapter is not None else None
     if adapter is None or make is None:
@@ -228,15 +232,13 @@ async def attach(
         ]
         how = "by process id" if by_pid else "to a port"
         raise ToolError(f"adapter '{args.adapter}' cannot attach {how}; adapters that can: {', '.join(can)}.")
-    target = f"process {args.pid}" if by_pid else f"port {args.port}"
+    target = f"process {number}" if by_pid else f"port {number}"
     if by_pid:
-        problem = ptrace_problem(args.pid)
+        problem = ptrace_problem(number)
         if problem:
-            raise ToolError(
-                f"cannot attach to process {args.pid}: {problem}", data={"error": "attach_refused"}
-            )
+            raise ToolError(f"cannot attach to process {number}: {problem}", data={"error": "attach_refused"})
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
-    new.program = f"process {args.pid}" if by_pid else f"process on port {args.port}"
+    new.program = f"process {number}" if by_pid else f"process on port {number}"
     new.root = run.root
     timeout = launch_timeout(run)
     try:
@@ -250,10 +252,8 @@ async def attach(
             await new.start(availability.located, run.root, run, timeout)
             new.attached = True
         else:
-            await new.connect("127.0.0.1", args.port, min(timeout, 10.0))
-        await new.configure(
-            "attach", make(args.pid if by_pid else args.port), supervisor.plan_for(conversation), timeout
-        )
+            await new.connect("127.0.0.1", number, min(timeout, 10.0))
+        await new.configure("attach", make(number), supervisor.plan_for(conversation), timeout)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
     except (SessionError, DapError) as exc:

@@ -9,6 +9,7 @@ only after configurationDone; lldb-dap sends ``initialized`` only after answerin
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import os
@@ -24,7 +25,7 @@ import attrs
 from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
-from tether_debug.dap import DapClient, DapError
+from tether_debug.dap import DapClient, DapClosed, DapError
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import Plan
@@ -62,6 +63,8 @@ class Stop:
     project_frame: tuple[str, int, str] | None = None
     # the top frame's first scope (its locals), fetched with the stop: (scope name, variables)
     snapshot: tuple[str, list[dict[str, Any]]] | None = None
+    # why there is no stack at this stop, in the adapter's words (delve at entry: no goroutine yet)
+    no_stack: str | None = None
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -82,18 +85,33 @@ class Ended:
 
 
 class OutputBuffer:
-    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted)."""
+    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted).
+
+    Streams are merged a whole line at a time: an adapter that reads stdout and stderr on two
+    threads (debugpy's launcher) hands over a line in pieces with the other stream's text between
+    them ("done" ... a traceback ... " 90"). A stream's unfinished line waits for its newline (or
+    for the next read) before it joins the rest. Lines of two streams may still come in another
+    order than they were written: the adapter reads them apart, and their order is lost there.
+    """
 
     def __init__(self) -> None:
         self._parts: deque[str] = deque()
         self._size = 0
+        self._unfinished: dict[str, str] = {}  # stream -> the start of a line still being written
         self.dropped = 0
         self.closed = False  # after `terminated`: lldb-dap floods output while it dies
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, stream: str = "") -> None:
         if self.closed or not text:
             return
-        text = text.replace("\r\n", "\n")  # lldb-dap runs the program on a pty
+        text = self._unfinished.pop(stream, "") + text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
+        lines, newline, rest = text.rpartition("\n")
+        if rest:
+            self._unfinished[stream] = rest
+        if newline:
+            self._keep(lines + newline)
+
+    def _keep(self, text: str) -> None:
         self._parts.append(text)
         self._size += len(text)
         while self._size > OUTPUT_KEEP and self._parts:
@@ -102,6 +120,9 @@ class OutputBuffer:
             self.dropped += len(old)
 
     def take(self) -> tuple[str, int]:
+        for rest in self._unfinished.values():  # a prompt without its newline is output too
+            self._keep(rest)
+        self._unfinished.clear()
         text = "".join(self._parts)
         dropped = self.dropped
         self._parts.clear()
@@ -254,17 +275,18 @@ class Session:
                 text = line.decode(errors="replace")
                 self.stderr_tail.append(text.rstrip())
                 if self.adapter.stdout_is_program_output:
-                    self.output.add(text)
+                    self.output.add(text, "stderr")
 
     async def _drain_stdout(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        await self._pump_stream(self.proc.stdout)
+        await self._pump_stream(self.proc.stdout, "stdout")
 
-    async def _pump_stream(self, stream: asyncio.StreamReader) -> None:
+    async def _pump_stream(self, stream: asyncio.StreamReader, name: str) -> None:
         """Copy a stream of the program's output into the buffer until it ends (or we stop it)."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a character cut between reads
         with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
             while chunk := await stream.read(65536):
-                self.output.add(chunk.decode(errors="replace"))
+                self.output.add(decoder.decode(chunk), name)
 
     def _stderr_text(self) -> str:
         return " | ".join(line for line in self.stderr_tail if line)[-1500:]
@@ -281,7 +303,7 @@ class Session:
             if logged and len(self.logged) < MAX_LOGGED:
                 self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
             if logged or body.get("category", "console") in self.adapter.output_categories:
-                self.output.add(text)  # lldb-dap and delve log to the console category
+                self.output.add(text, body.get("category", "console"))  # lldb-dap logs to its console
             if "error evaluating condition" in text:
                 self.notices.extend(self.condition_failures(text))
         elif event == "exited":
@@ -312,7 +334,11 @@ class Session:
             self._run.track_process(proc)
             self._children.append(proc.pid)
             if proc.stdout is not None:
-                self._tasks.append(asyncio.get_running_loop().create_task(self._pump_stream(proc.stdout)))
+                self._tasks.append(
+                    asyncio.get_running_loop().create_task(
+                        self._pump_stream(proc.stdout, f"terminal {proc.pid}")
+                    )
+                )
             return {"processId": proc.pid}
         return None  # startDebugging, runInTerminal in a sandbox and the rest: refused, never left hanging
 
@@ -356,8 +382,9 @@ class Session:
         try:
             await asyncio.wait((initialized, answer), return_when=asyncio.FIRST_COMPLETED)
             if answer.done() and not initialized.done():
-                if answer.exception() is not None:
-                    raise answer.exception()  # the adapter refused the launch itself: its own words say why
+                refused = answer.exception()
+                if refused is not None:
+                    raise refused  # the adapter refused the launch itself: its own words say why
                 await initialized  # lldb-dap answers launch before it sends initialized
             hit = initialized.result()
         finally:
@@ -472,6 +499,14 @@ class Session:
                 {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
                 for i, n in enumerate(names)
             ]
+            look = self.adapter.find_functions
+            verified = [r["function"] for r in rows if r.get("verified")]
+            if look is not None and self.root is not None and verified:
+                # an adapter that verifies any name (debugpy): look for the functions ourselves
+                missing = await asyncio.to_thread(look, self.root, verified)
+                for row in rows:
+                    if row["function"] in missing:
+                        row.update(found=False, message=missing[row["function"]])
         self.function_breakpoints = rows
         return rows
 
@@ -481,10 +516,11 @@ class Session:
         lldb-dap answers in the order of its own map, not the request's: the names are then sent one
         more at a time, and each answer is known by the breakpoint id that appeared with its name.
         """
-        assert self.client is not None
+        client = self.client
+        assert client is not None
 
         def send(some: list[str]):
-            return self.client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
+            return client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
 
         if not self.adapter.function_answers_unordered or len(names) < 2:
             return list((await send(names)).get("breakpoints") or ())
@@ -534,9 +570,9 @@ class Session:
         self.references = set()
         reason = body.get("reason", "unknown")
         # both at once: each request to debugpy costs ~44 ms of its own latency
-        frames_task = self.stack_trace(thread_id, 30) if thread_id is not None else _nothing([])
+        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None))
         info_task = self._exception_info(thread_id, body) if reason == "exception" else _nothing(None)
-        frames, info = await asyncio.gather(frames_task, info_task)
+        (frames, no_stack), info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
         if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
@@ -553,8 +589,22 @@ class Session:
             exception=info,
             project_frame=self._project_frame(frames),
             snapshot=snapshot,
+            no_stack=no_stack,
         )
         return self.stop
+
+    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None]:
+        """The stopped thread's frames; none, and the adapter's reason, when it has no stack to give.
+
+        delve stops on entry before the Go runtime has started a goroutine, and answers stackTrace
+        with "unknown goroutine 1": that is still a stop the program can continue from.
+        """
+        try:
+            return await self.stack_trace(thread_id, 30), None
+        except DapClosed:
+            raise
+        except DapError as exc:
+            return [], exc.message
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tether_debug.args import DebugArgs
+
 if TYPE_CHECKING:  # the supervisor is created at registration: sessions and the DAP client load on launch
     from tether_debug.session import Ended, Session
-    from tether_debug.tool import DebugArgs
 
 log = logging.getLogger("tether.debug")
 

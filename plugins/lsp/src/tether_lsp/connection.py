@@ -33,6 +33,10 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
+# "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag:
+# flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change made between them is answered
+# out of order: until a first round is complete, this much quiet after the document's publish
+DOCUMENT_COLD_QUIET = 2.0
 # A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
 # round in progress) ROUND_FACTOR x the slowest of its last ROUNDS_KEPT rounds, at least ROUND_FLOOR s;
 # a working server up to the run option diagnostics_timeout (also the bound while nothing is measured)
@@ -127,6 +131,7 @@ class Connection:
         self.progress_tokens: set[str] = set()
         self.begins = 0  # work-done progress begins seen
         self.analysed = False  # the first analysis of the project has ended (see first_round)
+        self.diagnosed = False  # a "document" server completed a round (its first diagnosis is over)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_mark: Mark | None = (
             None  # the latest change (or the start): "settled" is a round newer than it
@@ -657,7 +662,8 @@ class Connection:
         changed document's own publish at its version, even when its list is unchanged: measured on
         pflag, a change of flag.go publishes its 35 broken dependents 0.1-0.4 s after the change, then
         flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish
-        came and settle_quiet s passed; a mark of no document (files changed on disk) settles as above.
+        came and settle_quiet s passed (DOCUMENT_COLD_QUIET s until a first round was complete); a mark of
+        no document (files changed on disk) settles as above.
         """
         if self.progress_tokens or not self.quiescent:
             return False
@@ -673,10 +679,14 @@ class Connection:
                         quiet >= PROGRESS_COLD_QUIET
                     )  # placeholders of files not checked yet: the first round is to come
             return quiet >= self._fallback()
-        if self.server.rounds == "document" and mark.uri is not None:
-            pub = self.published.get(mark.uri)
-            if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
-                return False  # the document's own publish ends the round
+        if self.server.rounds == "document":
+            if mark.uri is not None:
+                pub = self.published.get(mark.uri)
+                if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
+                    return False  # the document's own publish ends the round
+            if not self.diagnosed:
+                self.diagnosed = quiet >= max(DOCUMENT_COLD_QUIET, self.server.settle_quiet)
+                return self.diagnosed
         return quiet >= self.server.settle_quiet
 
     def _fallback(self) -> float:
@@ -684,7 +694,12 @@ class Connection:
 
     def _next_check(self, mark: Mark) -> float:
         """Seconds until round_done(mark) could turn true with no new event."""
-        wait = self._fallback() if self.server.rounds == "progress" else self.server.settle_quiet
+        if self.server.rounds == "progress":
+            wait = self._fallback()
+        elif self.server.rounds == "document" and not self.diagnosed:
+            wait = max(DOCUMENT_COLD_QUIET, self.server.settle_quiet)
+        else:
+            wait = self.server.settle_quiet
         return max(0.01, max(mark.at, self.last_event) + wait - time.monotonic())
 
     async def _event(self, wait: float) -> None:

@@ -234,6 +234,8 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker=("go", "vet", "-gcflags=-e", "./..."),
         checker_format="gnu",
         rounds="document",
+        # the document's publish is the last of its round: the quiet only has to cover one burst
+        settle_quiet=0.1,
         workspace_symbol_limit=100,
         # GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no
         # module download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them)

@@ -1,0 +1,190 @@
+"""lsp family benchmark, Go: diagnostics on write with gopls on spf13/pflag, against a raw pygls client.
+
+Run: uv run python benchmarks/lsp_go_bench.py [--rounds N]
+
+The write changes `getFlagType`'s signature in flag.go (36 broken calls in 35 other files) and back,
+in turn. The anchor is a raw pygls client of gopls on another copy: didChange + didSave until
+gopls's round is complete, i.e. flag.go's own publish at the new version (gopls publishes the broken
+dependents first and the changed document last). Against it, tether's `edit` with its diagnostics on
+a warm run (target: ratio <= 1.2). pflag comes from Debian's golang-github-spf13-pflag-dev.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import tether
+import tether.files
+from tether.procs import kill_tree
+
+PFLAG = Path("/usr/share/gocode/src/github.com/spf13/pflag")
+SIGNATURE = (
+    "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
+    "func (f *FlagSet) getFlagType(name string, ftype string, extra int, convFunc",
+)
+
+
+def pflag(base: Path) -> Path:
+    root = Path(shutil.copytree(PFLAG, base / "pflag"))
+    if not (root / "go.mod").is_file():
+        (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")
+    return root
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000
+
+
+class Raw:
+    """gopls driven straight through pygls, no tether."""
+
+    def __init__(self, root: Path) -> None:
+        from pygls.lsp.client import LanguageClient
+
+        self.root = root
+        self.client = LanguageClient("raw", "0")
+        self.published: dict[str, tuple[int | None, list]] = {}
+        self.seq: dict[str, int] = {}  # publishes per uri
+        self.changed = asyncio.Event()
+        c = self.client
+        c.feature("workspace/configuration")(lambda p: [None for _ in p.items])
+        c.feature("window/workDoneProgress/create")(lambda p: None)
+        c.feature("client/registerCapability")(lambda p: None)
+        c.feature("window/logMessage")(lambda p: None)
+        c.feature("$/progress")(lambda p: None)
+        c.feature("textDocument/publishDiagnostics")(lambda p: self._publish(p))
+
+    def _publish(self, p) -> None:
+        self.published[p.uri] = (p.version, list(p.diagnostics))
+        self.seq[p.uri] = self.seq.get(p.uri, 0) + 1
+        self.changed.set()
+
+    async def published_at(self, uri: str, version: int, seq: int, timeout: float = 60) -> None:
+        """Until ``uri`` was published again after its ``seq``-th publish, at ``version`` or later."""
+        deadline = time.monotonic() + timeout
+        while self.seq.get(uri, 0) <= seq or (self.published[uri][0] or version) < version:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), deadline - time.monotonic())
+
+    async def quiet(self, seconds: float) -> None:
+        """Until nothing was published for ``seconds``."""
+        while True:
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), seconds)
+            except TimeoutError:
+                return
+
+    async def start(self) -> None:
+        from lsprotocol import types as lsp
+
+        await self.client.start_io(
+            shutil.which("gopls") or "gopls", cwd=str(self.root), start_new_session=True
+        )
+        proc = self.client._server
+        assert proc is not None and proc.stderr is not None, "pygls started no process"
+        self.pid = proc.pid
+        self.drain = asyncio.create_task(proc.stderr.read())
+        caps = lsp.ClientCapabilities(
+            workspace=lsp.WorkspaceClientCapabilities(configuration=True),
+            window=lsp.WindowClientCapabilities(work_done_progress=True),
+            text_document=lsp.TextDocumentClientCapabilities(
+                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True)
+            ),
+        )
+        await asyncio.wait_for(
+            self.client.initialize_async(
+                lsp.InitializeParams(
+                    process_id=None,
+                    root_uri=self.root.as_uri(),
+                    capabilities=caps,
+                    workspace_folders=[lsp.WorkspaceFolder(uri=self.root.as_uri(), name="pflag")],
+                )
+            ),
+            60,
+        )
+        self.client.initialized(lsp.InitializedParams())
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), 10)
+            self.client.exit(None)
+            await asyncio.wait_for(self.client.stop(), 10)
+        finally:
+            await asyncio.to_thread(kill_tree, self.pid, 1.0)
+            self.drain.cancel()
+
+
+async def on_write(base: Path, rounds: int) -> None:
+    from lsprotocol import types as lsp
+
+    print("diagnostics on write, pflag: getFlagType's signature in flag.go changed / restored in turn")
+    raw_root, our_root = pflag(base / "raw"), pflag(base / "ours")
+    raw = Raw(raw_root)
+    await raw.start()
+    times_raw = []
+    try:
+        path = raw_root / "flag.go"
+        uri, text = path.as_uri(), path.read_text()
+        raw.client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(uri=uri, language_id="go", version=1, text=text)
+            )
+        )
+        await raw.published_at(uri, 1, 0)
+        await raw.quiet(2.0)  # gopls's first diagnosis comes in passes (the test variant later)
+        for i in range(rounds):
+            text = text.replace(*SIGNATURE) if i % 2 == 0 else text.replace(SIGNATURE[1], SIGNATURE[0])
+            path.write_text(text)
+            seq = raw.seq[uri]
+            t0 = time.perf_counter()
+            ident = lsp.VersionedTextDocumentIdentifier(uri=uri, version=i + 2)
+            raw.client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(
+                    text_document=ident,
+                    content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+                )
+            )
+            raw.client.text_document_did_save(
+                lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri), text=text)
+            )
+            await raw.published_at(uri, i + 2, seq)
+            times_raw.append(time.perf_counter() - t0)
+            broken = sum(any(d.severity == 1 for d in diags) for _, diags in raw.published.values())
+            assert broken == (35 if i % 2 == 0 else 0), f"the raw client saw {broken} broken files"
+    finally:
+        await raw.stop()
+    times_ours = []
+    async with tether.open_run(our_root, plugins=[tether.files]) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "flag.go"})  # warm: started, loaded
+        assert not r.is_error, r.plain
+        for i in range(rounds):
+            old, new = SIGNATURE if i % 2 == 0 else SIGNATURE[::-1]
+            t0 = time.perf_counter()
+            r = await run.call("edit", {"path": "flag.go", "old_string": old, "new_string": new})
+            times_ours.append(time.perf_counter() - t0)
+            errors = sum(d["severity"] == "error" for d in (r.data or {}).get("diagnostics", []))
+            assert errors == (36 if i % 2 == 0 else 0), r.plain
+    ratio = med(times_ours) / med(times_raw)
+    print(
+        f"   raw client: didChange -> flag.go's own publish {med(times_raw):7.1f} ms   "
+        f"tether edit with its diagnostics {med(times_ours):7.1f} ms   ratio {ratio:.3f} (target <= 1.20)"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=10, help="writes (break, restore, ...)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        await on_write(Path(tmp), args.rounds)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
