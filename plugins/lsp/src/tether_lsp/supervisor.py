@@ -231,7 +231,7 @@ class Supervisor:
         for attempt in (1, 2):
             conn = await self.connection(avail)
             try:
-                conn.refresh()
+                await conn.refresh()
                 doc = conn.open(path)
                 if doc is None:
                     raise ToolError(

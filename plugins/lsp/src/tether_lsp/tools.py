@@ -521,7 +521,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     for conn in targets:
         if not getattr(conn.capabilities, "workspace_symbol_provider", None):
             continue
-        conn.refresh()
+        await conn.refresh()
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
         except RequestTimeout as exc:

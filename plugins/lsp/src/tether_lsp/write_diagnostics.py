@@ -145,7 +145,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     targets = await _files_and_servers(sup, paths)
     quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
-        conn.refresh()
+        await conn.refresh()
     dependents, dep_notes = await open_dependents(sup, targets)
     checked = [*targets, *dependents]
     results = await asyncio.gather(
@@ -199,7 +199,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         # the write: didChange with the whole new content (+ didSave where asked), or a file event
         conn.files_changed([path])
     for conn in conns:
-        conn.refresh()
+        await conn.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
     dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
     for _, path, conn in dependents:
