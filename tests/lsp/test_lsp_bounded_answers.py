@@ -9,17 +9,18 @@ import tether
 import tether.files
 
 
-async def test_a_big_outline_drops_function_locals_before_any_class(click_root):
+async def test_a_big_outline_drops_class_attributes_before_any_class_or_method(click_root):
     classes = re.findall(r"^class (\w+)", (click_root / "src/click/core.py").read_text(), re.MULTILINE)
     assert len(classes) == 11
     async with tether.open_run(click_root) as run:
         r = await run.call("lsp", {"action": "symbols", "file": "src/click/core.py"})
         assert not r.is_error, r.plain
-        assert r.data["total"] > 600 and r.data["left_out"] > 300, r.plain
+        # what is declared inside functions is never listed (684 symbols with it, 8 of 11 classes cut)
+        assert r.data["total"] > 200 and r.data["left_out"] > 0, r.plain
         shown = r.data["symbols"]
+        assert not {"ctx", "args", "kwargs"} & {s["name"] for s in shown}, r.plain  # parameters
         assert {s["name"] for s in shown if s["kind"] == "class"} == set(classes), r.plain
-        assert "function-local symbols (parameters, variables) and " in r.plain, r.plain
-        assert "class attributes left out to keep every class and function" in r.plain
+        assert f"{r.data['left_out']} class attributes left out to keep every class and function" in r.plain
         # methods of the last class are there too, in line order
         assert max(s["line"] for s in shown) > 3000, r.plain
         assert [s["line"] for s in shown] == sorted(s["line"] for s in shown)
