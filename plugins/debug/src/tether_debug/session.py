@@ -25,7 +25,7 @@ import attrs
 from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
-from tether_debug.dap import DapClient, DapClosed, DapError
+from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import Plan
@@ -66,6 +66,7 @@ class Stop:
     snapshot: tuple[str, list[dict[str, Any]]] | None = None
     # why there is no stack at this stop, in the adapter's words (delve at entry: no goroutine yet)
     no_stack: str | None = None
+    stack_late: bool = False  # the adapter did not answer stackTrace in time (no_stack says so)
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -602,9 +603,9 @@ class Session:
         self.references = set()
         reason = body.get("reason", "unknown")
         # both at once: each request to debugpy costs ~44 ms of its own latency
-        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None))
+        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None, False))
         info_task = self._exception_info(thread_id, body) if reason == "exception" else _nothing(None)
-        (frames, no_stack), info = await asyncio.gather(frames_task, info_task)
+        (frames, no_stack, late), info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
         if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
@@ -622,21 +623,25 @@ class Session:
             project_frame=self._project_frame(frames),
             snapshot=snapshot,
             no_stack=no_stack,
+            stack_late=late,
         )
         return self.stop
 
-    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None]:
-        """The stopped thread's frames; none, and the adapter's reason, when it has no stack to give.
+    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None, bool]:
+        """The stopped thread's frames; none, why not, and whether it was only late, when there are none.
 
         delve stops on entry before the Go runtime has started a goroutine, and answers stackTrace
-        with "unknown goroutine 1": that is still a stop the program can continue from.
+        with "unknown goroutine 1": that is still a stop the program can continue from. An adapter
+        that does not answer in time (a slow one at an ordinary stop) has stopped all the same.
         """
         try:
-            return await self.stack_trace(thread_id, 30), None
+            return await self.stack_trace(thread_id, 30), None, False
         except DapClosed:
             raise
+        except DapTimeout as exc:
+            return [], exc.message, True
         except DapError as exc:
-            return [], exc.message
+            return [], exc.message, False
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root
