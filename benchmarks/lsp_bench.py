@@ -10,6 +10,11 @@ Run: uv run python benchmarks/lsp_bench.py [--rounds N]
    (target: ratio <= 1.2).
 3. Cold start to the first COMPLETE `references` of `echo` on click: a fresh run against a raw pygls
    client that starts basedpyright, opens the file, waits for its first round and asks (target: <= 1.1).
+4. Diagnostics on write, TypeScript, on rxjs 7.8.2's sources (npm): an `edit` of
+   src/internal/operators/map.ts (broken / fixed in turn) with its diagnostics, against a raw pygls client
+   of typescript-language-server: didChange until the server's publish of the new state of that file
+   (the raw client knows which list to wait for; tether also asks tsserver for the 42 files importing it,
+   which the server never checks).
 """
 
 from __future__ import annotations
@@ -46,6 +51,13 @@ def project(base: Path) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
+
+
+def server_process(client) -> asyncio.subprocess.Process:
+    """The process pygls started for ``client`` (None only before start_io)."""
+    if client._server is None:
+        raise RuntimeError("the language server was not started")
+    return client._server
 
 
 def med(xs: list[float]) -> float:
@@ -183,7 +195,10 @@ class Raw:
 
         binary = str(Path(sys.executable).parent / "basedpyright-langserver")
         await self.client.start_io(binary, "--stdio", cwd=str(self.root), start_new_session=True)
-        self.drain = asyncio.create_task(self.client._server.stderr.read())
+        stderr = server_process(self.client).stderr
+        if stderr is None:
+            raise RuntimeError("basedpyright-langserver was started without a stderr pipe")
+        self.drain = asyncio.create_task(stderr.read())
         caps = lsp.ClientCapabilities(
             workspace=lsp.WorkspaceClientCapabilities(configuration=True),
             window=lsp.WindowClientCapabilities(work_done_progress=True),
@@ -220,7 +235,7 @@ class Raw:
             self.client.exit(None)
             await asyncio.wait_for(self.client.stop(), 10)
         finally:  # the anchor's server goes whatever happened (tether's own is killed by its run)
-            await asyncio.to_thread(kill_tree, self.client._server.pid, 1.0)
+            await asyncio.to_thread(kill_tree, server_process(self.client).pid, 1.0)
             self.drain.cancel()
 
 
@@ -309,13 +324,14 @@ async def tether_cold(root: Path) -> tuple[float, int]:
         )
         elapsed = time.perf_counter() - t0
         assert not r.is_error, r.plain
-        return elapsed, r.data["total"]
+        return elapsed, (r.data or {})["total"]
 
 
 async def cold_start(base: Path, rounds: int) -> None:
     print("3. cold start to the first complete references of echo (click 8.5.1, src/click/utils.py:240)")
     root = click_project(base / "cold")
     raw, ours = [], []
+    n_raw = n_ours = 0
     for _ in range(rounds):
         t, n_raw = await raw_cold(root)
         raw.append(t)
@@ -329,12 +345,132 @@ async def cold_start(base: Path, rounds: int) -> None:
     )
 
 
+def rxjs_project(base: Path) -> Path:
+    """rxjs 7.8.2's src/ and tsconfig.json from the npm tarball (fetched once with npm into the tests' cache)."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    archive = CACHE / "rxjs-7.8.2.tgz"
+    if not archive.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        npm = shutil.which("npm") or "npm"
+        subprocess.run([npm, "pack", "rxjs@7.8.2", "--silent"], cwd=CACHE, check=True, capture_output=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(base / "unpacked", filter="data")
+    root = base / "rxjs"
+    shutil.copytree(base / "unpacked" / "package" / "src", root / "src")
+    for name in ("tsconfig.json", "package.json"):
+        shutil.copy(base / "unpacked" / "package" / name, root / name)
+    return root
+
+
+TS_BREAK = (
+    "  return operate((source, subscriber) => {\n    // The index",
+    "  return operate((source, subscriber) => {\n    const count: number = project;\n    // The index",
+)
+NODE_BIN = Path(__file__).resolve().parents[1] / "node_modules" / ".bin"
+
+
+async def ts_on_write(base: Path, rounds: int) -> None:
+    import os
+
+    from lsprotocol import types as lsp
+    from pygls.lsp.client import LanguageClient
+    from tether_lsp.dependents import importers
+
+    print(
+        "4. diagnostics on write, rxjs 7.8.2: a TS2322 in src/internal/operators/map.ts added / removed in turn"
+    )
+    os.environ["PATH"] = f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"
+    raw_root, our_root = rxjs_project(base / "ts-raw"), rxjs_project(base / "ts-ours")
+    client = LanguageClient("raw", "0")
+    published: dict[str, list] = {}
+    changed = asyncio.Event()
+
+    def publish(p) -> None:
+        published[p.uri] = list(p.diagnostics)
+        changed.set()
+
+    client.feature("textDocument/publishDiagnostics")(publish)
+    client.feature("window/workDoneProgress/create")(lambda p: None)
+    client.feature("workspace/configuration")(lambda p: [None for _ in p.items])
+    for method in ("window/logMessage", "$/progress", "$/typescriptVersion"):
+        client.feature(method)(lambda p: None)
+
+    async def until(uri: str, broken: bool) -> None:
+        while uri not in published or any(str(d.code) == "2322" for d in published[uri]) != broken:
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 120)
+
+    await client.start_io(
+        str(NODE_BIN / "typescript-language-server"), "--stdio", cwd=str(raw_root), start_new_session=True
+    )
+    times_raw = []
+    try:
+        caps = lsp.ClientCapabilities(  # without publishDiagnostics the server publishes nothing
+            window=lsp.WindowClientCapabilities(work_done_progress=True),
+            text_document=lsp.TextDocumentClientCapabilities(
+                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities()
+            ),
+        )
+        await asyncio.wait_for(
+            client.initialize_async(
+                lsp.InitializeParams(process_id=None, root_uri=raw_root.as_uri(), capabilities=caps)
+            ),
+            60,
+        )
+        client.initialized(lsp.InitializedParams())
+        path = raw_root / "src/internal/operators/map.ts"
+        uri, text = path.as_uri(), path.read_text()
+        client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                text_document=lsp.TextDocumentItem(uri=uri, language_id="typescript", version=1, text=text)
+            )
+        )
+        await until(uri, False)
+        for i in range(rounds):
+            text = text.replace(*TS_BREAK) if i % 2 == 0 else text.replace(TS_BREAK[1], TS_BREAK[0])
+            t0 = time.perf_counter()
+            client.text_document_did_change(
+                lsp.DidChangeTextDocumentParams(
+                    text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=i + 2),
+                    content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+                )
+            )
+            await until(uri, i % 2 == 0)
+            times_raw.append(time.perf_counter() - t0)
+    finally:
+        await asyncio.to_thread(kill_tree, server_process(client).pid, 1.0)
+    times_ours = []
+    async with tether.open_run(our_root, plugins=[tether.files]) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "src/internal/operators/map.ts"})
+        assert not r.is_error, r.plain
+        for i in range(rounds):
+            old, new = TS_BREAK if i % 2 == 0 else TS_BREAK[::-1]
+            t0 = time.perf_counter()
+            r = await run.call(
+                "edit", {"path": "src/internal/operators/map.ts", "old_string": old, "new_string": new}
+            )
+            times_ours.append(time.perf_counter() - t0)
+            assert ("[2322]" in r.plain) == (i % 2 == 0), r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        found, _ = await importers(conn, [our_root / "src/internal/operators/map.ts"], 60)
+    ratio = med(times_ours) / med(times_raw)
+    print(
+        f"   raw client: didChange -> the server's publish of the new state {med(times_raw):7.1f} ms   "
+        f"tether edit with its diagnostics {med(times_ours):7.1f} ms   ratio {ratio:.3f}\n"
+        f"   (tether also asks tsserver for the {len(found)} files importing map.ts, which the server "
+        "itself never checks: they are not open)"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200, help="requests per query kind")
     parser.add_argument("--write-rounds", type=int, default=10)
     parser.add_argument("--cold-rounds", type=int, default=3)
-    parser.add_argument("--only", choices=["1", "2", "3"], help="run one section")
+    parser.add_argument("--only", choices=["1", "2", "3", "4"], help="run one section")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.only in (None, "1"):
@@ -343,6 +479,8 @@ async def main() -> None:
             await on_write(Path(tmp), args.write_rounds)
         if args.only in (None, "3"):
             await cold_start(Path(tmp), args.cold_rounds)
+        if args.only in (None, "4"):
+            await ts_on_write(Path(tmp), args.write_rounds)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tethe
 CLICK_SHA256 = (
     "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"  # click-8.5.1.tar.gz, the PyPI sdist
 )
+RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"  # rxjs-7.8.2.tgz, the npm registry's tarball
 PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")  # Debian's golang-github-spf13-pflag-dev
 
 
@@ -170,6 +171,28 @@ def click_pristine() -> Path:
 def click_root(click_pristine: Path, tmp_path: Path) -> Path:
     """A private copy of click 8.5.1 (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
     return Path(shutil.copytree(click_pristine, tmp_path / "click"))
+
+
+@pytest.fixture(scope="session")
+def rxjs_pristine() -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        from support import IN_CI
+
+        (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
+    archive = _fetch_once("rxjs-7.8.2.tgz", RXJS_SHA256, [npm, "pack", "rxjs@7.8.2", "--silent"])
+    return _unpacked(archive, "package")
+
+
+@pytest.fixture
+def rxjs_root(rxjs_pristine: Path, tmp_path: Path) -> Path:
+    """A private copy of rxjs 7.8.2's TypeScript sources from npm: src/ (251 files) and the root tsconfig.json
+    (no include: the whole tree); its built dist/ is left out, so tsserver loads only the sources."""
+    root = tmp_path / "rxjs"
+    shutil.copytree(rxjs_pristine / "src", root / "src")
+    for name in ("tsconfig.json", "package.json"):
+        shutil.copy(rxjs_pristine / name, root / name)
+    return root
 
 
 @pytest.fixture

@@ -68,3 +68,17 @@ async def test_project_diagnostics_say_clangd_has_no_checker_and_name_no_other_l
         )
         r = await run.call("lsp", {"action": "diagnostics", "file": "cJSON.c"})
         assert not r.is_error and r.plain.startswith("no errors or warnings in cJSON.c"), r.plain
+
+
+async def test_workspace_symbols_at_clangds_own_limit_say_they_may_be_cut(cjson_root):
+    async with tether.open_run(cjson_root) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "cJSON.c"})  # clangd started, indexing
+        r = await run.call("lsp", {"action": "symbols", "query": "cJSON"})
+        assert not r.is_error, r.plain
+        assert r.data["total"] == 100 and r.data["may_be_cut"], r.plain
+        assert (
+            "[may be cut: clangd returns at most 100 symbols per query; use a more specific query]" in r.plain
+        )
+        r = await run.call("lsp", {"action": "symbols", "query": "cJSON_CreateString"})
+        assert not r.data["may_be_cut"], r.plain
+        assert ("cJSON.c", 2446) in {(s["file"], s["line"]) for s in r.data["symbols"]}, r.plain

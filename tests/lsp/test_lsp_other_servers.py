@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import tether
 import tether.files
 from support import require_binary
@@ -63,6 +64,7 @@ async def test_clangd_navigation_non_ascii_and_diagnostics_on_write(tmp_path, sa
         assert "missing_var" in r.plain
 
 
+@pytest.mark.usefixtures("cpu_stress")  # the load case: answers must hold on a busy machine
 async def test_typescript_language_server_alias_and_diagnostics_on_write(
     tmp_path, samples, with_node_bin, no_leftover_processes
 ):

@@ -192,6 +192,48 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
+async def _target_of(pool: ParserPool, args: GrepArgs | EditArgs) -> Target:
+    """`_target`, for the language argument, or else for the language a rule file names (`language:`).
+
+    The two must agree, and a rule's language must be that of the file or of some files searched.
+    """
+    from tether_astgrep.rules import RuleError, rule_language
+
+    try:
+        said = rule_language(args.rule) if args.rule is not None else None
+    except RuleError as exc:
+        raise ToolError(str(exc), {"error": "bad_rule"}) from None
+    if said is None or args.language is not None:
+        if said is not None and args.language is not None and args.language.strip().lower() != said:
+            raise ToolError(
+                f"the rule says language: {said}, but the language argument is '{args.language}'; drop one of "
+                "them or make them agree",
+                {"error": "language_mismatch", "language": args.language, "rule_language": said},
+            )
+        return await _target(pool, args.path, args.language)
+    try:
+        target = await _target(pool, args.path, said)
+    except ToolError as exc:
+        if (exc.data or {}).get("error") != "unknown_language":
+            raise
+        raise ToolError("the rule's language: " + exc.message, exc.data) from None
+    if pool.run.resolve_path(args.path or ".").is_file():
+        gid = pool.registry().for_path(Path(target.files[0].path).name)
+        if gid is not None and gid != target.grammar.id:
+            raise ToolError(
+                f"the rule says language: {said}, but '{target.base}' is a {gid} file; fix the rule's language, "
+                f"or pass language='{said}' to parse it as {said} all the same",
+                {"error": "language_mismatch", "rule_language": said, "file_language": gid},
+            )
+    if not target.files:
+        raise ToolError(
+            f"the rule says language: {said}, but there are no {said} files under '{target.base}' (after "
+            ".gitignore); fix the rule's language, or search another path",
+            {"error": "language_mismatch", "rule_language": said},
+        )
+    return target
+
+
 def _compile(
     pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | str | None = None
 ) -> Pattern | Rule:
@@ -251,7 +293,7 @@ def _show_capture(text: str) -> str:
 
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     run = pool.run
-    target = await _target(pool, args.path, args.language)
+    target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     spans = [(r.path, span) for r in results for span in r.matches]
@@ -450,7 +492,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     from tether_astgrep.rewrite import template_names
 
     run = pool.run
-    target = await _target(pool, args.path, args.language)
+    target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
     if unbound:

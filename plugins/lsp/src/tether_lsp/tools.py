@@ -15,7 +15,7 @@ from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
-from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout
+from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout, ServerError
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, to_units
 
@@ -53,6 +53,7 @@ REFERENCES_CAP = 50
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
 HOVER_CHARS = 6000
+LOCAL_SCOPES = {"function", "method", "constructor"}  # an outline does not list what is declared inside these
 
 
 @attrs.frozen
@@ -195,6 +196,10 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True)
             )
         elif args.action == "code_actions":
+            if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
+                await conn.diagnostics(
+                    doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
+                )
             source = split_lines(doc.text)[spot.line]
             end = lsp.Position(
                 line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding)
@@ -394,9 +399,15 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             lines = render.Lines({doc.path: doc.text})
             rows: list[tuple[str, dict[str, Any]]] = []
 
+            def start(s: Any) -> Any:
+                return getattr(s, "selection_range", None) or s.location.range
+
             def walk(items: Any, depth: int) -> None:
-                for s in items or []:
-                    rng = getattr(s, "selection_range", None) or s.location.range
+                # by line: tsserver lists each level alphabetically
+                for s in sorted(items or [], key=lambda s: (start(s).start.line, start(s).start.character)):
+                    if s.name.endswith(") callback"):
+                        continue  # tsserver's name for a function passed as an argument: a local
+                    rng = start(s)
                     source = lines.get(doc.path, rng.start.line)
                     col = render.from_units(source, rng.start.character, conn.encoding) + 1
                     kind = _symbol_kind(conn, s.kind)
@@ -412,7 +423,8 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                             },
                         )
                     )
-                    walk(getattr(s, "children", None), depth + 1)
+                    if kind not in LOCAL_SCOPES:
+                        walk(getattr(s, "children", None), depth + 1)
 
             walk(result, 0)
             if not rows:
@@ -457,12 +469,28 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         if not getattr(conn.capabilities, "workspace_symbol_provider", None):
             continue
         await conn.refresh()
+        if conn.server.symbols_need_open_file and not conn.docs:
+            opened = open_some_file(conn)
+            if opened is None:
+                raise ToolError(
+                    f"{conn.server.id} searches only the projects of open files, and no "
+                    f"{'/'.join(conn.server.extensions)} file was found under {run.relpath(conn.root)}; "
+                    "give file to get one file's symbols",
+                    {"error": "no_project"},
+                )
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
         except RequestTimeout as exc:
             raise ToolError(
                 f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
                 {"error": "timeout"},
+            ) from None
+        except ServerError as exc:
+            first = str(exc).strip().splitlines()[:2]
+            raise ToolError(
+                f"{conn.server.id} could not search the workspace ({' '.join(first)[:200]}); give file to get "
+                "one file's symbols, or open a file of the project with another lsp action first",
+                {"error": "server_error"},
             ) from None
         indexing |= conn.indexing
         limit = conn.server.workspace_symbol_limit
@@ -511,6 +539,20 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
         {"symbols": shown, "total": len(rows), "may_be_cut": bool(limited)},
     )
+
+
+def open_some_file(conn: Any) -> Any:
+    """Open the source file nearest to the server's root (its first extension first, e.g. src/index.ts) so
+    that a server which searches only the projects of open files (tsserver: "No Project") has one."""
+    order = {ext: n for n, ext in enumerate(conn.server.extensions)}
+    files = sorted(
+        conn._watched or conn._scan(),
+        key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
+    )
+    for path in files:
+        if (doc := conn.open(path)) is not None:
+            return doc
+    return None
 
 
 async def status(run: Any, sup: Any) -> ToolResult:
@@ -684,12 +726,21 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
+        # an alias keeping the old name (tsserver: `export { newName as oldName }`) is said as such
+        kept = kept_names(edit, run, old_name, args.new_name)
+        if kept:
+            lines.append(
+                f"kept the public name: '{old_name}' is still exported or written under its old name as an alias, "
+                f"so code using '{old_name}' keeps working (edit these too to drop the old name):"
+            )
+            lines += [f"  {f}:{n}: {text}" for f, n, text in kept]
         # the server renames only what its program holds: say where the old name is still written
         left = (
             []
             if old_name == args.new_name
             else await asyncio.to_thread(occurrences, conn, run, old_name, set())
         )
+        left = [x for x in left if (x[0], x[1]) not in {(f, n) for f, n, _ in kept}]
         if left:
             lines.append(
                 f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
@@ -702,10 +753,31 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
             "edits": total,
             "operations": plan.operations,
             "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
+            "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
         }
         return ToolResult.text("\n".join(lines), data)
 
     return await sup.with_file(path, rename)
+
+
+def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
+    """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
+    an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
+    pattern = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    groups = list((getattr(edit, "changes", None) or {}).items())
+    groups += [
+        (change.text_document.uri, change.edits)
+        for change in getattr(edit, "document_changes", None) or []
+        if hasattr(change, "edits")
+    ]
+    found = []
+    for uri, edits in groups:
+        path = render.uri_to_path(uri)
+        for e in edits:
+            text = getattr(e, "new_text", None) or ""
+            if path is not None and text != new and pattern.search(text):
+                found.append((run.relpath(path), e.range.start.line + 1, text))
+    return sorted(found)
 
 
 def rename_touches(args: RenameArgs) -> list[str]:

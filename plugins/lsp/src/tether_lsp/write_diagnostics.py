@@ -26,7 +26,7 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
-from tether_lsp.dependents import open_dependents
+from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
 
 NAMED = 5  # files named in a note before "and N more"
 
@@ -102,6 +102,35 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
     return out
 
 
+async def _pull_others(
+    sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float
+) -> bool:
+    """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
+    importing ``mine``, its written files (before and after the write alike, so both sides are of the same
+    moment; a file the write deleted is asked about too). False when not all of them answered."""
+    if not conn.pulls:
+        return True
+    await asyncio.gather(
+        *(
+            _current(sup, conn, doc.path, deadline)
+            for doc in list(conn.docs.values())
+            if doc.path not in written
+        )
+    )
+    try:
+        found, complete = await importers(conn, mine, max(0.0, deadline - time.monotonic()))
+        results = await asyncio.gather(
+            *(
+                conn.pull_path(dep, max(0.0, deadline - time.monotonic()))
+                for dep in found
+                if dep not in written and dep.as_uri() not in conn.docs
+            )
+        )
+    except ServerDied:
+        return False
+    return complete and all(r is not None for r in results)
+
+
 def _unique(conns: list[Connection]) -> list[Connection]:
     return list({id(c): c for c in conns}.values())
 
@@ -118,6 +147,9 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     files: dict[str, list[Diagnostic]] = {}
     settled: set[int] = set()
     for conn in _unique([c for _, _, c in targets]):
+        mine = [path for _, path, c in targets if c is conn]
+        # the "after" says when not every importer answered
+        await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline)
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
@@ -171,17 +203,12 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             files[rel] = _convert(conn, path, items)
         # a dependent's new publish is compared with the other files' below
     # other files: what the server published since the write, once its round after the write is complete
-    cut, cleared = [], []
+    cut, cleared, unasked = [], [], []
     written = {path for _, path, _ in targets}
     for conn in conns:
-        if conn.pulls:  # a server that only answers pulls is asked again for its other open documents
-            await asyncio.gather(
-                *(
-                    _current(sup, conn, doc.path, deadline)
-                    for doc in list(conn.docs.values())
-                    if doc.path not in written
-                )
-            )
+        mine = [path for _, path, c in targets if c is conn]
+        if not await _pull_others(sup, conn, mine, written, deadline):
+            unasked.append(conn.server.id)
         try:
             done = await conn.wait_round(
                 conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
@@ -219,5 +246,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
             f'before or after the write within {cap:g} s; lsp diagnostics "*" checks the whole project'
+        )
+    if unasked:
+        notes.append(
+            f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
+            f"every file importing {_names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
+            f'checked (at most {IMPORTERS_CAP}, within {cap:g} s); lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
