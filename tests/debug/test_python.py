@@ -262,6 +262,7 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
+    assert proc.stdout is not None
     try:
         assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
         async with open_debug(pyproject) as debug:
