@@ -598,6 +598,29 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 # -- resolve --------------------------------------------------------------------------------------------
 
 
+def _changed_since_staged(run: Any, edit: Any, paths: list[Any]) -> ToolError:
+    what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in paths]
+    return ToolError(
+        f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
+        "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
+        "against the current files",
+        {"error": "changed_since_staged", "files": [run.relpath(p) for p in paths]},
+    )
+
+
+def resolve_touches(pool: ParserPool, args: ResolveArgs) -> list[str]:
+    """The files an accept will write. One that will be refused (a staged file changed since) is refused
+    here, before the write's diagnostics baseline is asked for: a refusal needs none. The handler checks
+    again under the write lock."""
+    edit = pool.edits.get(args.edit_id.strip())
+    if args.action != "accept" or edit is None or edit.state != "pending":
+        return []
+    changed = [snap.path for snap in edit.snapshots if not snap.still_holds()]
+    if changed:
+        raise _changed_since_staged(pool.run, edit, changed)
+    return pool.edit_files(edit.edit_id)
+
+
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     from tether.atomic import ChangedSince
 
@@ -623,13 +646,7 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     try:  # the snapshots are checked under the root's write lock, so no write slips in between
         await run.write_files(dict(edit.changes), expect=edit.snapshots)
     except ChangedSince as exc:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
-        raise ToolError(
-            f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
-            "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
-            "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
-        ) from None
+        raise _changed_since_staged(run, edit, exc.paths) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
@@ -685,6 +702,6 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             bind(resolve),
             family="astgrep",
             parallel_safe=False,
-            touches=lambda args: pool.edit_files(args.edit_id) if args.action == "accept" else [],
+            touches=lambda args: resolve_touches(pool, args),
         ),
     ]
