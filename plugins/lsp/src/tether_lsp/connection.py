@@ -237,7 +237,7 @@ class Connection:
         self.client.connect(self.proc)
         self._exited = asyncio.create_task(self.proc.wait())
         self._tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
-        self._watched = await asyncio.to_thread(self._scan)  # a big tree must not stall the loop
+        self._watched = await asyncio.to_thread(self.scan)  # a big tree must not stall the loop
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
@@ -605,7 +605,7 @@ class Connection:
     async def _poll(self) -> None:
         while self.alive:
             await asyncio.sleep(POLL_INTERVAL)
-            current = await asyncio.to_thread(self._scan)
+            current = await asyncio.to_thread(self.scan)
             # files this process changed meanwhile were told about already (files_changed)
             self._apply_scan(current)
 
@@ -637,10 +637,11 @@ class Connection:
     def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
         """The scan and the seconds it took (its own, not the wait for a thread of a busy loop)."""
         start = time.perf_counter()
-        return self._scan(), time.perf_counter() - start
+        return self.scan(), time.perf_counter() - start
 
-    def _scan(self) -> dict[Path, tuple[int, int]]:
-        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped)."""
+    def scan(self) -> dict[Path, tuple[int, int]]:
+        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped):
+        at most SCAN_CAP of them; a scan that stops there sets ``scan_truncated``."""
         out: dict[Path, tuple[int, int]] = {}
         exts = self.server.extensions
         stack = [str(self.root)]

@@ -165,3 +165,12 @@ def unescape_prose(markdown: str) -> str:
     return "".join(
         part if part.startswith("```") else html.unescape(part).replace("\xa0", " ") for part in parts
     )
+
+
+NAMED = 5  # files named in a note before "and N more"
+
+
+def names(rels: list[str]) -> str:
+    """Files for a one-line note: the first NAMED, then "and N more"."""
+    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
+    return ", ".join(rels[:NAMED]) + more

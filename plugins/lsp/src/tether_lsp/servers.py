@@ -84,7 +84,9 @@ class ServerDef:
             ``settle_quiet`` seconds after the change), or "tsserver" (typescript-language-server: its
             publishes can be half a round and an unchanged list is never published again, so each
             file's diagnostics are asked of tsserver, and the files importing a written one too).
-        settle_quiet: the seconds of quiet that end a "settle" round.
+        settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
+            changed document's own publish in a "document" round (a mark with no document, a file
+            event, waits for this quiet alone).
         versioned_diagnostics: the server puts the document's version in every publish for an open
             document, so a publish without one (a file it checked on its own, e.g. in workspace mode)
             is not the answer for it. Learned at run time too, from the first versioned publish.

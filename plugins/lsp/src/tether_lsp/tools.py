@@ -608,7 +608,7 @@ def open_some_file(conn: Any) -> Any:
     that a server which searches only the projects of open files (tsserver: "No Project") has one."""
     order = {ext: n for n, ext in enumerate(conn.server.extensions)}
     files = sorted(
-        conn._watched or conn._scan(),
+        conn._watched or conn.scan(),
         key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
     )
     for path in files:
@@ -704,7 +704,7 @@ def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[st
     its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
-    for path in sorted(conn._scan()):
+    for path in sorted(conn.scan()):
         rel = run.relpath(path)
         if rel in skip:
             continue

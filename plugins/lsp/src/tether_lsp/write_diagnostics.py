@@ -32,8 +32,6 @@ from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
 from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
 
-NAMED = 5  # files named in a note before "and N more"
-
 
 @attrs.define
 class Baseline:
@@ -78,11 +76,6 @@ def _published_since(sup: Any, conn: Connection, mark: Mark) -> set[str]:
 
 def _errors(diags: list[Diagnostic]) -> int:
     return sum(d.severity == "error" for d in diags)
-
-
-def _names(rels: list[str]) -> str:
-    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
-    return ", ".join(rels[:NAMED]) + more
 
 
 async def _connections_for(sup: Any, path: Path) -> list[Connection]:
@@ -295,16 +288,16 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     notes = list(before.notes)
     if pending:
         notes.append(
-            f"diagnostics incomplete: still pending for {_names(pending)} after {waited} s; "
+            f"diagnostics incomplete: still pending for {render.names(pending)} after {waited} s; "
             "run lsp diagnostics on them later"
         )
     if uncompared:
         notes.append(
-            f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
+            f"diagnostics not compared for {render.names(uncompared)}: the server had not checked them before the write; "
             "run lsp diagnostics on them to see their errors"
         )
     if cleared:
-        notes.append(f"no errors any more in {len(cleared)} other file(s): {_names(sorted(cleared))}")
+        notes.append(f"no errors any more in {len(cleared)} other file(s): {render.names(sorted(cleared))}")
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
@@ -313,7 +306,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     if unasked:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
-            f"every file importing {_names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
+            f"every file importing {render.names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
             f'checked (at most {IMPORTERS_CAP}, within {sup.option("diagnostics_timeout"):g} s); lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
