@@ -183,6 +183,10 @@ class KernelFactory:
                 "environment": choice.environment,
                 "transport": "ipc",
                 "project_paths": choice.project_paths,
+                # in an envelope the process we start is its wrapper (bwrap, `docker exec`): a SIGINT to its
+                # group kills bubblewrap and the kernel with it; an interrupt_request makes the kernel
+                # signal only itself
+                "interrupt_mode": "message" if inside is not None else "signal",
             }
         else:
             binary = (inside.deno if inside is not None else None) or deno_binary(self.run)
