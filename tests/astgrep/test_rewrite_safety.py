@@ -70,6 +70,21 @@ async def test_rewrite_that_adds_errors_to_a_broken_file_is_refused_naming_only_
     assert (project / "c.py").read_text() == broken
 
 
+async def test_an_error_added_after_hundreds_of_old_ones_is_still_seen(project):
+    """Every error is compared, not the first few hundred: the one the rewrite adds comes after 300 old ones."""
+    broken = "x = = 1\n" * 300 + "\n\ndef z(p):\n    keep(p)\n    return p\n"
+    (project / "c.py").write_text(broken)
+    async with tether.open_run(project) as run:
+        result = await run.call("ast_edit", {"pattern": "keep($A)", "rewrite": "keep($A $A)"})
+        assert result.is_error and result.data["error"] == "breaks_parse", result.plain
+        assert result.data["errors"] == [{"file": "c.py", "line": 304, "what": "unexpected 'p'"}], (
+            result.plain
+        )
+        fine = await run.call("ast_edit", {"pattern": "keep($A)", "rewrite": "hold($A)"})
+        assert not fine.is_error and "parse_errors" not in fine.data, fine.plain
+    assert (project / "c.py").read_text() == broken
+
+
 async def test_an_old_error_inside_a_capture_moves_with_it(project):
     """`a + lambda: a` is no Python; the rewrite carries it in $$$B to the new place, adding nothing."""
     (project / "c.py").write_text("x = 1\n\n\ndef f(a):\n    return a + lambda: a\n")

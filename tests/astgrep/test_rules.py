@@ -274,3 +274,56 @@ async def test_bad_rules_are_one_clear_paragraph(project, args, expected):
         assert "Traceback" not in result.plain and "\n" not in result.plain.strip()
         edit = await run.call("ast_edit", {**args, "rewrite": "x"})
         assert edit.is_error and expected in edit.plain, edit.plain
+
+
+GO = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hi")\n\tprint(1)\n}\n'
+
+
+@pytest.mark.parametrize("said", ["go", "Go", "golang"])
+async def test_a_rule_files_language_says_what_to_search(project, said):
+    """`language:` of a rule file picks the files, as the language argument would (ast-grep's names too)."""
+    (project / "a.py").write_text(PY)
+    (project / "m.go").write_text(GO)
+    text = f"id: t\nlanguage: {said}\nrule:\n  pattern: print($A)\n"
+    async with tether.open_run(project) as run:
+        result = await run.call("ast_grep", {"rule": text})
+        assert not result.is_error, result.plain
+        assert result.data["language"] == "go"
+        assert [(m["file"], m["captures"]["A"]) for m in result.data["matches"]] == [("m.go", "1")]
+        agreed = await run.call("ast_grep", {"rule": text, "language": "go", "path": "m.go"})
+        assert agreed.data["total"] == 1, agreed.plain
+        python = await run.call("ast_grep", {"rule": text.replace(said, "py"), "path": "a.py"})
+        assert python.data["language"] == "python" and python.data["total"] == 3, python.plain
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            {"rule": "language: go\nrule:\n  pattern: print($A)\n", "path": "a.py"},
+            "the rule says language: go, but 'a.py' is a python file; fix the rule's language, or pass "
+            "language='go' to parse it as go all the same",
+        ),
+        (
+            {"rule": {"language": "go", "rule": {"pattern": "print($A)"}}, "language": "python"},
+            "the rule says language: go, but the language argument is 'python'; drop one of them",
+        ),
+        (
+            {"rule": '{"language": "rust", "rule": {"pattern": "print($A)"}}'},
+            "the rule says language: rust, but there are no rust files under '.' (after .gitignore)",
+        ),
+        (
+            {"rule": "language: klingon\nrule:\n  kind: call\n"},
+            "the rule's language: unknown language 'klingon'",
+        ),
+        ({"rule": "language: 3\nrule:\n  kind: call\n"}, "rule: language is a number; give a grammar id"),
+    ],
+)
+async def test_a_rule_files_language_that_disagrees_is_refused(project, args, expected):
+    (project / "a.py").write_text(PY)
+    async with tether.open_run(project) as run:
+        for tool, extra in (("ast_grep", {}), ("ast_edit", {"rewrite": "x"})):
+            result = await run.call(tool, {**args, **extra})
+            assert result.is_error and expected in result.plain, result.plain
+            assert "Traceback" not in result.plain and "\n" not in result.plain.strip()
+    assert (project / "a.py").read_text() == PY

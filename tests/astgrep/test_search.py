@@ -259,7 +259,7 @@ async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_left
         result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 3})
         pool = run.resource("tether_astgrep_parsers")
         assert pool._pool is not None, "the search should have used the worker pool"
-        workers = list(pool.worker_pids)
+        workers = [p.pid for p in pool.worker_procs]
         assert len(workers) == pool.workers, "every worker process should be known to the pool"
         assert all(psutil.Process(pid).ppid() == os.getpid() for pid in workers)
         assert result.data["total"] == 200 * 250
@@ -275,7 +275,7 @@ async def main():
     async with tether.open_run(sys.argv[1]) as run:
         result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
         pool = run.resource("tether_astgrep_parsers")
-        print(json.dumps({"total": result.data["total"], "workers": pool.worker_pids}), flush=True)
+        print(json.dumps({"total": result.data["total"], "workers": [p.pid for p in pool.worker_procs]}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 asyncio.run(main())
@@ -318,7 +318,7 @@ async def test_a_worker_killed_between_searches_is_replaced(tmp_path, no_leftove
         first = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
         assert first.data["total"] == 200 * 250
         pool = run.resource("tether_astgrep_parsers")
-        dead = psutil.Process(pool.worker_pids[0])
+        dead = pool.worker_procs[0]
         dead.kill()
         dead.wait(30)
         results = [await run.call("ast_grep", {"pattern": f"g($X, {i})", "max_results": 1}) for i in range(3)]
@@ -326,7 +326,70 @@ async def test_a_worker_killed_between_searches_is_replaced(tmp_path, no_leftove
             if result.is_error:  # says so, and the next one starts fresh workers
                 assert_model_error(result, "lost a worker process")
         assert not results[-1].is_error and results[-1].data["total"] == 200, results[-1].plain
-        assert dead.pid not in pool.worker_pids and len(pool.worker_pids) == pool.workers
+        assert dead not in pool.worker_procs and len(pool.worker_procs) == pool.workers
+
+
+_REUSED_PID = """
+import asyncio, json, multiprocessing, subprocess, sys, time
+import psutil, tether
+
+async def main():
+    async with tether.open_run(sys.argv[1]) as run:
+        await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
+        dead = psutil.Process(multiprocessing.active_children()[0].pid)  # a worker of the pool
+        dead.kill()
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(dead.pid) and time.monotonic() < deadline:
+            multiprocessing.active_children()  # reaps it, as the next search's submit would
+            time.sleep(0.01)
+        for _ in range(20):  # the next process this namespace starts takes the dead worker's pid
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(dead.pid - 1))
+            other = subprocess.Popen(["sleep", "120"])
+            if other.pid == dead.pid:
+                break
+            other.kill()
+            other.wait()
+        else:
+            print(json.dumps({"reused": False}), flush=True)
+            return
+        try:
+            results = [await run.call("ast_grep", {"pattern": f"g($X, {i})", "max_results": 1}) for i in range(2)]
+            last = results[-1]
+            total = None if last.is_error else last.data["total"]
+            print(json.dumps({"reused": True, "alive": other.poll() is None, "total": total}), flush=True)
+        finally:
+            other.kill()
+            other.wait()
+
+asyncio.run(main())
+"""
+_NAMESPACE = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+
+
+def test_a_reused_pid_of_a_dead_worker_is_not_killed(tmp_path):
+    """A dead worker's pid, reaped and given to an unrelated process, is not what dropping the pool stops.
+
+    In a pid namespace of its own (nothing else takes pids there), the next process started gets the
+    dead worker's pid; the next search finds the pool broken and stops its workers.
+    """
+    if subprocess.run([*_NAMESPACE, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no unprivileged user and pid namespaces here (unshare failed)")
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):
+        put(root, f"m{n}.py", body)
+    out = subprocess.run(
+        [*_NAMESPACE, sys.executable, "-c", _REUSED_PID, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TETHER_PLUGINS": "astgrep"},
+    )
+    report = json.loads(out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}")
+    assert report.get("reused"), (out.stdout, out.stderr)
+    assert report["alive"], "dropping the broken pool killed the process that reused a dead worker's pid"
+    assert report["total"] == 200, "the search after the drop should run on fresh workers"
 
 
 def _zombie(pid: int) -> bool:

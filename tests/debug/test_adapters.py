@@ -291,3 +291,32 @@ def test_a_go_binary_goes_to_delve_and_a_script_by_its_shebang_to_debugpy(tmp_pa
     shell = tmp_path / "run"
     shell.write_text("#!/bin/sh\necho 1\n")
     assert adapters["debugpy"].handles(script) and not adapters["debugpy"].handles(shell)
+
+
+class PythonWithoutModules:
+    """A third party's debugpy definition that launches programs only: no adapter takes module= then."""
+
+    __name__ = "python_without_modules"
+
+    @hookimpl
+    def tether_debug_adapters(self, run):
+        return [
+            AdapterDef(
+                id="debugpy",
+                command=(sys.executable, "-m", "debugpy.adapter"),
+                markers=("pyproject.toml",),
+                launch_config=lambda request: {"program": str(request.program)},
+                handles=lambda p: p.suffix == ".py",
+                takes="a .py file",
+            )
+        ]
+
+
+async def test_a_module_launch_no_adapter_takes_is_refused_with_what_they_take(pyproject):
+    async with tether.open_run(pyproject, conversation_id="c", plugins=[PythonWithoutModules()]) as run:
+        refused = await run.call("debug", {"action": "launch", "module": "pytest"})
+        assert refused.is_error and refused.data is not None
+        assert "no debug adapter handles a module launch (module=)" in refused.plain
+        assert "debugpy (a .py file)" in refused.plain and "adapter='<id>'" in refused.plain
+        assert refused.data["error"] == "no_adapter" and "debugpy" in refused.data["adapters"]
+        assert run.resource("tether_debug_supervisor").sessions == {}

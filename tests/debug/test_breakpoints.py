@@ -336,3 +336,28 @@ async def test_breakpoints_arguments_that_do_not_go_together(loop):
     assert bad_point.is_error and "points[0].line: must be at least 1" in bad_point.plain
     unknown = await loop(action="breakpoints", exceptions="sometimes")
     assert unknown.is_error and "exceptions" in unknown.plain
+
+
+def test_the_search_for_a_function_skips_big_files_and_is_bounded_in_bytes(tmp_path, monkeypatch):
+    from tether_debug import adapters
+
+    find = next(a for a in adapters.BUILTIN if a.id == "debugpy").find_functions
+    assert find is not None
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\nversion = '0'\n")
+    (tmp_path / "app.py").write_text("def small():\n    pass\n")
+    padding = "#" * 100 + "\n"
+    big = "def generated():\n    pass\n" + padding * (adapters.FUNCTION_SEARCH_FILE_BYTES // len(padding) + 1)
+    (tmp_path / "tables.py").write_text(big)  # a generated module over the bound: not read
+    said = find(tmp_path, ["small", "generated"])
+    assert list(said) == ["generated"]
+    assert said["generated"].startswith(
+        "no `def generated` in 1 of the project's 2 Python files (1 over 2,000,000 bytes skipped);"
+    )
+    # in all: past the byte bound the other files are not read, and that is said too
+    for n in range(3):
+        (tmp_path / f"m{n}.py").write_text(f"def f{n}():\n    pass\n" + padding * 50)
+    monkeypatch.setattr(adapters, "FUNCTION_SEARCH_BYTES", 5000)
+    said = find(tmp_path, ["nowhere"])
+    assert said["nowhere"].startswith(
+        "no `def nowhere` in 2 of the project's 5 Python files (3 not read past the first 5,000 bytes);"
+    )

@@ -4,7 +4,7 @@ launcher frames of a Python traceback trimmed even when another stream's line ca
 from __future__ import annotations
 
 from tether_debug.render import trim_launcher_frames
-from tether_debug.session import OutputBuffer
+from tether_debug.session import LINE_KEEP, OutputBuffer
 
 
 def test_two_streams_merge_whole_lines():
@@ -24,13 +24,39 @@ def test_two_streams_merge_whole_lines():
     assert dropped == 0
 
 
-def test_an_unfinished_line_is_given_at_the_next_read():
+def test_an_unfinished_line_is_given_at_the_next_read_as_a_line_of_its_own():
     out = OutputBuffer()
     out.add("name? ", "stdout")  # a prompt waiting for input has no newline
     out.add("line one\r\nline", "stderr")
-    assert out.take() == ("line one\nname? line", 0)
+    # each stream's piece ends its own line: the stdout prompt is not glued to stderr's fragment
+    assert out.take() == ("line one\nname? \nline\n", 0)
     out.add(" two\n", "stderr")
     assert out.take() == (" two\n", 0)
+
+
+def test_an_endless_line_is_bounded_and_says_what_it_cut():
+    out = OutputBuffer()
+    chunk = "x" * 65_536
+    for _ in range(400):  # 26 MB without a newline (a progress bar, a binary dump)
+        out.add(chunk, "stdout")
+    out.add("tail\nnext line\n", "stdout")
+    assert sum(len(p) for p in out._parts) < 2 * LINE_KEEP  # what waits is bounded, not 26 MB
+    text, dropped = out.take()
+    first, second = text.splitlines()
+    cut = 400 * 65_536 - LINE_KEEP
+    assert first == f"[{cut:,} earlier characters of this line cut] " + "x" * LINE_KEEP + "tail"
+    assert second == "next line" and dropped == 0
+
+
+def test_an_unfinished_line_is_kept_in_bounded_pieces_until_the_read():
+    out = OutputBuffer()
+    for _ in range(400):
+        out.add("y" * 65_536, "stderr")
+    waiting = out._unfinished["stderr"]
+    assert waiting.size == LINE_KEEP == sum(len(p) for p in waiting.pieces)
+    text, _ = out.take()
+    assert text.startswith(f"[{400 * 65_536 - LINE_KEEP:,} earlier characters of this line cut")
+    assert text.endswith("y" * LINE_KEEP + "\n")
 
 
 def test_launcher_frames_are_counted_across_another_streams_line():

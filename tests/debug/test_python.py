@@ -262,6 +262,7 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
+    assert proc.stdout is not None
     try:
         assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
         async with open_debug(pyproject) as debug:
@@ -427,3 +428,28 @@ async def _until_event(debug, name: str, timeout: float = 30) -> None:
     """Wait until the adapter has sent ``name`` (without a tool call, which would consume it)."""
     client = debug.run.resource("tether_debug_supervisor").sessions["conv-1"].client
     assert await client.wait_event((name,), 0, timeout) is not None, f"no {name} event within {timeout} s"
+
+
+async def test_a_stop_whose_stack_comes_late_is_a_stop_that_says_to_ask_again(debug, monkeypatch):
+    from tether_debug.dap import DapClient
+
+    request = DapClient.request
+    late = []
+
+    async def slow_first_stack(self, command, arguments=None, timeout=None):
+        if command == "stackTrace" and not late:
+            late.append(command)  # the adapter's real answer comes after this request's bound
+            timeout = 0.0
+        return await request(self, command, arguments, timeout)
+
+    monkeypatch.setattr(DapClient, "request", slow_first_stack)
+    await debug.ok(action="breakpoints", file="app.py", lines=[5])
+    launched = await debug.ok(action="launch", program="app.py")
+    assert launched.data["stopped"]["reason"] == "breakpoint" and launched.data["stack_late"] is True
+    assert "did not answer 'stackTrace' within 0 s" in launched.plain
+    assert "call action='stack' to ask again" in launched.plain
+    assert "held at its entry" not in launched.plain  # that advice is for delve's stop on entry
+    no_frame = await debug.err(action="evaluate", expression="a")
+    assert "call action='stack' and pass frame_id" in no_frame.plain
+    stack = await debug.ok(action="stack")  # asked again: the stop was real
+    assert [(f["name"], f["line"]) for f in stack.data["frames"][:2]] == [("add", 5), ("main", 13)]

@@ -231,7 +231,7 @@ CJSON_SHA256 = "5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2
 def _debian_source(package: str, orig: str, sha256: str) -> Path:
     """CACHE/orig: the upstream tarball of a Debian source package, fetched once with apt-get source.
 
-    The machine's apt has no deb-src lines: a private configuration (its own lists, bookworm-security's
+    apt setups usually carry no deb-src lines: a private configuration (its own lists, bookworm-security's
     source index, a few hundred KB) is used, and the system's is left alone."""
     import hashlib
     import subprocess

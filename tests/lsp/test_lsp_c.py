@@ -6,10 +6,13 @@ include it because tether opens them before the header is written. The write tes
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import tether
 import tether.files
 from support import require_binary
+from tether_lsp import connection, dependents
 
 PROTOTYPE = (
     "CJSON_PUBLIC(cJSON *) cJSON_CreateString(const char *string);",
@@ -82,3 +85,66 @@ async def test_workspace_symbols_at_clangds_own_limit_say_they_may_be_cut(cjson_
         r = await run.call("lsp", {"action": "symbols", "query": "cJSON_CreateString"})
         assert not r.data["may_be_cut"], r.plain
         assert ("cJSON.c", 2446) in {(s["file"], s["line"]) for s in r.data["symbols"]}, r.plain
+
+
+USERS = 22  # more than dependents.OPEN_CAP (20)
+
+
+@pytest.fixture
+def many_includers(tmp_path):
+    """A C project whose header lib.h is included by USERS small sources, one source over 2 MB and one
+    that is not UTF-8 text, all in its compile_commands.json."""
+    (tmp_path / "lib.h").write_text("int lib_value(int x);\n")
+    sources = {
+        f"u{n:02}.c": f'#include "lib.h"\nint use_{n}(void) {{ return lib_value({n}); }}\n'
+        for n in range(USERS)
+    }
+    sources["big.c"] = (
+        '#include "lib.h"\n' + "/* padding */\n" * 200_000 + "int big(void) { return lib_value(1); }\n"
+    )
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "latin.c").write_bytes(
+        b'#include "lib.h"\n/* caf\xe9 */\nint latin(void) { return lib_value(2); }\n'
+    )
+    entries = [
+        {"directory": str(tmp_path), "file": name, "arguments": ["cc", "-c", name]}
+        for name in [*sources, "latin.c"]
+    ]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(entries))
+    return tmp_path
+
+
+async def test_a_header_write_names_the_includers_it_did_not_check(many_includers):
+    assert (many_includers / "big.c").stat().st_size > 2_000_000
+    async with tether.open_run(many_includers, plugins=[tether.files]) as run:
+        r = await edit(run, "lib.h", "int x);", "int x, int y);")
+        errors = {d["file"] for d in r.data["diagnostics"] if d["severity"] == "error"}
+        # sorted, latin.c comes first: it takes one of the 20 slots, so 19 are checked and 3 are not
+        assert errors == {f"u{n:02}.c" for n in range(19)}, r.plain
+        assert (
+            "3 more file(s) include lib.h and were not checked (clangd checks open files only, and 20 were "
+            "opened); run lsp diagnostics on them or build"
+        ) in r.plain
+        assert (
+            "1 file(s) include lib.h and were not checked: clangd could not be given them (not UTF-8 text or "
+            "not readable): latin.c"
+        ) in r.plain
+        assert (
+            "1 file(s) over 2 MB were not read, so whether they include lib.h is not known and they were not "
+            "checked: big.c; build to check them"
+        ) in r.plain
+        assert "first 20000 source files" not in r.plain, r.plain
+
+
+async def test_a_header_write_says_the_search_for_includers_stopped_at_the_scan_cap(
+    many_includers, monkeypatch
+):
+    monkeypatch.setattr(connection, "SCAN_CAP", 5)
+    monkeypatch.setattr(dependents, "SCAN_CAP", 5)
+    async with tether.open_run(many_includers, plugins=[tether.files]) as run:
+        r = await edit(run, "lib.h", "int x);", "int x, int y);")
+        assert (
+            "files that include lib.h were looked for in the first 5 source files only: the rest of the tree "
+            "was not checked; build to check it"
+        ) in r.plain

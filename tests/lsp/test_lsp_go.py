@@ -58,7 +58,6 @@ async def test_a_signature_change_reports_all_36_broken_calls_and_the_revert_say
         assert [d for d in r.data.get("diagnostics", []) if d["severity"] == "error"] == [], r.plain
         files = sorted({f for f, _ in expected})
         assert f"no errors any more in 35 other file(s): {', '.join(files[:5])} and 30 more" in r.plain
-        print(r.plain)
 
 
 async def test_the_project_checker_reports_every_broken_call_not_the_first_ten(pflag_root):

@@ -12,13 +12,13 @@ from tether_lsp.connection import Connection
 
 async def test_the_watchers_scan_runs_off_the_loop_and_sees_a_shell_edit(py_root, monkeypatch):
     threads: list[threading.Thread] = []
-    scan = Connection._scan
+    scan = Connection.scan
 
     def spy(self):
         threads.append(threading.current_thread())
         return scan(self)
 
-    monkeypatch.setattr(Connection, "_scan", spy)
+    monkeypatch.setattr(Connection, "scan", spy)
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
         first = await run.call(
             "lsp", {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}

@@ -69,8 +69,10 @@ class Diagnostic:
         return attrs.asdict(self)
 
     def render(self) -> str:
+        """``file:line:col: severity [code]: message (source)``: the source tells two checkers of one file apart."""
         code = f" [{self.code}]" if self.code else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.severity}{code}: {self.message}"
+        source = f" ({self.source})" if self.source else ""
+        return f"{self.file}:{self.line}:{self.column}: {self.severity}{code}: {self.message}{source}"
 
 
 @attrs.frozen

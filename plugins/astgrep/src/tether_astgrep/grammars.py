@@ -249,9 +249,8 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
         "µ",
         (
             Rung("keyword", "[PATTERN]"),  # `timeout: $T`
-            Rung(
-                "clause", "case x__ do\nPATTERN\nend", tail="\n"
-            ),  # `{:ok, $B} -> $B`: its body takes the newline
+            # `{:ok, $B} -> $B`: its body takes the newline
+            Rung("clause", "case x__ do\nPATTERN\nend", tail="\n"),
         ),
     ),
     ("haskell", (".hs",), "µ", (Rung("expression", "x__ = PATTERN"),)),

@@ -112,7 +112,9 @@ class ParserPool:
         self._patterns: dict[tuple[str, str], Pattern] = {}
         self._rules: dict[tuple[str, str], Rule] = {}  # apart: a pattern's text may look like a rule's
         self._pool: Any = None
-        self.worker_pids: list[int] = []  # the pool's processes, tracked by the run
+        # the pool's processes, tracked by the run: handles, not pids, for a dead worker's pid may be
+        # reaped (by `multiprocessing.active_children`) and reused by an unrelated process
+        self.worker_procs: list[Any] = []
         self._picklable: dict[str, bool] = {}
 
     # -- grammars and patterns -----------------------------------------------------------------
@@ -261,8 +263,8 @@ class ParserPool:
             return
         from tether.procs import kill_tree
 
-        pids, self.worker_pids = self.worker_pids, []
-        await asyncio.to_thread(lambda: [kill_tree(pid, 1.0) for pid in pids])
+        procs, self.worker_procs = self.worker_procs, []
+        await asyncio.to_thread(lambda: [kill_tree(p, 1.0) for p in procs])
         try:
             await asyncio.wait_for(
                 asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT
@@ -280,6 +282,8 @@ class ParserPool:
         """
         import multiprocessing
 
+        from tether.procs import process
+
         before = {p.pid for p in multiprocessing.active_children()}
         if self._pool is None:
             from concurrent.futures import ProcessPoolExecutor
@@ -291,9 +295,13 @@ class ParserPool:
                 max_workers=self.workers, mp_context=multiprocessing.get_context(method)
             )
         futures = [self._pool.submit(engine.search_chunk, c, pattern, loader) for c in chunks]
+        known = {p.pid for p in self.worker_procs if p.is_running()}  # is_running: same pid, same process
         for child in multiprocessing.active_children():
-            if child.pid is not None and child.pid not in before and child.pid not in self.worker_pids:
-                self.worker_pids.append(child.pid)
+            if child.pid is None or child.pid in before or child.pid in known:
+                continue
+            handle = process(child.pid)  # an unreaped child of ours: the pid is still its own
+            if handle is not None:
+                self.worker_procs.append(handle)
                 self.run.track_process(child.pid)
         return futures
 

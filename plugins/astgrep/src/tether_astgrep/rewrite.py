@@ -19,6 +19,7 @@ before is checked by the caller (`added_errors`).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import re
 from collections.abc import Sequence
@@ -100,21 +101,17 @@ class Rewritten:
     def old_place(self, byte: int) -> tuple[int, int]:
         """Where a byte of the old content went: (-1, its offset in the new content) when no replacement
         covered it, else (the replacement's index, 0)."""
-        shift = 0
-        for i, (old_start, old_end, _, new_end) in enumerate(self.spans):
-            if byte < old_start:
-                break
-            if byte < old_end:
-                return (i, 0)
-            shift = new_end - old_end
-        return (-1, byte + shift)
+        # the last replacement starting at or before the byte
+        i = bisect.bisect_right(self.spans, byte, key=lambda s: s[0]) - 1
+        if i < 0:
+            return (-1, byte)
+        _, old_end, _, new_end = self.spans[i]
+        return (i, 0) if byte < old_end else (-1, byte + new_end - old_end)
 
     def new_place(self, byte: int) -> tuple[int, int]:
         """The same for a byte of the new content: (the replacement's index, 0) inside one."""
-        for i, (_, _, new_start, new_end) in enumerate(self.spans):
-            if new_start <= byte < new_end:
-                return (i, 0)
-        return (-1, byte)
+        i = bisect.bisect_right(self.spans, byte, key=lambda s: s[2]) - 1
+        return (i, 0) if i >= 0 and byte < self.spans[i][3] else (-1, byte)
 
 
 def apply(src: bytes, matches: Sequence[Match], template: str) -> Rewritten:
@@ -185,14 +182,15 @@ def _culprit(err: Any) -> Any:
     return err
 
 
-ERRORS_COMPARED = 200  # per file
+def syntax_errors(root: Any) -> list[tuple[int, int, str]]:
+    """(byte, line, what) of every syntax error (lines 1-based), in source order.
 
-
-def syntax_errors(root: Any, limit: int = ERRORS_COMPARED) -> list[tuple[int, int, str]]:
-    """(byte, line, what) of the first ``limit`` syntax errors (lines 1-based), in source order."""
+    All of them: the walk goes only down subtrees that hold an error and stops at each ERROR node (whose
+    culprit is looked for inside it alone), so its cost is bounded by the tree's size.
+    """
     out: list[tuple[int, int, str]] = []
     stack = [root] if root.has_error else []
-    while stack and len(out) < limit:
+    while stack:
         node = stack.pop()
         if node.is_error:
             token = _culprit(node)

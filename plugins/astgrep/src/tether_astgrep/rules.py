@@ -291,6 +291,44 @@ def parse_argument(value: Any) -> tuple[dict, dict, dict]:
     return rule, constraints, utils
 
 
+# ast-grep's names of languages, where they are not tether's grammar ids (a rule file's `language:`)
+_AST_GREP_NAMES = {
+    "py": "python",
+    "js": "javascript",
+    "jsx": "javascript",
+    "ts": "typescript",
+    "rs": "rust",
+    "golang": "go",
+    "cs": "csharp",
+    "c#": "csharp",
+    "cc": "cpp",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "rb": "ruby",
+    "kt": "kotlin",
+    "ex": "elixir",
+    "hs": "haskell",
+    "yml": "yaml",
+    "sh": "bash",
+}
+
+
+def rule_language(value: Any) -> str | None:
+    """The grammar id a rule file's `language:` names (ast-grep's names taken too); None if it names none.
+
+    Only the rule file's layout (``rule:`` beside it) has one; a bad rule is left to `compile_rule`.
+    """
+    if isinstance(value, str):
+        value = parse_text(value)
+    if not isinstance(value, dict) or "rule" not in value or value.get("language") is None:
+        return None
+    said = value["language"]
+    if not isinstance(said, str) or not said.strip():
+        raise RuleError(f"rule: language is {_describe(said)}; give a grammar id, e.g. language: python")
+    key = said.strip().lower()
+    return _AST_GREP_NAMES.get(key, key)
+
+
 def _describe(value: Any) -> str:
     if value is None:
         return "empty"

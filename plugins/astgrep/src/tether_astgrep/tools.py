@@ -192,6 +192,48 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     return Target(registry.by_id[gid], files, found.ignored, shown, left)
 
 
+async def _target_of(pool: ParserPool, args: GrepArgs | EditArgs) -> Target:
+    """`_target`, for the language argument, or else for the language a rule file names (`language:`).
+
+    The two must agree, and a rule's language must be that of the file or of some files searched.
+    """
+    from tether_astgrep.rules import RuleError, rule_language
+
+    try:
+        said = rule_language(args.rule) if args.rule is not None else None
+    except RuleError as exc:
+        raise ToolError(str(exc), {"error": "bad_rule"}) from None
+    if said is None or args.language is not None:
+        if said is not None and args.language is not None and args.language.strip().lower() != said:
+            raise ToolError(
+                f"the rule says language: {said}, but the language argument is '{args.language}'; drop one of "
+                "them or make them agree",
+                {"error": "language_mismatch", "language": args.language, "rule_language": said},
+            )
+        return await _target(pool, args.path, args.language)
+    try:
+        target = await _target(pool, args.path, said)
+    except ToolError as exc:
+        if (exc.data or {}).get("error") != "unknown_language":
+            raise
+        raise ToolError("the rule's language: " + exc.message, exc.data) from None
+    if pool.run.resolve_path(args.path or ".").is_file():
+        gid = pool.registry().for_path(Path(target.files[0].path).name)
+        if gid is not None and gid != target.grammar.id:
+            raise ToolError(
+                f"the rule says language: {said}, but '{target.base}' is a {gid} file; fix the rule's language, "
+                f"or pass language='{said}' to parse it as {said} all the same",
+                {"error": "language_mismatch", "rule_language": said, "file_language": gid},
+            )
+    if not target.files:
+        raise ToolError(
+            f"the rule says language: {said}, but there are no {said} files under '{target.base}' (after "
+            ".gitignore); fix the rule's language, or search another path",
+            {"error": "language_mismatch", "rule_language": said},
+        )
+    return target
+
+
 def _compile(
     pool: ParserPool, source: str | None, grammar: Grammar, rule: dict[str, Any] | str | None = None
 ) -> Pattern | Rule:
@@ -251,7 +293,7 @@ def _show_capture(text: str) -> str:
 
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     run = pool.run
-    target = await _target(pool, args.path, args.language)
+    target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
     spans = [(r.path, span) for r in results for span in r.matches]
@@ -450,7 +492,7 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     from tether_astgrep.rewrite import template_names
 
     run = pool.run
-    target = await _target(pool, args.path, args.language)
+    target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
     if unbound:
@@ -556,6 +598,29 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
 # -- resolve --------------------------------------------------------------------------------------------
 
 
+def _changed_since_staged(run: Any, edit: Any, paths: list[Any]) -> ToolError:
+    what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in paths]
+    return ToolError(
+        f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
+        "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
+        "against the current files",
+        {"error": "changed_since_staged", "files": [run.relpath(p) for p in paths]},
+    )
+
+
+def resolve_touches(pool: ParserPool, args: ResolveArgs) -> list[str]:
+    """The files an accept will write. One that will be refused (a staged file changed since) is refused
+    here, before the write's diagnostics baseline is asked for: a refusal needs none. The handler checks
+    again under the write lock."""
+    edit = pool.edits.get(args.edit_id.strip())
+    if args.action != "accept" or edit is None or edit.state != "pending":
+        return []
+    changed = [snap.path for snap in edit.snapshots if not snap.still_holds()]
+    if changed:
+        raise _changed_since_staged(pool.run, edit, changed)
+    return pool.edit_files(edit.edit_id)
+
+
 async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     from tether.atomic import ChangedSince
 
@@ -581,13 +646,7 @@ async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
     try:  # the snapshots are checked under the root's write lock, so no write slips in between
         await run.write_files(dict(edit.changes), expect=edit.snapshots)
     except ChangedSince as exc:
-        what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in exc.paths]
-        raise ToolError(
-            f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
-            "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
-            "against the current files",
-            {"error": "changed_since_staged", "files": [run.relpath(p) for p in exc.paths]},
-        ) from None
+        raise _changed_since_staged(run, edit, exc.paths) from None
     except OSError as exc:
         raise ToolError(
             f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
@@ -643,6 +702,6 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             bind(resolve),
             family="astgrep",
             parallel_safe=False,
-            touches=lambda args: pool.edit_files(args.edit_id) if args.action == "accept" else [],
+            touches=lambda args: resolve_touches(pool, args),
         ),
     ]

@@ -266,32 +266,53 @@ def _python_condition(expression: str) -> str | None:
 
 
 MAX_FUNCTION_SEARCH = 5000  # Python files read to look for a function breakpoint's def
+FUNCTION_SEARCH_FILE_BYTES = 2_000_000  # a bigger Python file (generated, vendored) is not read
+FUNCTION_SEARCH_BYTES = 50_000_000  # read in all for one setting of function breakpoints
 
 
 def _python_functions_missing(root: Path, names: list[str]) -> dict[str, str]:
     """The names no ``def`` in the project's Python files defines, each with what was searched.
 
     debugpy verifies any function breakpoint and matches the bare name of the code that runs
-    (``co_name``), so a typo or a qualified name would never stop and never be said.
+    (``co_name``), so a typo or a qualified name would never stop and never be said. The search is
+    bounded (files, the size of one, bytes in all); what it left unread is said with each name.
     """
     from tether.walk import walk
 
     files = walk(root, wanted=lambda name: name.endswith((".py", ".pyw"))).files
-    looked = files[:MAX_FUNCTION_SEARCH]
     wanted = {
         n: re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(n.encode()) + rb"\b", re.M)
         for n in names
     }
-    for entry in looked:
-        if not wanted:
+    read, big, total = 0, 0, 0
+    for entry in files:
+        if not wanted or read >= MAX_FUNCTION_SEARCH or total >= FUNCTION_SEARCH_BYTES:
             break
+        if entry.size > FUNCTION_SEARCH_FILE_BYTES:
+            big += 1
+            continue
         try:
             data = Path(entry.path).read_bytes()
         except OSError:
             continue
+        read += 1
+        total += len(data)
         for name in [n for n, pattern in wanted.items() if pattern.search(data)]:
             del wanted[name]
-    cut = f" (the first {len(looked)} of {len(files)})" if len(files) > len(looked) else ""
+    unread = len(files) - read - big
+    left = [f"{big} over {FUNCTION_SEARCH_FILE_BYTES:,} bytes skipped"] if big else []
+    if unread > 0:
+        bound = (
+            f"{MAX_FUNCTION_SEARCH} files"
+            if read >= MAX_FUNCTION_SEARCH
+            else f"{FUNCTION_SEARCH_BYTES:,} bytes"
+        )
+        left.append(f"{unread} not read past the first {bound}")
+    where = (
+        f"{read} of the project's {len(files)} Python files ({'; '.join(left)})"
+        if left
+        else (f"the project's {read} Python files")
+    )
     said = {}
     for name in wanted:
         bare = name.rpartition(".")[2]
@@ -300,7 +321,7 @@ def _python_functions_missing(root: Path, names: list[str]) -> dict[str, str]:
             if bare != name
             else "debugpy accepts any name and stops only if a function of that name runs (a library's too)"
         )
-        said[name] = f"no `def {name}` in the project's {len(looked)} Python files{cut}; {how}"
+        said[name] = f"no `def {name}` in {where}; {how}"
     return said
 
 

@@ -252,7 +252,7 @@ async def evaluate_action(
     if frame_id is None:
         top = session.top_frame
         if top is None or top not in session.frames:
-            no_stack = session.stop.no_stack if session.stop else None
+            no_stack = session.stop.no_stack if session.stop and not session.stop.stack_late else None
             if no_stack:
                 raise ToolError(
                     f"no frame to evaluate in: the adapter gives no stack at this stop ({no_stack}). Set a "

@@ -48,7 +48,12 @@ def stop_text(run: Run, stop: Stop) -> str:
         stack = (stop.exception or {}).get("stack") or []
         if stack:
             text += "\n" + "\n".join(line[:MAX_VALUE] for line in stack)
-    if stop.no_stack:
+    if stop.stack_late:
+        text += (
+            f"\nno stack with this stop: {stop.no_stack}. The program is stopped all the same: call "
+            "action='stack' to ask again (debug_request_timeout sets how long one request may take)."
+        )
+    elif stop.no_stack:
         text += (
             f"\nno stack at this stop (the adapter says: {stop.no_stack[:MAX_VALUE]}). A program held at its entry "
             "may have no frames yet: set a breakpoint (e.g. in main) and 'continue'."
@@ -67,6 +72,8 @@ def stop_result(run: Run, session: Session, stop: Stop, prefix: str = "") -> Too
     data: dict[str, Any] = {"stopped": stop.data(run.relpath)}
     if stop.no_stack:
         data["no_stack"] = stop.no_stack
+    if stop.stack_late:
+        data["stack_late"] = True
     if stop.description:
         data["exception"] = stop.description
         data["exceptionInfo"] = stop.exception

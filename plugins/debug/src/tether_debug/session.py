@@ -25,7 +25,7 @@ import attrs
 from tether import sandbox
 
 from tether_debug.adapters import AdapterDef, Located
-from tether_debug.dap import DapClient, DapClosed, DapError
+from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import Plan
@@ -46,6 +46,7 @@ LLDB_CONDITION_ERROR = re.compile(
     r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
 )
 OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
+LINE_KEEP = 100_000  # characters kept of one stream's unfinished line; earlier ones are cut, said in the line
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
 
@@ -65,6 +66,7 @@ class Stop:
     snapshot: tuple[str, list[dict[str, Any]]] | None = None
     # why there is no stack at this stop, in the adapter's words (delve at entry: no goroutine yet)
     no_stack: str | None = None
+    stack_late: bool = False  # the adapter did not answer stackTrace in time (no_stack says so)
 
     def data(self, relpath) -> dict[str, Any]:
         return {
@@ -90,26 +92,29 @@ class OutputBuffer:
     Streams are merged a whole line at a time: an adapter that reads stdout and stderr on two
     threads (debugpy's launcher) hands over a line in pieces with the other stream's text between
     them ("done" ... a traceback ... " 90"). A stream's unfinished line waits for its newline (or
-    for the next read) before it joins the rest. Lines of two streams may still come in another
-    order than they were written: the adapter reads them apart, and their order is lost there.
+    for the next read, where it is given as a line of its own) before it joins the rest. Lines of
+    two streams may still come in another order than they were written: the adapter reads them
+    apart, and their order is lost there. An unfinished line keeps only its last LINE_KEEP
+    characters; the line says how many before them were cut.
     """
 
     def __init__(self) -> None:
         self._parts: deque[str] = deque()
         self._size = 0
-        self._unfinished: dict[str, str] = {}  # stream -> the start of a line still being written
+        self._unfinished: dict[str, _Line] = {}  # stream -> the start of a line still being written
         self.dropped = 0
         self.closed = False  # after `terminated`: lldb-dap floods output while it dies
 
     def add(self, text: str, stream: str = "") -> None:
         if self.closed or not text:
             return
-        text = self._unfinished.pop(stream, "") + text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
+        text = text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
         lines, newline, rest = text.rpartition("\n")
-        if rest:
-            self._unfinished[stream] = rest
         if newline:
-            self._keep(lines + newline)
+            started = self._unfinished.pop(stream, None)
+            self._keep((started.text() if started else "") + lines + newline)
+        if rest:
+            self._unfinished.setdefault(stream, _Line()).add(rest)
 
     def _keep(self, text: str) -> None:
         self._parts.append(text)
@@ -120,8 +125,8 @@ class OutputBuffer:
             self.dropped += len(old)
 
     def take(self) -> tuple[str, int]:
-        for rest in self._unfinished.values():  # a prompt without its newline is output too
-            self._keep(rest)
+        for line in self._unfinished.values():  # a prompt without its newline is output too
+            self._keep(line.text() + "\n")  # ended: another stream's piece does not join its line
         self._unfinished.clear()
         text = "".join(self._parts)
         dropped = self.dropped
@@ -129,6 +134,34 @@ class OutputBuffer:
         self._size = 0
         self.dropped = 0
         return text, dropped
+
+
+class _Line:
+    """One stream's line still being written: its pieces, at most LINE_KEEP characters (the latest)."""
+
+    def __init__(self) -> None:
+        self.pieces: deque[str] = deque()
+        self.size = 0
+        self.cut = 0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.size += len(piece)
+        while self.size > LINE_KEEP:
+            excess = self.size - LINE_KEEP
+            first = self.pieces[0]
+            if len(first) <= excess:
+                self.pieces.popleft()
+                self.size -= len(first)
+                self.cut += len(first)
+            else:
+                self.pieces[0] = first[excess:]
+                self.size -= excess
+                self.cut += excess
+
+    def text(self) -> str:
+        said = f"[{self.cut:,} earlier characters of this line cut] " if self.cut else ""
+        return said + "".join(self.pieces)
 
 
 class SessionError(Exception):
@@ -570,9 +603,9 @@ class Session:
         self.references = set()
         reason = body.get("reason", "unknown")
         # both at once: each request to debugpy costs ~44 ms of its own latency
-        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None))
+        frames_task = self._stop_frames(thread_id) if thread_id is not None else _nothing(([], None, False))
         info_task = self._exception_info(thread_id, body) if reason == "exception" else _nothing(None)
-        (frames, no_stack), info = await asyncio.gather(frames_task, info_task)
+        (frames, no_stack, late), info = await asyncio.gather(frames_task, info_task)
         frame = frames[0] if frames else None
         self.top_frame = frame["id"] if frame else None
         if info and (named := SIGNAL_NAME.search(info.get("message") or "")):
@@ -590,21 +623,25 @@ class Session:
             project_frame=self._project_frame(frames),
             snapshot=snapshot,
             no_stack=no_stack,
+            stack_late=late,
         )
         return self.stop
 
-    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None]:
-        """The stopped thread's frames; none, and the adapter's reason, when it has no stack to give.
+    async def _stop_frames(self, thread_id: int) -> tuple[list[dict[str, Any]], str | None, bool]:
+        """The stopped thread's frames; none, why not, and whether it was only late, when there are none.
 
         delve stops on entry before the Go runtime has started a goroutine, and answers stackTrace
-        with "unknown goroutine 1": that is still a stop the program can continue from.
+        with "unknown goroutine 1": that is still a stop the program can continue from. An adapter
+        that does not answer in time (a slow one at an ordinary stop) has stopped all the same.
         """
         try:
-            return await self.stack_trace(thread_id, 30), None
+            return await self.stack_trace(thread_id, 30), None, False
         except DapClosed:
             raise
+        except DapTimeout as exc:
+            return [], exc.message, True
         except DapError as exc:
-            return [], exc.message
+            return [], exc.message, False
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root

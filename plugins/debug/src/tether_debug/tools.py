@@ -45,8 +45,7 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
 
     run = ctx.run
     supervisor = run.resource(tether_debug_supervisor)
-    if supervisor is None:  # registration checked it; a harness's hook may answer differently later
-        raise ToolError("no debug-session supervisor for this run: the debug tool cannot keep a session.")
+    assert supervisor is not None  # the tool is registered only with one, and run.resource caches it
     conversation = run.conversation_id or ""
     action = args.action
     session = supervisor.session(conversation)

@@ -19,6 +19,9 @@ TSC = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$"
 )
 GNU = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):\s*(?P<msg>.*)$")
+RULE = re.compile(
+    r"^(?P<code>[A-Z]{1,4}[0-9]{1,4})(?: \[\*\])? (?P<msg>.*)$"
+)  # as in "F401 [*] `os` imported but unused"
 SEV = re.compile(
     r"^(?P<sev>error|warning|info|note|hint)(?:\[(?P<code>[^\]]+)\])?:?\s*(?P<msg>.*)$", re.IGNORECASE
 )
@@ -29,9 +32,12 @@ def _rel(run: Any, cwd: Path, file: str) -> str:
     return run.relpath(path if path.is_absolute() else cwd / path)
 
 
-def parse(fmt: str, out: str, run: Any, cwd: Path) -> tuple[list[Diagnostic], list[str]]:
+def parse(
+    fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None
+) -> tuple[list[Diagnostic], list[str]]:
     """The checker's diagnostics, and where it says it stopped reporting (file:line of the Go compiler's
-    "too many errors" after its first 10 errors of a package: a cut, not an error)."""
+    "too many errors" after its first 10 errors of a package: a cut, not an error). ``server`` gives a
+    "gnu" line's source and, for a line that states no severity, its severity (`checker_severity`)."""
     diags: list[Diagnostic] = []
     stopped: list[str] = []
     if fmt == "pyright-json":
@@ -101,12 +107,14 @@ def parse(fmt: str, out: str, run: Any, cwd: Path) -> tuple[list[Diagnostic], li
                 stopped.append(f"{_rel(run, cwd, m['file'])}:{m['line']}")
                 continue
             sev, code, msg = "error", None, m["msg"]
-            s = SEV.match(msg)
-            if s:
+            if s := SEV.match(msg):
                 sev = {"info": "information", "note": "information"}.get(s["sev"].lower(), s["sev"].lower())
                 code, msg = s["code"], s["msg"]
+            elif r := RULE.match(msg):
+                sev, code, msg = server.checker_severity if server else "error", r["code"], r["msg"]
+            source = server.id if server else None
             diags.append(
-                Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, None)
+                Diagnostic(_rel(run, cwd, m["file"]), int(m["line"]), int(m["col"]), sev, msg, code, source)
             )
     return diags, stopped
 
@@ -158,6 +166,7 @@ async def run_checker(
             out.decode(errors="replace") if server.checker_format == "pyright-json" else text,
             run,
             root,
+            server,
         )
     except ValueError:
         tail = text.strip()[-500:]

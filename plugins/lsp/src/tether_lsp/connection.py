@@ -39,6 +39,12 @@ PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (
 DOCUMENT_COLD_QUIET = 2.0
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
+# A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
+# round in progress) ROUND_FACTOR x the slowest of its last ROUNDS_KEPT rounds, at least ROUND_FLOOR s;
+# a working server up to the run option diagnostics_timeout (also the bound while nothing is measured)
+ROUND_FACTOR = 3.0
+ROUND_FLOOR = 15.0
+ROUNDS_KEPT = 8
 
 
 class ServerDied(Exception):
@@ -155,6 +161,9 @@ class Connection:
         self.quiescent = server.ready != "quiescent"
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
+        self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
+        self._timed: Mark | None = None  # the change whose round was measured last
+        self._first_end: float | None = None  # "progress" servers: when the first round ended
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.scan_truncated = False
@@ -225,7 +234,7 @@ class Connection:
         self.proc = self.client._server
         self.run.track_process(self.proc.pid)
         self._tasks.append(asyncio.create_task(self._drain_stderr()))
-        self._watched = await asyncio.to_thread(self._scan)  # a big tree must not stall the loop
+        self._watched = await asyncio.to_thread(self.scan)  # a big tree must not stall the loop
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
@@ -352,6 +361,8 @@ class Connection:
             elif kind == "end":
                 conn.progress_tokens.discard(token)
                 conn.last_event = time.monotonic()
+                if not conn.progress_tokens and conn._first_end is None:
+                    conn._first_end = conn.last_event
                 conn._wake()
 
         @client.feature("experimental/serverStatus")
@@ -596,7 +607,7 @@ class Connection:
     async def _poll(self) -> None:
         while self.alive:
             await asyncio.sleep(POLL_INTERVAL)
-            current = await asyncio.to_thread(self._scan)
+            current = await asyncio.to_thread(self.scan)
             # files this process changed meanwhile were told about already (files_changed)
             self._apply_scan(current)
 
@@ -628,10 +639,11 @@ class Connection:
     def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
         """The scan and the seconds it took (its own, not the wait for a thread of a busy loop)."""
         start = time.perf_counter()
-        return self._scan(), time.perf_counter() - start
+        return self.scan(), time.perf_counter() - start
 
-    def _scan(self) -> dict[Path, tuple[int, int]]:
-        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped)."""
+    def scan(self) -> dict[Path, tuple[int, int]]:
+        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped):
+        at most SCAN_CAP of them; a scan that stops there sets ``scan_truncated``."""
         out: dict[Path, tuple[int, int]] = {}
         exts = self.server.extensions
         stack = [str(self.root)]
@@ -749,15 +761,44 @@ class Connection:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), max(0.0, wait))
 
-    async def wait_round(self, mark: Mark, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) for a complete round after ``mark``; False when it did not come."""
-        deadline = time.monotonic() + timeout
+    def _left(self, start: float, deadline: float, quiet: float | None) -> float:
+        """Seconds a wait begun at ``start`` may still go on: to ``deadline``; with ``quiet``, only while the
+        server shows signs of work (a round in progress, or a publish or progress event within ``quiet`` s)."""
+        now = time.monotonic()
+        if quiet is None or self.progress_tokens or not self.quiescent:
+            return deadline - now
+        return min(deadline, max(start, self.last_event) + quiet) - now
+
+    async def wait_round(self, mark: Mark, timeout: float, quiet: float | None = None) -> bool:
+        """Wait (at most ``timeout`` s; ``quiet``: see `_left`) for a complete round after ``mark``; False
+        when it did not come."""
+        start = time.monotonic()
+        deadline = start + timeout
         while not self.round_done(mark):
-            remaining = deadline - time.monotonic()
+            remaining = self._left(start, deadline, quiet)
             if remaining <= 0:
                 return False
             await self._event(min(remaining, self._next_check(mark)))
+        self._time_round(mark)
         return True
+
+    def _time_round(self, mark: Mark) -> None:
+        """Remember how long the round after the change ``mark`` took: to its last event (a publish or the
+        end of its progress). A change that started no round is not a measure, nor is the first round of
+        a "progress" server (the project's cold analysis)."""
+        if mark == self._timed or self.last_event <= mark.at:
+            return
+        if self.server.rounds == "progress" and (self._first_end is None or mark.at < self._first_end):
+            return
+        self._timed = mark
+        self.round_times.append(self.last_event - mark.at)
+
+    def budget(self, cap: float) -> float:
+        """Seconds a write waits for this server while it shows no sign of work: ROUND_FACTOR x its slowest
+        recent round, at least ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
+        if not self.round_times:
+            return cap
+        return round(min(cap, max(ROUND_FLOOR, ROUND_FACTOR * max(self.round_times))), 1)
 
     def fresh(self, doc: Doc) -> Published | None:
         """The document's publish for its current version (None while only older ones are known)."""
@@ -772,17 +813,21 @@ class Connection:
             )
         return pub if pub.seq > doc.mark.seq else None
 
-    async def diagnostics(self, doc: Doc, timeout: float, request_timeout: float) -> list[Any] | None:
+    async def diagnostics(
+        self, doc: Doc, timeout: float, request_timeout: float, quiet: float | None = None
+    ) -> list[Any] | None:
         """The diagnostics of the document's CURRENT version from a complete round; None when they did
-        not come within ``timeout``."""
+        not come within ``timeout`` (``quiet``: see `_left`)."""
         if self.pulls:
             return await self._pull(doc, min(timeout, request_timeout))
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         while True:
             pub = self.fresh(doc)
             if pub is not None and self.round_done(doc.mark):
+                self._time_round(doc.mark)
                 return pub.items
-            remaining = deadline - time.monotonic()
+            remaining = self._left(start, deadline, quiet)
             if remaining <= 0:
                 return None
             await self._event(min(remaining, self._next_check(doc.mark)))

@@ -3,10 +3,13 @@
 clangd diagnoses only the documents it has open: a changed prototype in cJSON's `cJSON.h` breaks
 calls in `cJSON.c` and `cJSON_Utils.c`, and clangd says so only when those are open. So before a
 header is written, the source files that include it, directly or through other headers, are found
-with one bounded read of the server's files and opened; after the write each is closed and opened
-again, because clangd rebuilds an open file on its header's save only when the include is in its
-preamble, and not at all for the same text sent again (cJSON_Utils.c kept its old diagnostics). The
-write's baseline and its answer then cover them like written files.
+with one bounded read of the server's files (`Connection.scan`: at most SCAN_CAP files; files over
+READ_BYTES are not read) and opened; after the write each is closed and opened again, because clangd
+rebuilds an open file on its header's save only when the include is in its preamble, and not at all
+for the same text sent again (cJSON_Utils.c kept its old diagnostics). The write's baseline and its
+answer then cover them like written files. Its answer says, one line each, how many includers were
+not opened (over OPEN_CAP, or not text clangd can be given), which files were too big to read, and
+when the scan stopped at its cap.
 
 The files looked at are those of the compilation database (`compile_commands.json` at the server's
 root or in `build/`) when there is one: the project's own build, not every file clangd could guess
@@ -26,7 +29,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tether_lsp.connection import Connection, RequestTimeout, ServerError, _get
+import attrs
+
+from tether_lsp import render
+from tether_lsp.connection import SCAN_CAP, Connection, RequestTimeout, ServerError, _get
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
@@ -60,16 +66,27 @@ def _built(root: Path) -> set[Path] | None:
     return None
 
 
-def includers(conn: Connection, header: Path) -> tuple[list[Path], int]:
-    """The non-header files that include ``header`` (at most OPEN_CAP, sorted), and how many more do."""
+@attrs.frozen
+class Includers:
+    files: list[Path]  # the non-header files that include the header: at most OPEN_CAP, sorted
+    more: int  # how many more include it
+    unread: list[Path]  # files over READ_BYTES, not read: whether they include it is not known
+    scan_cut: bool  # the server's scan stopped at SCAN_CAP files: files past it were not read
+
+
+def includers(conn: Connection, header: Path) -> Includers:
+    """The files that include ``header``, directly or through other headers, and what was not read."""
     headers = conn.server.header_extensions
     built = _built(conn.root)
+    scanned = conn.scan()
     includes: dict[Path, list[str]] = {}
-    for path in conn._scan():
+    unread = []
+    for path in scanned:
         if built is not None and path.suffix.lower() not in headers and path.resolve() not in built:
             continue
         try:
             if path.stat().st_size > READ_BYTES:
+                unread.append(path)
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -88,14 +105,16 @@ def includers(conn: Connection, header: Path) -> tuple[list[Path], int]:
                 else:
                     found.add(path)
     ordered = sorted(found)
-    return ordered[:OPEN_CAP], max(0, len(ordered) - OPEN_CAP)
+    return Includers(
+        ordered[:OPEN_CAP], max(0, len(ordered) - OPEN_CAP), sorted(unread), len(scanned) >= SCAN_CAP
+    )
 
 
 async def open_dependents(
     sup: Any, targets: list[tuple[str, Path, Connection]]
 ) -> tuple[list[tuple[str, Path, Connection]], list[str]]:
     """The files including the written headers of a server that checks only open documents, opened
-    (rel, path, connection); and a note per header whose includers were not all opened."""
+    (rel, path, connection); and a one-line note for each way a header's includers were not all checked."""
     import asyncio
 
     written = {path for _, path, _ in targets}
@@ -104,14 +123,36 @@ async def open_dependents(
     for rel, path, conn in targets:
         if path.suffix.lower() not in conn.server.header_extensions:
             continue
-        found, more = await asyncio.to_thread(includers, conn, path)
-        for dep in found:
-            if dep not in written and conn.open(dep) is not None:
+        found = await asyncio.to_thread(includers, conn, path)
+        unopened = []
+        for dep in found.files:
+            if dep in written:
+                continue
+            if conn.open(dep) is None:
+                unopened.append(sup.run.relpath(dep))
+            else:
                 out.setdefault(dep, (sup.run.relpath(dep), dep, conn))
-        if more:
+        server = conn.server.id
+        if found.more:
             notes.append(
-                f"{more} more file(s) include {rel} and were not checked ({conn.server.id} checks open files "
+                f"{found.more} more file(s) include {rel} and were not checked ({server} checks open files "
                 f"only, and {OPEN_CAP} were opened); run lsp diagnostics on them or build"
+            )
+        if unopened:
+            notes.append(
+                f"{len(unopened)} file(s) include {rel} and were not checked: {server} could not be given "
+                f"them (not UTF-8 text or not readable): {render.names(unopened)}"
+            )
+        if found.unread:
+            big = [sup.run.relpath(p) for p in found.unread]
+            notes.append(
+                f"{len(big)} file(s) over {READ_BYTES // 1_000_000} MB were not read, so whether they include "
+                f"{rel} is not known and they were not checked: {render.names(big)}; build to check them"
+            )
+        if found.scan_cut:
+            notes.append(
+                f"files that include {rel} were looked for in the first {SCAN_CAP} source files only: the "
+                f"rest of the tree was not checked; build to check it"
             )
     return list(out.values()), notes
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from pathlib import Path
@@ -92,7 +93,9 @@ def location(uri: str, pos: Any, run: Any, encoding: str, lines: Lines) -> Locat
     return Location(shown, pos.line + 1, from_units(source, pos.character, encoding) + 1, source)
 
 
-def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Diagnostic:
+def diagnostic(
+    d: Any, path: Path, run: Any, encoding: str, lines: Lines, source: str | None = None
+) -> Diagnostic:
     start = d.range.start
     source = lines.get(path, start.line)
     code = d.code
@@ -104,7 +107,7 @@ def diagnostic(d: Any, path: Path, run: Any, encoding: str, lines: Lines) -> Dia
         severity=SEVERITIES.get(severity or 1, "error"),
         message=one_line(str(d.message).strip(), run),
         code=None if code is None else str(code),
-        source=d.source,
+        source=d.source or source,
     )
 
 
@@ -131,9 +134,12 @@ def one_line(message: str, run: Any) -> str:
     return "; ".join(parts)
 
 
-def diagnostics(items: list[Any], path: Path, run: Any, encoding: str, lines: Lines) -> list[Diagnostic]:
-    """The errors and warnings among a server's diagnostics of one file."""
-    out = [diagnostic(d, path, run, encoding, lines) for d in items]
+def diagnostics(
+    items: list[Any], path: Path, run: Any, encoding: str, lines: Lines, source: str | None = None
+) -> list[Diagnostic]:
+    """The errors and warnings among a server's diagnostics of one file (``source``: the server's id,
+    for a diagnostic that does not name its source)."""
+    out = [diagnostic(d, path, run, encoding, lines, source) for d in items]
     return [d for d in out if d.severity in ("error", "warning")]
 
 
@@ -149,4 +155,22 @@ def hover_text(result: Any) -> str:
         elif hasattr(part, "value"):
             lang = getattr(part, "language", None)
             texts.append(f"```{lang}\n{part.value}\n```" if lang else part.value)
-    return "\n\n".join(t.strip() for t in texts if t and t.strip())
+    return unescape_prose("\n\n".join(t.strip() for t in texts if t and t.strip()))
+
+
+def unescape_prose(markdown: str) -> str:
+    """HTML entities outside code fences as the characters they stand for: pyright-based servers write a
+    docstring's indentation as `&nbsp;` and `<`, `&` as `&lt;`, `&amp;`. Code blocks are left as written."""
+    parts = re.split(r"(^```.*?^```)", markdown, flags=re.MULTILINE | re.DOTALL)
+    return "".join(
+        part if part.startswith("```") else html.unescape(part).replace("\xa0", " ") for part in parts
+    )
+
+
+NAMED = 5  # files named in a note before "and N more"
+
+
+def names(rels: list[str]) -> str:
+    """Files for a one-line note: the first NAMED, then "and N more"."""
+    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
+    return ", ".join(rels[:NAMED]) + more

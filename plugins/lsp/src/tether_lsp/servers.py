@@ -68,17 +68,25 @@ class ServerDef:
             ``experimental/serverStatus``).
         checker: the project checker command, binary first (`lsp diagnostics "*"`); None: none.
         checker_format: how the checker's output is read: "pyright-json", "tsc", "gnu" or "cargo-json".
+        checker_severity: the severity of a "gnu" checker line that states none: ``go vet``'s findings
+            are errors, ruff's lint findings (``F401 ...``) warnings (its syntax errors say so and stay
+            errors).
         checker_runs_project_code: the checker executes the project's own code (cargo check runs
             build.rs and proc macros): a run that does not trust its root never runs it.
         install: how to get the binary, said when it is missing.
         default: False: an alternative, used only when named in the run option ``lsp_servers``.
+        replaces: ids of servers this one switches off while it is enabled (a third party's type
+            checker replacing basedpyright, without redefining its id), unless ``lsp_servers`` names
+            them too.
         rounds: how the end of an analysis round is known: "progress" (each round is wrapped in
             work-done progress, as basedpyright does), "document" (the round ends with the changed
             document's own publish at its version, as gopls does), "settle" (no publish for
             ``settle_quiet`` seconds after the change), or "tsserver" (typescript-language-server: its
             publishes can be half a round and an unchanged list is never published again, so each
             file's diagnostics are asked of tsserver, and the files importing a written one too).
-        settle_quiet: the seconds of quiet that end a "settle" round.
+        settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
+            changed document's own publish in a "document" round (a mark with no document, a file
+            event, waits for this quiet alone).
         versioned_diagnostics: the server puts the document's version in every publish for an open
             document, so a publish without one (a file it checked on its own, e.g. in workspace mode)
             is not the answer for it. Learned at run time too, from the first versioned publish.
@@ -110,9 +118,11 @@ class ServerDef:
     ready: Literal["initialize", "progress", "quiescent"] = "progress"
     checker: tuple[str, ...] | None = None
     checker_format: Literal["pyright-json", "tsc", "gnu", "cargo-json"] | None = None
+    checker_severity: Literal["error", "warning"] = "error"
     checker_runs_project_code: bool = False
     install: str | None = None
     default: bool = True
+    replaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
@@ -181,6 +191,20 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         ready="initialize",
         checker=("ty", "check", "--output-format", "concise"),
         checker_format="gnu",
+        default=False,
+    ),
+    ServerDef(
+        id="ruff",
+        languages=("python",),
+        extensions=(".py", ".pyi"),
+        root_markers=(*PY_MARKERS, "ruff.toml", ".ruff.toml"),
+        command=("ruff", "server"),
+        install='pip install ruff (beside basedpyright: lsp_servers ["basedpyright", "ruff"])',
+        ready="initialize",
+        # --no-fix: a project may set `fix = true` (click does), and a checker must not edit the tree
+        checker=("ruff", "check", "--no-fix", "--output-format", "concise"),
+        checker_format="gnu",
+        checker_severity="warning",
         default=False,
     ),
     ServerDef(

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tether.tools import ToolError
+from tether.tools import ToolError, ToolResult
 
 from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
 from tether_lsp.options import LspOptions
@@ -24,6 +24,20 @@ from tether_lsp.servers import (
 log = logging.getLogger("tether.lsp")
 
 T = TypeVar("T")
+
+
+class NotAnswered(Exception):
+    """A server has no answer to this question (it does not offer it, or found nothing): the next
+    server of the file is asked. ``answer`` is what is said when no server answers."""
+
+    def __init__(self, answer: ToolResult | ToolError) -> None:
+        super().__init__(str(answer))
+        self.answer = answer
+
+    def stand(self) -> Any:
+        if isinstance(self.answer, ToolError):
+            raise self.answer
+        return self.answer
 
 
 class Supervisor:
@@ -54,10 +68,24 @@ class Supervisor:
         return self._definitions
 
     def enabled(self, server: ServerDef) -> bool:
+        """Named in the run option lsp_servers; without it, a default definition no other default one replaces."""
         chosen = self.run.options.of(LspOptions).lsp_servers
         if chosen is not None:
             return server.id in chosen
-        return server.default
+        return server.default and self.replaced_by(server) is None
+
+    def replaced_by(self, server: ServerDef) -> str | None:
+        """The id of a default definition that switches ``server`` off (its `replaces` names it)."""
+        chosen = self.run.options.of(LspOptions).lsp_servers
+        if chosen is not None:
+            return None
+        by = [d.id for d in self.definitions() if d.default and d.id != server.id and server.id in d.replaces]
+        return by[0] if by else None
+
+    def _in_order(self, servers: list[ServerDef]) -> list[ServerDef]:
+        """The order servers are asked in: that of lsp_servers when given, else of the definitions."""
+        chosen = self.run.options.of(LspOptions).lsp_servers
+        return sorted(servers, key=lambda d: chosen.index(d.id)) if chosen else servers
 
     # -- availability --------------------------------------------------------------------------
 
@@ -87,8 +115,10 @@ class Supervisor:
                 problems.append(f"binary does not work: {self._versions[binary]}")
         return Availability(server, root, binary, "; ".join(problems) or None, note)
 
-    async def choose(self, path: Path) -> Availability:
-        """The server for a file, or a ToolError saying which half (marker, binary) is missing."""
+    async def serving(self, path: Path) -> list[Availability]:
+        """Every enabled server that can serve the file, in the order they are asked; or a ToolError
+        saying which half (marker, binary) is missing. A server that cannot serve it while another one
+        can is left out (`status` says why)."""
         candidates = [d for d in self.definitions() if d.handles(path)]
         if not candidates:
             known = sorted({e for d in self.definitions() for e in d.extensions})
@@ -96,19 +126,22 @@ class Supervisor:
                 f"no language server handles '{path.suffix or path.name}' files; servers are defined for {', '.join(known)}",
                 {"error": "no_server"},
             )
-        enabled = [d for d in candidates if self.enabled(d)]
+        enabled = self._in_order([d for d in candidates if self.enabled(d)])
         if not enabled:
             ids = ", ".join(d.id for d in candidates)
             raise ToolError(
                 f"the servers for '{path.suffix}' files ({ids}) are not enabled in this run (run option lsp_servers)",
                 {"error": "no_server"},
             )
-        reasons = []
+        usable, reasons = [], []
         for server in enabled:
             avail = await self.availability(server, path.parent)
             if avail.ok:
-                return avail
-            reasons.append(f"{server.id}: {avail.reason}")
+                usable.append(avail)
+            else:
+                reasons.append(f"{server.id}: {avail.reason}")
+        if usable:
+            return usable
         raise ToolError(
             f"no language server can serve '{self.run.relpath(path)}': {'; '.join(reasons)}. "
             "Add the missing root marker or install the server; `lsp` with action status shows every server.",
@@ -163,11 +196,38 @@ class Supervisor:
             return new
 
     async def with_file(self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
-        """Run ``fn`` against the file's server with the file open and everything re-synced.
+        """``fn``'s answer from the first of the file's servers that answers.
+
+        A server whose ``fn`` raises `NotAnswered` (it does not offer this, or found nothing) passes the
+        question to the next one; when none answers, the first one's `NotAnswered` stands.
+        """
+        first: NotAnswered | None = None
+        for avail in await self.serving(path):
+            try:
+                return await self._on(avail, path, fn)
+            except NotAnswered as exc:
+                first = first or exc
+        assert first is not None
+        return first.stand()
+
+    async def with_every(
+        self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]
+    ) -> list[tuple[ServerDef, T | ToolError]]:
+        """``fn``'s answer from every server of the file, asked at the same time; a server's failure is its answer."""
+
+        async def one(avail: Availability) -> tuple[ServerDef, T | ToolError]:
+            try:
+                return avail.server, await self._on(avail, path, fn)
+            except ToolError as exc:
+                return avail.server, exc
+
+        return list(await asyncio.gather(*(one(a) for a in await self.serving(path))))
+
+    async def _on(self, avail: Availability, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
+        """Run ``fn`` against one server with the file open and everything re-synced.
 
         A server that died is restarted with its documents re-opened and ``fn`` retried once.
         """
-        avail = await self.choose(path)
         for attempt in (1, 2):
             conn = await self.connection(avail)
             try:

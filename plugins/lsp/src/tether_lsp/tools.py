@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from tether_lsp import render
 from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout, ServerError
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, to_units
+from tether_lsp.supervisor import NotAnswered
 
 Action = Literal[
     "diagnostics",
@@ -54,6 +56,14 @@ WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
 HOVER_CHARS = 6000
 LOCAL_SCOPES = {"function", "method", "constructor"}  # an outline does not list what is declared inside these
+OUTLINE_KINDS = LOCAL_SCOPES | {
+    "class",
+    "interface",
+    "struct",
+    "enum",
+    "module",
+    "namespace",
+}  # kept over the cap
 
 
 @attrs.frozen
@@ -81,6 +91,12 @@ class LspArgs:
         minimum=1,
     )
     query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
+    in_file: str | None = arg(
+        "With references, definition, type_definition, implementation: only the locations in this file "
+        "(relative to the root), e.g. one that an answer over the cap names.",
+        default=None,
+        min_length=1,
+    )
 
 
 @attrs.frozen
@@ -176,6 +192,12 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
             return await project_diagnostics(run, sup)
         return await file_diagnostics(run, sup, args.file)
     _need(args, action, "file", "line", "symbol")
+    if args.in_file is not None and action in ("hover", "code_actions"):
+        raise ToolError(
+            f"in_file filters the locations of references, definition, type_definition and implementation; "
+            f"{action} has none. Leave in_file out",
+            {"error": "bad_argument"},
+        )
     return await navigate(run, sup, args)
 
 
@@ -183,11 +205,14 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)  # refused before any server is asked
     method, params_name, capability, noun = NAVIGATION[args.action]
+    in_rel = run.relpath(run.resolve_path(args.in_file)) if args.in_file is not None else None
 
     async def ask(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, capability, None):
-            raise ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
+            raise NotAnswered(
+                ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
+            )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)  # the text the server has
         pos = _position(conn, doc.text, spot)
         ident = lsp.TextDocumentIdentifier(uri=doc.uri)
@@ -222,22 +247,37 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             hover = render.hover_text(result)
             if not hover:
                 if conn.indexing:
-                    raise _still_indexing(conn, "hover")
-                return ToolResult.text(f"no hover information for {where}", {"hover": ""})
+                    raise NotAnswered(_still_indexing(conn, "hover"))
+                raise NotAnswered(ToolResult.text(f"no hover information for {where}", {"hover": ""}))
             text = cap_text(hover, HOVER_CHARS, "The rest is in the definition.")
             return ToolResult.text("\n".join(x for x in (text, analysing_note(conn)) if x), {"hover": hover})
         if args.action == "code_actions":
             return _code_actions(result, where)
         lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
-        locs = render.locations(result, run, conn.encoding, lines)
+        every = locs = render.locations(result, run, conn.encoding, lines)
+        if every and in_rel is not None:
+            locs = [loc for loc in every if loc.file == in_rel]
+            if not locs:
+                return ToolResult.text(
+                    f"no {noun} of {where} in {in_rel} ({len(every)} in other files; leave in_file out to see them)",
+                    {"locations": [], "total": 0, "total_everywhere": len(every)},
+                )
         if not locs:
             if conn.indexing:
-                raise _still_indexing(conn, noun + "s")
-            return ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0})
-        shown, note = cap_items(
-            locs, REFERENCES_CAP, f"{noun}s", "Narrow down with definition, or look at one file's symbols."
-        )
-        head = f"{len(locs)} {noun}(s) of {where}:"
+                raise NotAnswered(_still_indexing(conn, noun + "s"))
+            raise NotAnswered(ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0}))
+        shown, note = locs[:REFERENCES_CAP], ""
+        # the rest counted per file, so the model can ask for one file's with in_file
+        rest = Counter(loc.file for loc in locs[len(shown) :])
+        if rest:
+            listed = ", ".join(f"{f} ({n})" for f, n in list(rest.items())[:20])
+            beyond = f" and {len(rest) - 20} more file(s)" if len(rest) > 20 else ""
+            note = (
+                f"[{len(locs) - len(shown)} more {noun}s not shown (showing {len(shown)} of {len(locs)}). Per file: "
+                f"{listed}{beyond}. Pass in_file with one of these files to see its {noun}s.]"
+            )
+        scope = f" in {in_rel} ({len(every)} in all files)" if in_rel is not None else ""
+        head = f"{len(locs)} {noun}(s) of {where}{scope}:"
         body = "\n".join(loc.render() for loc in shown)
         outside: list[tuple[str, int, str]] = []
         if args.action == "references" and conn.server.publishes_program:
@@ -248,7 +288,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 if p is not None
             }
             outside = await asyncio.to_thread(
-                occurrences, conn, run, name, program | {loc.file for loc in locs}
+                occurrences, conn, run, name, program | {loc.file for loc in every}
             )
         more = []
         if outside:
@@ -262,6 +302,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             {
                 "locations": [loc.to_json() for loc in shown],
                 "total": len(locs),
+                "not_shown": dict(rest),
                 "outside_program": [{"file": f, "line": n} for f, n, _ in outside],
             },
         )
@@ -279,7 +320,7 @@ def _code_actions(result: Any, where: str) -> ToolResult:
         kind = getattr(kind, "value", kind)
         actions.append({"title": title, "kind": kind})
     if not actions:
-        return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
+        raise NotAnswered(ToolResult.text(f"no code actions offered for {where}", {"actions": []}))
     lines = [f"{len(actions)} code action(s) for {where}:"]
     lines += [
         f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") for n, a in enumerate(actions, 1)
@@ -301,10 +342,11 @@ def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, An
 
 
 async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
+    """The file's diagnostics from every server that serves it, merged; a server without an answer is said."""
     path, rel, _ = source_file(run, file)
     timeout = sup.option("diagnostics_timeout")
 
-    async def ask(conn: Any, doc: Any) -> ToolResult:
+    async def ask(conn: Any, doc: Any) -> list[Any]:
         items = await conn.diagnostics(doc, timeout, sup.option("lsp_request_timeout"))
         if items is None:
             raise ToolError(
@@ -312,13 +354,22 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
                 {"error": "pending"},
             )
         lines = render.Lines({doc.path: doc.text})
-        diags = render.diagnostics(items, doc.path, run, conn.encoding, lines)
+        diags = render.diagnostics(items, doc.path, run, conn.encoding, lines, source=conn.server.id)
         if not diags and conn.indexing:
             raise _still_indexing(conn, "diagnostics")
-        text, data = _render_diagnostics(diags, rel)
-        return ToolResult.text(text, data)
+        return diags
 
-    return await sup.with_file(path, ask)
+    answers = await sup.with_every(path, ask)
+    failed = [a for _, a in answers if isinstance(a, ToolError)]
+    if len(failed) == len(answers):
+        raise failed[0]
+    diags = [d for _, a in answers if not isinstance(a, ToolError) for d in a]
+    text, data = _render_diagnostics(diags, rel)
+    if len(answers) > 1:
+        data["servers"] = [server.id for server, a in answers if not isinstance(a, ToolError)]
+    # one server's answer is not the file's: say which server is missing, and why
+    notes = [f"not from {server.id}: {a.message}" for server, a in answers if isinstance(a, ToolError)]
+    return ToolResult.text("\n".join([text, *notes]), data)
 
 
 async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
@@ -390,52 +441,61 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         async def outline(conn: Any, doc: Any) -> ToolResult:
             lsp = conn.lsp
             if not getattr(conn.capabilities, "document_symbol_provider", None):
-                raise ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
+                raise NotAnswered(
+                    ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
+                )
             result = await sup.request(
                 conn,
                 "textDocument/documentSymbol",
                 lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)),
             )
             lines = render.Lines({doc.path: doc.text})
-            rows: list[tuple[str, dict[str, Any]]] = []
+            # (line, data, tier): 0 top-level symbols, classes, functions and methods; 1 other members of a
+            # class (attributes, constants). What is inside a function is not listed.
+            rows: list[tuple[str, dict[str, Any], int]] = []
 
-            def start(s: Any) -> Any:
-                return getattr(s, "selection_range", None) or s.location.range
+            def start(s: Any) -> tuple[int, int]:
+                rng = getattr(s, "selection_range", None) or s.location.range
+                return (rng.start.line, rng.start.character)
 
             def walk(items: Any, depth: int) -> None:
                 # by line: tsserver lists each level alphabetically
-                for s in sorted(items or [], key=lambda s: (start(s).start.line, start(s).start.character)):
+                for s in sorted(items or [], key=start):
                     if s.name.endswith(") callback"):
                         continue  # tsserver's name for a function passed as an argument: a local
-                    rng = start(s)
-                    source = lines.get(doc.path, rng.start.line)
-                    col = render.from_units(source, rng.start.character, conn.encoding) + 1
+                    line, units = start(s)
+                    col = render.from_units(lines.get(doc.path, line), units, conn.encoding) + 1
                     kind = _symbol_kind(conn, s.kind)
-                    rows.append(
-                        (
-                            f"{'  ' * depth}{rng.start.line + 1}:{col} {kind} {s.name}",
-                            {
-                                "name": s.name,
-                                "kind": kind,
-                                "line": rng.start.line + 1,
-                                "column": col,
-                                "depth": depth,
-                            },
-                        )
-                    )
+                    data = {"name": s.name, "kind": kind, "line": line + 1, "column": col, "depth": depth}
+                    tier = 0 if depth == 0 or kind in OUTLINE_KINDS else 1
+                    rows.append((f"{'  ' * depth}{line + 1}:{col} {kind} {s.name}", data, tier))
                     if kind not in LOCAL_SCOPES:
                         walk(getattr(s, "children", None), depth + 1)
 
             walk(result, 0)
             if not rows:
                 if conn.indexing:
-                    raise _still_indexing(conn, "symbols")
-                return ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0})
-            shown, note = cap_items(
-                rows, DOCUMENT_SYMBOLS_CAP, "symbols", "Use a workspace query to find a symbol by name."
+                    raise NotAnswered(_still_indexing(conn, "symbols"))
+                raise NotAnswered(ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0}))
+            # over the cap, class attributes go before any class, function or method is cut
+            kept = [r for r in rows if r[2] == 0] if len(rows) > DOCUMENT_SYMBOLS_CAP else rows
+            left_note = (
+                f"[{len(rows) - len(kept)} class attributes left out to keep every class and function; read "
+                "a class to see its own.]"
+                if len(kept) < len(rows)
+                else ""
             )
-            text = "\n".join([f"{len(rows)} symbol(s) in {rel}:", *(r[0] for r in shown), note]).strip()
-            return ToolResult.text(text, {"symbols": [r[1] for r in shown], "total": len(rows)})
+            shown, note = cap_items(
+                kept, DOCUMENT_SYMBOLS_CAP, "symbols", "Use a workspace query to find a symbol by name."
+            )
+            head = f"{len(rows)} symbol(s) in {rel}:"
+            text = "\n".join(x for x in [head, *(r[0] for r in shown), left_note, note] if x)
+            data = {
+                "symbols": [r[1] for r in shown],
+                "total": len(rows),
+                "left_out": len(rows) - len(kept),
+            }
+            return ToolResult.text(text, data)
 
         return await sup.with_file(path, outline)
     if not args.query:
@@ -587,6 +647,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
                 "id": server.id,
                 "languages": list(server.languages),
                 "enabled": sup.enabled(server),
+                "replaced_by": sup.replaced_by(server),
                 "available": avail.ok,
                 "reason": avail.reason,
                 "binary": avail.binary,
@@ -606,7 +667,9 @@ async def status(run: Any, sup: Any) -> ToolResult:
     )
     for s in servers:
         langs = ", ".join(s["languages"])
-        if not s["enabled"]:
+        if s["replaced_by"]:
+            state = f"switched off: {s['replaced_by']} replaces it (name both in the run option lsp_servers to use both)"
+        elif not s["enabled"]:
             state = "alternative, not enabled (name it in the run option lsp_servers to use it)"
         elif s["available"]:
             state = f"available ({s['binary']})"
@@ -683,7 +746,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     async def rename(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
-            raise ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"})
+            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
         old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
         pos = _position(conn, doc.text, spot)
@@ -695,11 +758,13 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         writes = plan.writes()
         if not writes:
             if conn.indexing:
-                raise _still_indexing(conn, "rename edits")
-            raise ToolError(
-                f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the symbol's "
-                "name where it is defined or used",
-                {"error": "nothing_to_rename"},
+                raise NotAnswered(_still_indexing(conn, "rename edits"))
+            raise NotAnswered(
+                ToolError(
+                    f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
+                    "symbol's name where it is defined or used",
+                    {"error": "nothing_to_rename"},
+                )
             )
         try:  # the originals are checked under the root's write lock, so no write slips in between
             await run.write_files(writes, expect=plan.originals.values())

@@ -7,9 +7,13 @@ on the first publish: basedpyright publishes empty placeholders at start and the
 list relabelled with the new version right after a change.
 
 Every file of a multi-file write is waited for at the same time, each with the whole bound (the run
-option diagnostics_timeout). A file whose baseline could not be had is not compared (nothing is
-claimed about it) and the answer says so; other files' changes are collected until the server's
+option diagnostics_timeout); a server that shows no sign of work (no publish, no progress) for its
+budget (`Connection.budget`, from its measured rounds) is not waited for any longer. A file whose
+baseline could not be had is not compared (nothing is claimed about it) and the answer says so; other files' changes are collected until the server's
 round after the write is complete, or the answer says the round was cut, naming the server.
+
+A file served by several servers (basedpyright and ruff) is compared server by server, each against
+its own baseline, and answered with the servers' sets merged (each diagnostic names its source).
 """
 
 from __future__ import annotations
@@ -28,56 +32,68 @@ from tether_lsp import render
 from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
 from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
 
-NAMED = 5  # files named in a note before "and N more"
-
 
 @attrs.define
 class Baseline:
-    files: dict[str, list[Diagnostic]]  # the written files and every file of a settled server
-    settled: set[int]  # id() of the connections whose round was complete: an unpublished file is clean there
-    unknown: list[str]  # written files (and opened dependents) without a baseline
+    # per server (`_key`): the written files and, for a settled server, every file it published
+    files: dict[tuple[str, Path], dict[str, list[Diagnostic]]]
+    settled: set[tuple[str, Path]]  # servers whose round was complete: a file they never published is clean
+    unknown: set[
+        tuple[tuple[str, Path], str]
+    ]  # (server, written file or opened dependent) without a baseline
     # files opened because they include a written header (clangd checks open files only), and why
     # some were not
     dependents: list[tuple[str, Path, Connection]] = attrs.field(factory=list)
     notes: list[str] = attrs.field(factory=list)
 
 
+def _key(conn: Connection) -> tuple[str, Path]:
+    """A server of the write (a restarted one is the same server)."""
+    return (conn.server.id, conn.root)
+
+
 def _convert(conn: Connection, path: Path, items: list[Any]) -> list[Diagnostic]:
     doc = conn.docs.get(path.as_uri())
     lines = render.Lines({path: doc.text} if doc else None)
-    return render.diagnostics(items, path, conn.run, conn.encoding, lines)
+    return render.diagnostics(items, path, conn.run, conn.encoding, lines, source=conn.server.id)
 
 
-def _published(sup: Any, conn: Connection, since: Mark | None = None) -> dict[str, list[Diagnostic]]:
-    """The connection's last published diagnostics per file under the root (only those published after ``since``)."""
+def _published(sup: Any, conn: Connection) -> dict[str, list[Diagnostic]]:
+    """The connection's last published diagnostics per file under the root."""
     out: dict[str, list[Diagnostic]] = {}
     for uri, pub in list(conn.published.items()):
-        if since is not None and pub.seq <= since.seq:
-            continue
         path = render.uri_to_path(uri)
         if path is not None and path.is_relative_to(sup.run.root):
             out[sup.run.relpath(path)] = _convert(conn, path, pub.items)
     return out
 
 
+def _published_since(sup: Any, conn: Connection, mark: Mark) -> set[str]:
+    """The files the connection published after ``mark``."""
+    paths = (render.uri_to_path(uri) for uri, pub in list(conn.published.items()) if pub.seq > mark.seq)
+    return {sup.run.relpath(p) for p in paths if p is not None and p.is_relative_to(sup.run.root)}
+
+
 def _errors(diags: list[Diagnostic]) -> int:
     return sum(d.severity == "error" for d in diags)
 
 
-def _names(rels: list[str]) -> str:
-    more = f" and {len(rels) - NAMED} more" if len(rels) > NAMED else ""
-    return ", ".join(rels[:NAMED]) + more
-
-
-async def _connection_for(sup: Any, path: Path) -> Connection | None:
+async def _connections_for(sup: Any, path: Path) -> list[Connection]:
+    """The running servers of a file, every one that serves it (a server whose start fails is left out)."""
     try:
-        avail = await sup.choose(path)
-        return await sup.connection(avail, retry_failed=False)
+        avails = await sup.serving(path)
     except ToolError:
-        return None  # no server for this file: nothing to say about it
+        return []  # no server for this file: nothing to say about it
+    out = []
+    for avail in avails:
+        try:
+            out.append(await sup.connection(avail, retry_failed=False))
+        except ToolError:
+            continue
+    return out
 
 
-async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> list[Any] | None:
+async def _current(sup: Any, conn: Connection, path: Path, deadline: float, quiet: float) -> list[Any] | None:
     """The file's diagnostics from a complete round after its current content; None when not in time."""
     if not path.is_file():
         return []
@@ -86,24 +102,23 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float) -> l
         return None
     try:
         return await conn.diagnostics(
-            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout")
+            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet
         )
     except (ServerDied, RequestTimeout, ServerError):
         return None
 
 
 async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path, Connection]]:
+    """(file, path, server) for every written file and each of its servers."""
     out = []
     for rel in paths:
         path = (sup.run.root / rel).resolve()
-        conn = await _connection_for(sup, path)
-        if conn is not None:
-            out.append((rel, path, conn))
+        out += [(rel, path, conn) for conn in await _connections_for(sup, path)]
     return out
 
 
 async def _pull_others(
-    sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float
+    sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float, quiet: float
 ) -> bool:
     """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
     importing ``mine``, its written files (before and after the write alike, so both sides are of the same
@@ -112,7 +127,7 @@ async def _pull_others(
         return True
     await asyncio.gather(
         *(
-            _current(sup, conn, doc.path, deadline)
+            _current(sup, conn, doc.path, deadline, quiet)
             for doc in list(conn.docs.values())
             if doc.path not in written
         )
@@ -135,54 +150,79 @@ def _unique(conns: list[Connection]) -> list[Connection]:
     return list({id(c): c for c in conns}.values())
 
 
+def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection]]) -> str:
+    """A written file as named in a note: with the server when more than one serves it."""
+    several = sum(r == rel for r, _, _ in targets) > 1
+    return f"{rel} ({conn.server.id})" if several else rel
+
+
+def _quiet(sup: Any, conns: list[Connection]) -> dict[int, float]:
+    """How long each server may show no sign of work before the wait for it ends: its budget from its
+    measured rounds (a working server is waited for up to diagnostics_timeout)."""
+    return {id(c): c.budget(sup.option("diagnostics_timeout")) for c in conns}
+
+
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
     deadline = time.monotonic() + sup.option("diagnostics_timeout")
     targets = await _files_and_servers(sup, paths)
+    quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
         await conn.refresh()
     dependents, dep_notes = await open_dependents(sup, targets)
+    checked = [*targets, *dependents]
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline) for _, path, conn in [*targets, *dependents])
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
     )
-    files: dict[str, list[Diagnostic]] = {}
-    settled: set[int] = set()
+    files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
+    settled: set[tuple[str, Path]] = set()
     for conn in _unique([c for _, _, c in targets]):
+        files[_key(conn)] = {}
         mine = [path for _, path, c in targets if c is conn]
         # the "after" says when not every importer answered
-        await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline)
+        await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline, quiet[id(conn)])
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
-            done = await conn.wait_round(conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()))
+            done = await conn.wait_round(
+                conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()), quiet[id(conn)]
+            )
         except ServerDied:
             continue
         if done:
-            settled.add(id(conn))
-            files.update(_published(sup, conn))
-    unknown = []
-    for (rel, path, conn), items in zip([*targets, *dependents], results, strict=True):
+            settled.add(_key(conn))
+            files[_key(conn)].update(_published(sup, conn))
+    unknown = set()
+    for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
-            unknown.append(rel)
-            files.pop(rel, None)
+            unknown.add((_key(conn), rel))
+            files.setdefault(_key(conn), {}).pop(rel, None)
         else:
-            files[rel] = _convert(conn, path, items)
+            files.setdefault(_key(conn), {})[rel] = _convert(conn, path, items)
     # per write: overlapping writes must not share a "before"
     sup.baselines[call_id] = Baseline(files, settled, unknown, dependents, dep_notes)
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
-    return files
+    merged: dict[str, list[Diagnostic]] = {}
+    for per_file in files.values():
+        for rel, diags in per_file.items():
+            merged.setdefault(rel, []).extend(diags)
+    return merged
 
 
 async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
-    cap = sup.option("diagnostics_timeout")
-    deadline = time.monotonic() + cap
-    before: Baseline = sup.baselines.pop(call_id, None) or Baseline({}, set(), list(paths))
+    """Each file's latest set, merged over its servers: the written files, and every other file whose
+    diagnostics changed at a server that has a "before" for it."""
+    before: Baseline | None = sup.baselines.pop(call_id, None)
     targets = await _files_and_servers(sup, paths)
+    if before is None:
+        before = Baseline({}, set(), {(_key(c), rel) for rel, _, c in targets})
     conns = _unique([c for _, _, c in targets])
+    began = time.monotonic()
+    deadline = began + sup.option("diagnostics_timeout")
+    quiet = _quiet(sup, conns)
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
-        conn.files_changed(
-            [path]
-        )  # the write: didChange with the whole new content + didSave, or a file event
+        # the write: didChange with the whole new content (+ didSave where asked), or a file event
+        conn.files_changed([path])
     for conn in conns:
         await conn.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
@@ -191,66 +231,82 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         if (doc := conn.docs.get(path.as_uri())) is not None:
             conn.reopen(doc)
     checked = [*targets, *dependents]
-    results = await asyncio.gather(*(_current(sup, conn, path, deadline) for _, path, conn in checked))
+    results = await asyncio.gather(
+        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
+    )
     files: dict[str, list[Diagnostic]] = {}
     pending, uncompared = [], []
+    unanswered = set(before.unknown)  # (server, file) pairs nothing is claimed about
     for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
-            pending.append(rel)
-        elif rel in before.unknown:
-            uncompared.append(rel)
+            pending.append(_shown(rel, conn, checked))
+            unanswered.add((_key(conn), rel))
+        elif (_key(conn), rel) in before.unknown:
+            uncompared.append(_shown(rel, conn, checked))
         elif rel in paths:
-            files[rel] = _convert(conn, path, items)
+            files.setdefault(rel, []).extend(_convert(conn, path, items))
         # a dependent's new publish is compared with the other files' below
-    # other files: what the server published since the write, once its round after the write is complete
-    cut, cleared, unasked = [], [], []
+    # other files: what the servers published since the write, once their round after it is complete
+    cut, unasked = [], []
     written = {path for _, path, _ in targets}
+    changed: set[str] = set()
+    # merged over the servers with a "before" for the file: now, and before the write
+    latest: dict[str, list[Diagnostic]] = {}
+    earlier: dict[str, list[Diagnostic]] = {}
     for conn in conns:
         mine = [path for _, path, c in targets if c is conn]
-        if not await _pull_others(sup, conn, mine, written, deadline):
+        if not await _pull_others(sup, conn, mine, written, deadline, quiet[id(conn)]):
             unasked.append(conn.server.id)
         try:
             done = await conn.wait_round(
-                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic())
+                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic()), quiet[id(conn)]
             )
         except ServerDied:
             done = False
-        if not done or id(conn) not in before.settled:
+        key = _key(conn)
+        if not done or key not in before.settled:
             cut.append(conn.server.id)
-        for rel, diags in _published(sup, conn, since=start[id(conn)]).items():
-            if rel in files or rel in paths or rel in before.unknown or rel in pending:
+        old_files = before.files.get(key, {})
+        since = _published_since(sup, conn, start[id(conn)])
+        for rel, diags in _published(sup, conn).items():
+            if rel in paths or (key, rel) in unanswered:
                 continue
-            if rel in before.files:
-                old = before.files[rel]
-            elif id(conn) in before.settled:
+            if rel in old_files:
+                old = old_files[rel]
+            elif key in before.settled:
                 old = []  # a settled server that never published a file found nothing in it
             else:
                 continue  # no complete "before": nothing is claimed about this file
-            if Counter(d.key for d in diags) != Counter(d.key for d in old):
-                files[rel] = diags
-                if _errors(old) and not _errors(diags):
-                    cleared.append(rel)
+            latest.setdefault(rel, []).extend(diags)
+            earlier.setdefault(rel, []).extend(old)
+            if rel in since and Counter(d.key for d in diags) != Counter(d.key for d in old):
+                changed.add(rel)
+    files.update({rel: latest[rel] for rel in changed})
+    cleared = [rel for rel in changed if _errors(earlier[rel]) and not _errors(latest[rel])]
+    spent = min(deadline, time.monotonic()) - began
+    waited = f"{spent:.2g}" if spent < 10 else f"{spent:.0f}"  # "0.05", "4.2", "15"
     notes = list(before.notes)
     if pending:
         notes.append(
-            f"diagnostics incomplete: still pending for {_names(pending)} after {cap:g} s; run lsp diagnostics on them later"
+            f"diagnostics incomplete: still pending for {render.names(pending)} after {waited} s; "
+            "run lsp diagnostics on them later"
         )
     if uncompared:
         notes.append(
-            f"diagnostics not compared for {_names(uncompared)}: the server had not checked them before the write; "
+            f"diagnostics not compared for {render.names(uncompared)}: the server had not checked them before the write; "
             "run lsp diagnostics on them to see their errors"
         )
     if cleared:
-        notes.append(f"no errors any more in {len(cleared)} other file(s): {_names(sorted(cleared))}")
+        notes.append(f"no errors any more in {len(cleared)} other file(s): {render.names(sorted(cleared))}")
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
-            f'before or after the write within {cap:g} s; lsp diagnostics "*" checks the whole project'
+            f'before or after the write within {waited} s; lsp diagnostics "*" checks the whole project'
         )
     if unasked:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
-            f"every file importing {_names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
-            f'checked (at most {IMPORTERS_CAP}, within {cap:g} s); lsp diagnostics "*" checks the whole project'
+            f"every file importing {render.names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
+            f'checked (at most {IMPORTERS_CAP}, within {sup.option("diagnostics_timeout"):g} s); lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)

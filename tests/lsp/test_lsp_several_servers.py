@@ -1,0 +1,143 @@
+"""Several language servers on one file: basedpyright (types) and ruff's `ruff server` (lint) side by side.
+
+Diagnostics are merged and each names its source; navigation comes from the first server that answers;
+a third party's definition can switch a built-in off without redefining its id.
+"""
+
+from __future__ import annotations
+
+import tether
+import tether.files
+from tether.hookspecs import hookimpl
+
+BOTH = {"lsp_servers": ["basedpyright", "ruff"]}
+# one edit in click's utils.py: an unused local (ruff F841, a warning) and a wrong return type (basedpyright)
+MAKE_STR = (
+    "    return str(value)\n\n\ndef _make_default",
+    "    unused = 1\n    return len(str(value))\n\n\ndef _make_default",
+)
+
+
+def introduced(r):
+    return {
+        (d["file"], d["line"], d["severity"], d["code"], d["source"]) for d in r.data.get("diagnostics", [])
+    }
+
+
+async def test_basedpyright_and_ruff_both_answer_for_one_file_of_click(click_root):
+    async with tether.open_run(click_root, plugins=[tether.files], options=BOTH) as run:
+        r = await run.call(
+            "edit", {"path": "src/click/utils.py", "old_string": MAKE_STR[0], "new_string": MAKE_STR[1]}
+        )
+        assert not r.is_error, r.plain
+        got = introduced(r)
+        assert ("src/click/utils.py", 60, "error", "reportReturnType", "basedpyright") in got, r.plain
+        assert ("src/click/utils.py", 59, "warning", "F841", "Ruff") in got, r.plain
+        assert {source for *_, source in got} == {"basedpyright", "Ruff"}, (
+            r.plain
+        )  # nothing old reported as new
+        assert (
+            "src/click/utils.py:59:5: warning [F841]: Local variable `unused` is assigned to but never used; "
+            "help: Remove assignment to unused variable `unused` (Ruff)" in r.plain
+        )
+
+        r = await run.call("lsp", {"action": "diagnostics", "file": "src/click/utils.py"})
+        assert not r.is_error, r.plain
+        assert r.data["servers"] == ["basedpyright", "ruff"]
+        mine = {(d["line"], d["code"], d["source"]) for d in r.data["diagnostics"]}
+        assert {(60, "reportReturnType", "basedpyright"), (59, "F841", "Ruff")} <= mine, r.plain
+
+        # navigation: basedpyright is asked first and answers; ruff offers no definitions
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "src/click/core.py", "line": 2091, "symbol": "make_str"}
+        )
+        assert not r.is_error and r.data["locations"][0] == {
+            "file": "src/click/utils.py",
+            "line": 52,
+            "column": 5,
+            "text": "def make_str(value: t.Any) -> str:",
+        }, r.plain
+
+        # the fix removes both servers' findings, and claims nothing new
+        r = await run.call(
+            "edit", {"path": "src/click/utils.py", "old_string": MAKE_STR[1], "new_string": MAKE_STR[0]}
+        )
+        assert not r.is_error and introduced(r) == set() and "introduced" not in r.plain, r.plain
+        r = await run.call("lsp", {"action": "status"})
+        assert sorted(x["server"] for x in r.data["running"]) == ["basedpyright", "ruff"]
+
+
+async def test_navigation_passes_over_a_server_without_an_answer_to_the_next(py_root):
+    # ruff first: it has no hover for a name (only for noqa codes) and no definitions; basedpyright answers
+    async with tether.open_run(py_root, options={"lsp_servers": ["ruff", "basedpyright"]}) as run:
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 8, "symbol": "greet"})
+        assert not r.is_error and "def greet(name: str) -> str" in r.plain, r.plain
+        r = await run.call(
+            "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
+        )
+        assert not r.is_error and r.data["locations"][0]["file"] == "pkg/util.py", r.plain
+        r = await run.call(
+            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
+        assert not r.is_error and r.data["total"] >= 5, r.plain
+
+
+async def test_ruffs_project_checker_reports_lint_findings_as_warnings_and_syntax_errors_as_errors(
+    tmp_path, samples
+):
+    # click sets `fix = true` for ruff: the checker must never edit the tree
+    root = samples.write_tree(
+        tmp_path / "lint",
+        {
+            "pyproject.toml": '[project]\nname = "lint"\nversion = "0"\n\n[tool.ruff]\nfix = true\n',
+            "a.py": "import os\n\nx = 1\n",
+            "broken.py": "def f(:\n    pass\n",
+        },
+    )
+    async with tether.open_run(root, options={"lsp_servers": ["ruff"]}) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "*"})
+        assert not r.is_error, r.plain
+        found = {(d["file"], d["line"], d["severity"], d["code"], d["source"]) for d in r.data["diagnostics"]}
+        assert ("a.py", 1, "warning", "F401", "ruff") in found, r.plain
+        assert any(f == "broken.py" and sev == "error" for f, _, sev, *_ in found), r.plain
+        assert (
+            "1 warning(s)" in r.plain
+            and "a.py:1:8: warning [F401]: `os` imported but unused (ruff)" in r.plain
+        )
+    assert (root / "a.py").read_text() == "import os\n\nx = 1\n"  # not fixed behind the model's back
+
+
+class TyReplacingBasedpyright:
+    """A third party's type checker that switches the built-in basedpyright off, without redefining it."""
+
+    @hookimpl
+    def tether_lsp_servers(self, run):
+        from tether_lsp.servers import ServerDef
+
+        return [
+            ServerDef(
+                id="ty-instead",
+                languages=("python",),
+                extensions=(".py",),
+                root_markers=("pyproject.toml",),
+                command=("ty", "server"),
+                ready="initialize",
+                replaces=("basedpyright",),
+            )
+        ]
+
+
+async def test_a_definition_can_switch_a_built_in_off_and_lsp_servers_brings_it_back(py_root):
+    async with tether.open_run(py_root, plugins=[TyReplacingBasedpyright()]) as run:
+        r = await run.call("lsp", {"action": "status"})
+        bp = next(s for s in r.data["servers"] if s["id"] == "basedpyright")
+        assert not bp["enabled"] and bp["replaced_by"] == "ty-instead", r.plain
+        assert "basedpyright (python): switched off: ty-instead replaces it" in r.plain
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 8, "symbol": "greet"})
+        assert not r.is_error, r.plain
+        r = await run.call("lsp", {"action": "status"})
+        assert [x["server"] for x in r.data["running"]] == ["ty-instead"]
+    options = {"lsp_servers": ["basedpyright", "ty-instead"]}
+    async with tether.open_run(py_root, plugins=[TyReplacingBasedpyright()], options=options) as run:
+        r = await run.call("lsp", {"action": "status"})
+        assert all(s["enabled"] for s in r.data["servers"] if s["id"] in options["lsp_servers"]), r.plain

@@ -1,0 +1,47 @@
+"""How long a write waits for a silent server follows its measured rounds; diagnostics_timeout bounds it all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import tether
+import tether.files
+from tether_lsp.connection import ROUND_FLOOR
+
+
+def basedpyright(run):
+    (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+    return conn
+
+
+async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_timeout(
+    py_root, samples, no_leftover_processes
+):
+    async with tether.open_run(py_root, plugins=[tether.files], options={"diagnostics_timeout": 90}) as run:
+        r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})
+        assert not r.is_error, r.plain
+        conn = basedpyright(run)
+        assert conn.budget(90) == 90  # nothing measured yet: the whole bound
+        for i in range(3):
+            r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + f"\nX{i} = {i}\n"})
+            assert not r.is_error and "pending" not in r.plain, r.plain
+        assert conn.round_times and all(0 < t < 90 for t in conn.round_times), conn.round_times
+        budget = conn.budget(90)
+        assert ROUND_FLOOR <= budget < 90, conn.round_times
+        # a server that stops answering (no publish, no progress) costs the write its budget, not the 90 s
+        # of diagnostics_timeout; one that is working gets the whole bound
+        os.killpg(conn.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + "\nY = 1\n"})
+            elapsed = time.monotonic() - t0
+        finally:
+            os.killpg(conn.pid, signal.SIGCONT)
+        assert not r.is_error and "introduced" not in r.plain, r.plain
+        assert "diagnostics incomplete: still pending for pkg/util.py after " in r.plain, r.plain
+        assert budget - 0.5 <= elapsed < budget + 15, (elapsed, budget)
+        # once it answers again, the next write is checked as before
+        r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + "\nZ: int = 'z'\n"})
+        assert "This write introduced 1 error(s)" in r.plain and "pkg/util.py:10:" in r.plain, r.plain
