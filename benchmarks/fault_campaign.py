@@ -39,42 +39,25 @@ from pathlib import Path
 import psutil
 import tether
 import tether.files
-from tether.procs import alive
 from tether.testing import open_test_run
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+from strays import (  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+    CELL,
+    DAEMON,
+    Serve,
+    cell_pids,
+    wait_gone,
+)
 
 PY = sys.executable
 BOUND = 120.0  # seconds a fault may take before it counts as hung
 KINDS = ("LOST", "HUNG", "LEFT", "WRONG")
 SERVERS: set[int] = set()  # every `tether serve` the campaign started (owners of private directories)
 
-# a process that double-forks into a daemon of its own session and prints the daemon's pid;
-# with CLEAR, the daemon also drops its whole environment (the run's tag with it) by re-executing
-DAEMON = textwrap.dedent(
-    """
-    import os, sys, time
-    if os.fork():
-        os._exit(0)
-    os.setsid()
-    if os.fork():
-        os._exit(0)
-    print(os.getpid(), flush=True)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    if "CLEAR" in sys.argv:
-        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)"], {})
-    time.sleep(300)
-    """
-)
-# a cell starting a child in its own session, a double-forked setsid daemon and one that also clears its
-# environment (the run's tag with it): their pids. TAGGED_CELL: the first two only.
-TAGGED_CELL = (
-    "import subprocess, sys\n"
-    "own = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True)\n"
-    f"daemon = subprocess.run([sys.executable, '-c', {DAEMON!r}], capture_output=True, text=True).stdout.strip()\n"
-    "print(own.pid, daemon)\n"
-)
-CELL = TAGGED_CELL.replace(
+# the cell of the campaign: a child in its own session, a double-forked setsid daemon and one that also
+# clears its environment (the run's tag with it): their pids
+CLEARING_CELL = CELL.replace(
     "print(own.pid, daemon)\n",
     f"bare = subprocess.run([sys.executable, '-c', {DAEMON!r}, 'CLEAR'], capture_output=True, text=True).stdout\n"
     "print(own.pid, daemon, bare.strip())\n",
@@ -100,15 +83,6 @@ def project(root: Path) -> Path:
     return root
 
 
-def wait_gone(pids, timeout: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not [p for p in pids if alive(p)]:
-            return []
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
-
-
 def one_paragraph_error(result, f: Findings, what: str) -> None:
     text = result.plain
     f.check(result.is_error, "WRONG", f"{what}: answered as a success: {text[:120]!r}")
@@ -117,65 +91,10 @@ def one_paragraph_error(result, f: Findings, what: str) -> None:
     f.check("\n\n" not in text.strip(), "WRONG", f"{what}: more than one paragraph: {text[:160]!r}")
 
 
-def cell_pids(result) -> list[int]:
-    line = next(x for x in result.plain.splitlines() if x.strip() and x.split()[0].isdigit())
-    return [int(x) for x in line.split()]
-
-
-class Serve:
-    """`tether serve` over stdio, raw JSON-RPC: enough to call tools, send garbage, signal and kill it."""
-
-    def __init__(self, root: Path, *options: str) -> None:
-        args = [PY, "-m", "tether.cli", "serve", "--root", str(root), "--vibe"]
-        for o in options:
-            args += ["--option", o]
-        self.proc = subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        SERVERS.add(self.proc.pid)
-        self.ids = 0
-        self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "c", "version": "0"},
-            },
-        )
-        self.send_line(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-
-    def send_line(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self, wanted) -> dict:
-        assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise EOFError("the server closed its stdout")
-            message = json.loads(line)
-            if "method" not in message and message.get("id") == wanted:
-                return message
-
-    def request(self, method: str, params) -> dict:
-        self.ids += 1
-        self.send_line(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}))
-        message = self.answer(self.ids)
-        return message.get("result", message)
-
-    def call(self, tool: str, arguments: dict) -> tuple[bool, str]:
-        result = self.request("tools/call", {"name": tool, "arguments": arguments})
-        return bool(result.get("isError")), "\n".join(b.get("text", "") for b in result.get("content", []))
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+def serve(root: Path, *options: str) -> Serve:
+    server = Serve(root, *options)
+    SERVERS.add(server.proc.pid)
+    return server
 
 
 # -- data lost or corrupted ----------------------------------------------------------------------------
@@ -225,7 +144,8 @@ async def f03_resolve_race_and_two_writers(base: Path, f: Findings) -> None:
                 return await run.call("write", {"path": "m.py", "content": mine})
 
             accepted, written = await asyncio.gather(
-                run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"}), late()
+                run.call("resolve", {"edit_id": (staged.data or {}).get("edit_id"), "action": "accept"}),
+                late(),
             )
             final = (root / "m.py").read_text()
             if not written.is_error and not accepted.is_error and final != mine:
@@ -384,7 +304,7 @@ async def f07_fifo_device_sparse(base: Path, f: Findings) -> None:
     if hasattr(os, "mknod"):
         with contextlib.suppress(OSError):
             os.mknod(root / "zero", 0o666 | 0o020000, os.makedev(1, 5))  # a /dev/zero of our own
-    server = Serve(root)
+    server = serve(root)
     try:
         for tool, args in (
             ("read", {"path": "p"}),
@@ -413,14 +333,14 @@ async def f07_fifo_device_sparse(base: Path, f: Findings) -> None:
 async def f08_serve_signals(base: Path, f: Findings) -> None:
     root = project(base / "r")
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        server = Serve(root)
+        server = serve(root)
         try:
             error, text = server.call(
-                "eval", {"code": CELL, "description": "start children that leave the session"}
+                "eval", {"code": CLEARING_CELL, "description": "start children that leave the session"}
             )
             f.check(not error, "WRONG", f"cell: {text[:160]}")
             pids = [
-                *cell_pids_text(text),
+                *cell_pids(text),
                 *[p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)],
             ]
             server.proc.send_signal(sig)  # stdin stays open
@@ -432,11 +352,6 @@ async def f08_serve_signals(base: Path, f: Findings) -> None:
             f.check(not left, "LEFT", f"{sig.name}: {len(left)} of {len(pids)} children survived")
         finally:
             server.close()
-
-
-def cell_pids_text(text: str) -> list[int]:
-    line = next(x for x in reversed(text.splitlines()) if x.strip() and x.split()[0].isdigit())
-    return [int(x) for x in line.split()]
 
 
 async def f09_cells_that_never_end(base: Path, f: Findings) -> None:
@@ -463,7 +378,7 @@ async def f09_cells_that_never_end(base: Path, f: Findings) -> None:
 
 async def f10_deep_json(base: Path, f: Findings) -> None:
     root = project(base / "r")
-    server = Serve(root)
+    server = serve(root)
     try:
         for depth in (150, 200, 1000, 100_000):
             server.ids += 1
@@ -495,16 +410,19 @@ async def f11_sigkill_of_serve(base: Path, f: Findings) -> None:
     root = project(base / "r")
     (root / "worker.py").write_text("import sys, time\nsys.stdin.read()\ntime.sleep(300)\n")
     vibe = json.dumps({"fast": [PY, str(root / "worker.py")]})
-    server = Serve(root, f"vibe={vibe}")
+    server = serve(root, f"vibe={vibe}")
     try:
         server.call(
             "eval",
             {"code": "1 + 1", "language": "javascript", "description": "add one and one in JavaScript"},
         )
-        _, text = server.call("eval", {"code": CELL, "description": "start children that leave the session"})
-        escaped = cell_pids_text(text)
+        _, text = server.call(
+            "eval", {"code": CLEARING_CELL, "description": "start children that leave the session"}
+        )
+        escaped = cell_pids(text)
         server.call("vibe_spawn", {"brief": "work", "label": "w"})
         deadline = time.monotonic() + 20
+        tree: list[int] = []
         while time.monotonic() < deadline:
             tree = [p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)]
             if len(tree) >= 5:
@@ -529,13 +447,13 @@ async def f12_processes_that_leave_the_session(base: Path, f: Findings) -> None:
     root = project(base / "r")
     what = "start children that leave the session"
     async with open_test_run(root, only=["eval"]) as run:
-        first = cell_pids(await run.call("eval", {"code": TAGGED_CELL, "description": what}))
+        first = cell_pids((await run.call("eval", {"code": CELL, "description": what})).plain)
         await run.call(
             "eval", {"code": "", "reset": True, "description": "restart the interpreter from scratch now"}
         )
         left = wait_gone(first, 10)
         f.check(not left, "LEFT", f"reset=true left {len(left)} of {first} (own session, setsid daemon)")
-        second = cell_pids(await run.call("eval", {"code": TAGGED_CELL, "description": what}))
+        second = cell_pids((await run.call("eval", {"code": CELL, "description": what})).plain)
     left = wait_gone(second, 10)
     f.check(not left, "LEFT", f"closing the run left {len(left)} of {second} (own session, setsid daemon)")
     # through the `tether` command, whose process adopts orphans: also the daemon with a cleared environment
@@ -546,7 +464,7 @@ async def f12_processes_that_leave_the_session(base: Path, f: Findings) -> None:
             "tether.cli",
             "call",
             "eval",
-            json.dumps({"code": CELL, "description": what}),
+            json.dumps({"code": CLEARING_CELL, "description": what}),
             "--root",
             str(root),
         ],
@@ -554,7 +472,7 @@ async def f12_processes_that_leave_the_session(base: Path, f: Findings) -> None:
         text=True,
         timeout=BOUND,
     )
-    third = cell_pids_text(out.stdout)
+    third = cell_pids(out.stdout)
     left = wait_gone(third, 20)
     f.check(
         not left, "LEFT", f"`tether call eval` left {len(left)} of {third} (own session, setsid, cleared env)"
@@ -761,7 +679,7 @@ def _owner(d: Path) -> int:
 
 
 def _is_ours(pid: int, here: Path) -> bool:
-    """A process started during the fault that belongs to it (not another developer's on this machine)."""
+    """A process started during the fault that belongs to it (not another user's process)."""
     try:
         p = psutil.Process(pid)
         return p.environ().get("XDG_STATE_HOME") == os.environ["XDG_STATE_HOME"] or str(here) in " ".join(

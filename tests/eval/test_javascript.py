@@ -8,6 +8,7 @@ import pytest
 import pytest_asyncio
 import tether
 import tether_eval.plugin as eval_plugin
+from tether_eval.envelope import Envelope
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 D = "run a JavaScript cell for tests"
@@ -130,3 +131,51 @@ async def test_without_the_javascript_extra_javascript_cells_name_it_and_python_
         assert r.data["error"] == "javascript_unavailable" and r.data["install"] == "tether-eval[javascript]"
         r = await run.call("eval", {"code": "1 + 1", "description": D, "language": "python"})
         assert not r.is_error and r.plain.strip().endswith("2"), r.plain
+
+
+def deno_envelope(deno: str, *, up: bool, required: bool):
+    """An envelope that brings its own Deno (here the wheel's binary, found before the wheel is hidden)."""
+
+    class DenoEnvelope:
+        __name__ = f"deno_envelope_{up}_{required}"
+
+        @tether.hookimpl(tryfirst=True)
+        def tether_eval_envelope(self, run):
+            return Envelope("deno-box", wrap=list, is_up=lambda: up, deno=deno, required=required)
+
+    return DenoEnvelope()
+
+
+async def test_without_the_extra_an_envelope_with_its_own_deno_runs_javascript_and_the_listing_says_so(
+    tmp_path, fake_tools, monkeypatch, no_leftover_processes
+):
+    import deno
+
+    envelope = deno_envelope(deno.find_deno_bin(), up=True, required=True)
+    monkeypatch.setitem(sys.modules, "deno", None)
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, fake_tools, envelope], load_entry_points=False
+    ) as run:
+        (tool,) = [t for t in run.tools() if t.name == "eval"]
+        assert "Deno" in tool.description and "tether-eval[javascript]" not in tool.description
+        r = await cell(run, "1 + 1")
+        assert not r.is_error and r.plain.strip().endswith("2"), r.plain
+        assert r.data["kernel"]["where"] == "envelope 'deno-box'"
+
+
+async def test_without_the_extra_an_envelope_with_deno_that_may_be_down_names_the_extra_for_the_host(
+    tmp_path, fake_tools, monkeypatch
+):
+    import deno
+
+    envelope = deno_envelope(deno.find_deno_bin(), up=False, required=False)
+    monkeypatch.setitem(sys.modules, "deno", None)
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, fake_tools, envelope], load_entry_points=False
+    ) as run:
+        (tool,) = [t for t in run.tools() if t.name == "eval"]
+        assert "the Deno of the envelope 'deno-box'" in tool.description
+        assert "tether-eval[javascript]" in tool.description
+        r = await cell(run, "1 + 1")  # the envelope is down: on the host, which has no Deno
+        assert r.is_error and r.data["error"] == "javascript_unavailable", r.plain
+        assert "while it is down they run on the host" in r.plain

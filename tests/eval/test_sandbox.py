@@ -146,6 +146,22 @@ async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with
     assert (confined.root / "pkg" / "mod.py").read_text() == "x = 1  # TODO\n"
 
 
+async def test_a_sandboxed_cell_past_its_budget_is_interrupted_and_the_kernel_keeps_its_state(confined):
+    # a SIGINT to the kernel's process group would kill bubblewrap, and the kernel with it
+    async with tether.open_run(
+        confined.root,
+        plugins=[eval_plugin],
+        load_entry_points=False,
+        options={"sandbox": True, "eval_timeout": 2},
+    ) as run:
+        r = await run.call("eval", {"code": "kept = 41\nimport time\ntime.sleep(300)", "description": D})
+        assert r.is_error and r.data["status"] == "interrupted", r.plain
+        assert "KeyboardInterrupt" in r.plain and "the kernel and its state survive" in r.plain
+        after = await run.call("eval", {"code": "kept + 1", "description": D})
+        assert not after.is_error and after.plain.strip().endswith("42"), after.plain
+        assert after.data["kernel"]["started"] is False
+
+
 async def test_pip_installs_a_local_wheel_into_the_projects_environment_inside_the_sandbox(confined):
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(confined.root / ".venv")], check=True, timeout=60

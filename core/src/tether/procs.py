@@ -37,6 +37,8 @@ POLL = 0.02  # the longest pause between checks while waiting for processes to d
 TAG = "TETHER_PROC"  # the environment variable that names the run and the process a child descends from
 KEEPER_WAIT = 15.0  # how long closing a run waits for its keeper
 ADOPT_POLL = 0.25  # how often the keeper of a subreaper's run notes the orphans it adopted
+# the keeper's ADOPT_POLL instead, in seconds: a test makes it long, to see that the end of a call tells the keeper
+ADOPT_POLL_ENV = "TETHER_ADOPT_POLL"
 PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 _adopting = False  # this process is a subreaper (`adopt_orphans`)
 
@@ -398,10 +400,14 @@ def _keep(run_tag: str, spare: int, grace: float, since: float, adopter: int) ->
     parent = os.getppid()
     kept = Tracked(run_tag, {spare}, adopter or None)
     kept.since = since
+    try:
+        poll = float(os.environ.get(ADOPT_POLL_ENV, ADOPT_POLL))
+    except ValueError:
+        poll = ADOPT_POLL
     fd, pending = sys.stdin.fileno(), b""
     while os.getppid() == parent:
         kept.note_adopted()  # before it dies with its adopter: then init has them
-        if not select.select([fd], [], [], ADOPT_POLL if adopter else 1.0)[0]:
+        if not select.select([fd], [], [], poll if adopter else 1.0)[0]:
             continue
         chunk = os.read(fd, 65536)
         if not chunk:

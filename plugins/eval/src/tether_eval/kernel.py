@@ -351,11 +351,13 @@ class Kernel:
         is dropped silently, and the cell would then wait forever for an answer. A silent cell asks
         once; if the question does not arrive in time we interrupt it and ask again. The interrupt is
         given a share of the start ``budget`` (s): on a loaded machine it can take longer than a second
-        or two, and a kernel that is merely slow is not stuck.
+        or two, and a kernel that is merely slow is not stuck. For the same reason each attempt waits
+        twice as long as the one before (1, 2, 4 ... s): a dropped question costs a second, a slow
+        kernel is not asked over and over in the same too short time.
         """
         grace = max(2.0, budget / 10)
-        for _ in range(attempts):
-            end = await self.execute(ping_code, timeout=1.0, grace=grace, silent=True)
+        for attempt in range(attempts):
+            end = await self.execute(ping_code, timeout=2.0**attempt, grace=grace, silent=True)
             if end.status == "ok" and end.tool_calls:
                 return
             if end.status in ("died", "stuck"):

@@ -85,19 +85,31 @@ def project_paths(root: Path) -> tuple[str, ...]:
 JAVASCRIPT_EXTRA = "tether-eval[javascript]"
 
 
-def javascript_unavailable() -> str:
-    """Why JavaScript cells cannot run here and what to install, or "" when the `deno` wheel is there."""
+def javascript_unavailable(run: Run) -> str:
+    """Why JavaScript cells cannot run in this run and what to install; "" when they can: the `deno`
+    wheel is there, or the run's envelope brings its own Deno and exec tools never run on the host."""
     if importlib.util.find_spec("deno") is not None:
         return ""
+    install = (
+        f"install the extra with `pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) "
+        "and start tether again"
+    )
+    envelope = run.resource(tether_eval_envelope)
+    if envelope is not None and envelope.deno:
+        if envelope.required:
+            return ""
+        return (
+            f"JavaScript cells run in the Deno of the envelope '{envelope.name}'; while it is down they run on the "
+            f"host, whose tether installation lacks Deno: {install}."
+        )
     return (
-        "JavaScript cells need Deno, which this installation lacks: install the extra with "
-        f"`pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) and start "
-        "tether again. Python cells work without it."
+        f"JavaScript cells need Deno, which this installation lacks: {install}. Python cells work without it."
     )
 
 
-def deno_binary() -> str:
-    if why := javascript_unavailable():
+def deno_binary(run: Run) -> str:
+    """The host's deno (the envelope, if any, is down or brings none)."""
+    if why := javascript_unavailable(run):
         raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
     import deno  # the PyPI wheel ships the binary
 
@@ -171,9 +183,13 @@ class KernelFactory:
                 "environment": choice.environment,
                 "transport": "ipc",
                 "project_paths": choice.project_paths,
+                # in an envelope the process we start is its wrapper (bwrap, `docker exec`): a SIGINT to its
+                # group kills bubblewrap and the kernel with it; an interrupt_request makes the kernel
+                # signal only itself
+                "interrupt_mode": "message" if inside is not None else "signal",
             }
         else:
-            binary = (inside.deno if inside is not None else None) or deno_binary()
+            binary = (inside.deno if inside is not None else None) or deno_binary(self.run)
             # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
             argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"

@@ -54,4 +54,4 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
         return
     from tether_eval.tools import eval_tool
 
-    register(eval_tool())
+    register(eval_tool(run))

@@ -12,7 +12,7 @@ from tether import Text, Tier, Tool, ToolError, ToolResult, arg
 from tether_eval.hookspecs import tether_eval_kernels
 
 if TYPE_CHECKING:
-    from tether.run import CallContext
+    from tether.run import CallContext, Run
 
 DESCRIPTION = (
     "Run a Python (default) or JavaScript (Deno) cell in this run's persistent kernel: variables, imports "
@@ -40,10 +40,10 @@ class EvalArgs:
     )
 
 
-def eval_tool() -> Tool:
+def eval_tool(run: Run) -> Tool:
     from tether_eval.kernels import javascript_unavailable
 
-    missing = javascript_unavailable()
+    missing = javascript_unavailable(run)
     return Tool(
         name="eval",
         tier=Tier.EXEC,
