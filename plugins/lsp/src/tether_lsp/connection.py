@@ -1,8 +1,9 @@
 """One running language server for one (server, root): process, pygls client, documents, diagnostics.
 
-pygls' LanguageClient does the JSON-RPC; this wraps its known traps: it never reads the server's
-stderr (a chatty server stalls once the pipe fills), a request has no timeout of its own, and a
-server that dies leaves nobody to notice. Every wait here has a bound.
+pygls' LanguageClient does the JSON-RPC over the pipes of a process started here (`tether_lsp.client`);
+this wraps its known traps: nobody reads the server's stderr (a chatty server stalls once the pipe
+fills), a request has no timeout of its own, and a server that dies leaves its requests waiting (each
+request here also waits for the process's exit). Every wait here has a bound.
 """
 
 from __future__ import annotations
@@ -174,6 +175,7 @@ class Connection:
         self._tasks: list[asyncio.Task[Any]] = []
         self._closing = False
         self._poller: asyncio.Task[Any] | None = None
+        self._exited: asyncio.Task[Any] | None = None  # the process's wait(), from start
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -207,33 +209,34 @@ class Connection:
         return True
 
     async def start(self, timeout: float) -> None:
-        from pygls.lsp.client import LanguageClient
-
-        from tether_lsp.converter import lsp_converter
+        from tether_lsp.client import Client
 
         lsp = self.lsp
-        self.client = LanguageClient("tether", "0.1.0", converter_factory=lsp_converter)
-        conn = self
-        # pygls reports messages it cannot parse here and then never completes the request (as it
-        # did with cattrs >= 25 before `lsp_converter`); keep the reason so the timeout can name it
-        self.client.report_server_error = lambda error, source: conn.log_tail.append(
-            f"client: {source.__name__}: {error}"
-        )
+        self.client = Client(self.log_tail.append)
         self._register_handlers()
         env = dict(os.environ)
         if not self.run.trusted:
             env.update(self.server.untrusted_env)
         self.started_at = time.monotonic()
         self.start_mark = self.last_mark = self.mark()
-        try:
-            await self.client.start_io(
-                self.binary, *self.server.command[1:], cwd=str(self.root), env=env, start_new_session=True
+        pipe = asyncio.subprocess.PIPE
+        try:  # its own session: its whole tree is killed at close
+            self.proc = await asyncio.create_subprocess_exec(
+                self.binary,
+                *self.server.command[1:],
+                cwd=str(self.root),
+                env=env,
+                stdin=pipe,
+                stdout=pipe,
+                stderr=pipe,
+                start_new_session=True,
             )
         except OSError as exc:
             raise StartFailed(f"cannot start {self.binary}: {exc.strerror or exc}") from None
-        self.proc = self.client._server
         self.run.track_process(self.proc.pid)
-        self._tasks.append(asyncio.create_task(self._drain_stderr()))
+        self.client.connect(self.proc)
+        self._exited = asyncio.create_task(self.proc.wait())
+        self._tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
         self._watched = await asyncio.to_thread(self.scan)  # a big tree must not stall the loop
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
@@ -442,11 +445,7 @@ class Connection:
             await asyncio.wait_for(self.proc.wait(), grace)
         await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
         if self.client is not None:
-            self.client._stop_event.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    asyncio.gather(*self.client._async_tasks, return_exceptions=True), grace
-                )
+            await self.client.disconnect(grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -458,25 +457,24 @@ class Connection:
             raise ServerDied(f"{self.server.id} is not running")
         protocol = self.client.protocol
         msg_id = f"tether-{next(self._ids)}"  # string ids: pygls may structure an int id back as a str and lose the answer
-        future = protocol.send_request(method, params, msg_id=msg_id)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-        except TimeoutError:
-            protocol._request_futures.pop(msg_id, None)
-            protocol._result_types.pop(msg_id, None)
-            if self.proc.returncode is None:
-                if self.server.cancel_requests:
-                    protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
-                raise RequestTimeout(method, timeout) from None
-            raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
-        except RuntimeError as exc:  # pygls fails pending requests with RuntimeError when the process exits
-            if self.proc.returncode is not None or "exited" in str(exc):
-                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
-            raise
-        except Exception as exc:  # noqa: BLE001 - an error answer (JsonRpcException and kin)
-            if self.proc.returncode is not None:
-                raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})") from None
-            raise ServerError(str(exc) or type(exc).__name__) from None
+        exited = self._exited
+        if exited is None:
+            raise ServerDied(f"{self.server.id} is not running")
+        future = protocol.send_request_async(method, params, msg_id=msg_id)
+        # an answer that comes after the timeout completes the future unawaited: take its error, if any
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        # never cancelled: pygls would fail to complete it when the answer comes
+        done, _ = await asyncio.wait((future, exited), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if future in done:
+            try:
+                return future.result()
+            except Exception as exc:  # noqa: BLE001 - an error answer (JsonRpcException and kin)
+                raise ServerError(str(exc) or type(exc).__name__) from None
+        if exited in done:
+            raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
+        if self.server.cancel_requests:
+            protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
+        raise RequestTimeout(method, timeout)
 
     def notify(self, method: str, params: Any) -> None:
         if self.alive:

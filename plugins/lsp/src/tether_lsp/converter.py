@@ -38,7 +38,9 @@ def lsp_converter() -> Any:
         return True
 
     def structure(obj: Any, tp: Any) -> Any:
-        return None if obj is None else conv.structure(obj, Union[tuple(members(tp))])  # noqa: UP007 - a Union of a runtime tuple of types has no X | Y spelling
+        # a Union of a runtime tuple of types: a special form, not a class, to a type checker
+        union: Any = Union[tuple(members(tp))]  # noqa: UP007 - a Union of a runtime tuple of types has no X | Y spelling
+        return None if obj is None else conv.structure(obj, union)
 
     conv.register_structure_hook_func(is_optional_registered_union, structure)
     return conv

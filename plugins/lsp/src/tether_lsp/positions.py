@@ -7,6 +7,9 @@ refused with the occurrences listed instead of guessed.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import attrs
 from tether.files import split_lines
 from tether.tools import ToolError
@@ -73,26 +76,27 @@ def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: 
     )
 
 
+@functools.cache
+def _codec(encoding: str) -> Any:
+    from pygls.workspace.position_codec import PositionCodec
+
+    return PositionCodec(encoding)  # "utf-8", "utf-16" (also for anything unknown) or "utf-32"
+
+
 def to_units(source_line: str, char: int, encoding: str) -> int:
     """A code-point index on a line as the server counts it (UTF-16 code units unless utf-8/utf-32 was negotiated)."""
-    prefix = source_line[:char]
-    if encoding == "utf-8":
-        return len(prefix.encode("utf-8"))
-    if encoding == "utf-32":
-        return len(prefix)
-    return len(prefix.encode("utf-16-le")) // 2
+    return _codec(encoding).client_num_units(source_line[:char])
 
 
 def from_units(source_line: str, units: int, encoding: str) -> int:
-    """The code-point index of a server's character offset on a line (clamped to the line)."""
-    if encoding == "utf-32":
-        return min(units, len(source_line))
-    width = (
-        (lambda c: len(c.encode("utf-8"))) if encoding == "utf-8" else (lambda c: 2 if ord(c) > 0xFFFF else 1)
-    )
-    count = 0
-    for i, ch in enumerate(source_line):
-        if count >= units:
-            return i
-        count += width(ch)
-    return len(source_line)
+    """The code-point index of a server's character offset on a line (clamped to the line).
+
+    pygls' codec clamps an offset past the end to the last character, not the end, and writes the
+    clamped value into the position it was given: the end is handled here, on a position of our own.
+    """
+    from lsprotocol.types import Position
+
+    codec = _codec(encoding)
+    if units >= codec.client_num_units(source_line):
+        return len(source_line)
+    return codec.position_from_client_units([source_line], Position(line=0, character=units)).character

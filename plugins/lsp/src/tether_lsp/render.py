@@ -7,7 +7,6 @@ import os
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import attrs
 from tether.diagnostics import Diagnostic
@@ -19,10 +18,11 @@ SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
 def uri_to_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return Path(unquote(parsed.path))
+    """The path of a file: uri (None for another scheme)."""
+    from pygls.uris import to_fs_path
+
+    path = to_fs_path(uri)
+    return Path(path) if path is not None else None
 
 
 class Lines:

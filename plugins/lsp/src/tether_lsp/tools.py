@@ -18,7 +18,7 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp import render
 from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout, ServerError
 from tether_lsp.hookspecs import tether_lsp_supervisor
-from tether_lsp.positions import Spot, find_symbol, to_units
+from tether_lsp.positions import Spot, find_symbol, from_units, to_units
 from tether_lsp.supervisor import NotAnswered
 
 Action = Literal[
@@ -134,18 +134,16 @@ def source_file(run: Any, file: str) -> tuple[Path, str, str]:
     return path, rel, text
 
 
-def _need(args: Any, action: str, *names: str) -> None:
+def _missing(args: Any, action: str, *names: str) -> ToolError:
+    """The error for an action called without arguments it needs (those of ``names`` that are None)."""
     missing = [n for n in names if getattr(args, n) is None]
-    if missing:
-        what = " and ".join(missing)
-        hint = (
-            " (the symbol as written on that line, e.g. symbol: 'parse_config'); a column is never guessed"
-            if "symbol" in missing
-            else ""
-        )
-        raise ToolError(
-            f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing}
-        )
+    what = " and ".join(missing)
+    hint = (
+        " (the symbol as written on that line, e.g. symbol: 'parse_config'); a column is never guessed"
+        if "symbol" in missing
+        else ""
+    )
+    return ToolError(f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing})
 
 
 def _position(conn: Any, text: str, spot: Spot) -> Any:
@@ -187,23 +185,26 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
     if action == "symbols":
         return await symbols(run, sup, args)
     if action == "diagnostics":
-        _need(args, action, "file")
+        if args.file is None:
+            raise _missing(args, action, "file")
         if args.file == "*":
             return await project_diagnostics(run, sup)
         return await file_diagnostics(run, sup, args.file)
-    _need(args, action, "file", "line", "symbol")
-    if args.in_file is not None and action in ("hover", "code_actions"):
-        raise ToolError(
-            f"in_file filters the locations of references, definition, type_definition and implementation; "
-            f"{action} has none. Leave in_file out",
-            {"error": "bad_argument"},
-        )
     return await navigate(run, sup, args)
 
 
 async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
-    path, rel, text = source_file(run, args.file)
-    find_symbol(text, args.line, args.symbol, args.occurrence, rel)  # refused before any server is asked
+    file, line, symbol = args.file, args.line, args.symbol
+    if file is None or line is None or symbol is None:
+        raise _missing(args, args.action, "file", "line", "symbol")
+    if args.in_file is not None and args.action in ("hover", "code_actions"):
+        raise ToolError(
+            f"in_file filters the locations of references, definition, type_definition and implementation; "
+            f"{args.action} has none. Leave in_file out",
+            {"error": "bad_argument"},
+        )
+    path, rel, text = source_file(run, file)
+    find_symbol(text, line, symbol, args.occurrence, rel)  # refused before any server is asked
     method, params_name, capability, noun = NAVIGATION[args.action]
     in_rel = run.relpath(run.resolve_path(args.in_file)) if args.in_file is not None else None
 
@@ -213,7 +214,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             raise NotAnswered(
                 ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
             )
-        spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)  # the text the server has
+        spot = find_symbol(doc.text, line, symbol, args.occurrence, rel)  # the text the server has
         pos = _position(conn, doc.text, spot)
         ident = lsp.TextDocumentIdentifier(uri=doc.uri)
         if args.action == "references":
@@ -227,7 +228,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 )
             source = split_lines(doc.text)[spot.line]
             end = lsp.Position(
-                line=pos.line, character=to_units(source, spot.char + len(args.symbol), conn.encoding)
+                line=pos.line, character=to_units(source, spot.char + len(symbol), conn.encoding)
             )
             on_line = [
                 d
@@ -242,7 +243,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         else:
             params = getattr(lsp, params_name)(text_document=ident, position=pos)
         result = await sup.request(conn, method, params)
-        where = f"'{args.symbol}' at {rel}:{args.line}"
+        where = f"'{symbol}' at {rel}:{line}"
         if args.action == "hover":
             hover = render.hover_text(result)
             if not hover:
@@ -280,8 +281,9 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         head = f"{len(locs)} {noun}(s) of {where}{scope}:"
         body = "\n".join(loc.render() for loc in shown)
         outside: list[tuple[str, int, str]] = []
+        more: list[str] = []
         if args.action == "references" and conn.server.publishes_program:
-            name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
+            name = identifier_at(split_lines(doc.text)[spot.line], spot.char, symbol)
             program = {
                 run.relpath(p)
                 for p in (render.uri_to_path(u) for u in [*conn.published, *conn.docs])
@@ -290,13 +292,13 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             outside = await asyncio.to_thread(
                 occurrences, conn, run, name, program | {loc.file for loc in every}
             )
-        more = []
-        if outside:
-            more = [
-                f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files outside "
-                f"{conn.server.id}'s program (not analysed, e.g. outside pyright's include); they may use this symbol:",
-                *occurrence_lines(outside),
-            ]
+            if outside:
+                more = [
+                    f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files "
+                    f"outside {conn.server.id}'s program (not analysed, e.g. outside pyright's include); they may "
+                    "use this symbol:",
+                    *occurrence_lines(outside),
+                ]
         return ToolResult.text(
             "\n".join(x for x in (head, body, note, *more, analysing_note(conn)) if x),
             {
@@ -464,7 +466,7 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                     if s.name.endswith(") callback"):
                         continue  # tsserver's name for a function passed as an argument: a local
                     line, units = start(s)
-                    col = render.from_units(lines.get(doc.path, line), units, conn.encoding) + 1
+                    col = from_units(lines.get(doc.path, line), units, conn.encoding) + 1
                     kind = _symbol_kind(conn, s.kind)
                     data = {"name": s.name, "kind": kind, "line": line + 1, "column": col, "depth": depth}
                     tier = 0 if depth == 0 or kind in OUTLINE_KINDS else 1
@@ -606,7 +608,7 @@ def open_some_file(conn: Any) -> Any:
     that a server which searches only the projects of open files (tsserver: "No Project") has one."""
     order = {ext: n for n, ext in enumerate(conn.server.extensions)}
     files = sorted(
-        conn._watched or conn._scan(),
+        conn._watched or conn.scan(),
         key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
     )
     for path in files:
@@ -702,7 +704,7 @@ def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[st
     its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
-    for path in sorted(conn._scan()):
+    for path in sorted(conn.scan()):
         rel = run.relpath(path)
         if rel in skip:
             continue
