@@ -251,6 +251,7 @@ class Kernel:
         self._log_file: Any = None
         self._keep = 100_000
         self._settling: asyncio.Future | None = None  # a cancelled cell being interrupted
+        self._asked = 0  # input_requests heard (the stdin probe's)
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -349,15 +350,28 @@ class Kernel:
 
         The kernel's stdin is a ROUTER: an input_request sent before our socket finished its handshake
         is dropped silently, and the cell would then wait forever for an answer. A silent cell asks
-        once; if the question does not arrive in time we interrupt it and ask again. The interrupt is
-        given a share of the start ``budget`` (s): on a loaded machine it can take longer than a second
-        or two, and a kernel that is merely slow is not stuck. For the same reason each attempt waits
-        twice as long as the one before (1, 2, 4 ... s): a dropped question costs a second, a slow
-        kernel is not asked over and over in the same too short time.
+        once; if the question does not arrive in time, the cell is ended and the kernel asked again,
+        each attempt waiting twice as long as the one before (1, 2, 4 ... s): a lost question costs a
+        second, a slow kernel is not asked over and over in the same too short time.
+
+        How the cell is ended: ipykernel takes any message on its stdin for the answer and drops stale
+        ones before it asks, so a Python ping gets an answer nobody was asked for (an interrupt that
+        lands in a kernel that is merely slow can leave it without a reply); Deno's is interrupted,
+        the interrupt given a share of the start ``budget`` (s).
         """
         grace = max(2.0, budget / 10)
+        loop = asyncio.get_running_loop()
         for attempt in range(attempts):
-            end = await self.execute(ping_code, timeout=2.0**attempt, grace=grace, silent=True)
+            wait, nudge = 2.0**attempt, None
+            if self.spec.language == "python":
+                asked = self._asked
+                nudge = loop.call_later(wait, lambda asked=asked: self._asked == asked and self.kc.input(""))
+                wait = budget  # interrupted only if even the answer does not end it
+            try:
+                end = await self.execute(ping_code, timeout=wait, grace=grace, silent=True)
+            finally:
+                if nudge is not None:
+                    nudge.cancel()
             if end.status == "ok" and end.tool_calls:
                 return
             if end.status in ("died", "stuck"):
@@ -570,6 +584,7 @@ class Kernel:
         self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Budget | None
     ) -> None:
         prompt = str(msg["content"].get("prompt", ""))
+        self._asked += 1
         if prompt == MARKER + PING:
             answer = "pong"
             end.tool_calls += 1
