@@ -95,3 +95,15 @@ def build_wheel(out, version: str):
         for path, data in files.items():
             zf.writestr(path, data)
     return wheel
+
+
+async def edit(run, path: str, old: str, new: str):
+    """An `edit` call that must succeed; its result (with the write's diagnostics) is returned."""
+    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
+    assert not r.is_error, r.plain
+    return r
+
+
+def introduced(r) -> list[tuple[str, int, str | None]]:
+    """(file, line, code) of each diagnostic a write's result says it introduced."""
+    return [(d["file"], d["line"], d["code"]) for d in (r.data or {}).get("diagnostics", [])]

@@ -11,7 +11,7 @@ import json
 import pytest
 import tether
 import tether.files
-from support import require_binary
+from support import edit, require_binary
 from tether_lsp import connection, dependents
 
 PROTOTYPE = (
@@ -33,12 +33,6 @@ def broken(root) -> set[tuple[str, int]]:
             if "cJSON_CreateString(" in line:
                 out.add((name, n))
     return out
-
-
-async def edit(run, path, old, new):
-    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
-    assert not r.is_error, r.plain
-    return r
 
 
 @pytest.mark.usefixtures("cpu_stress")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import tether
 import tether.files
+from support import edit, introduced
 
 MAKE_STR = (
     "    return str(value)\n\n\ndef _make_default",
@@ -18,16 +19,6 @@ ECHO = (
     "    message: object = None,\n    file: t.IO[t.Any] | None = None,",
     "    message: object,\n    file: t.IO[t.Any] | None = None,",
 )
-
-
-def introduced(r):
-    return [(d["file"], d["line"], d["code"]) for d in (r.data or {}).get("diagnostics", [])]
-
-
-async def edit(run, path, old, new):
-    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
-    assert not r.is_error, r.plain
-    return r
 
 
 @pytest.mark.usefixtures("cpu_stress")

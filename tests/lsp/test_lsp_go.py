@@ -14,7 +14,7 @@ import attrs
 import pytest
 import tether
 import tether.files
-from support import require_binary
+from support import edit, require_binary
 
 SIGNATURE = (
     "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
@@ -37,12 +37,6 @@ def callers(root) -> set[tuple[str, int]]:
             if "f.getFlagType(" in line:
                 out.add((path.name, n))
     return out
-
-
-async def edit(run, path, old, new):
-    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
-    assert not r.is_error, r.plain
-    return r
 
 
 @pytest.mark.usefixtures("cpu_stress")

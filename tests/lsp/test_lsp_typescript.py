@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import tether
 import tether.files
-from support import require_binary
+from support import edit, introduced, require_binary
 
 MAP = "src/internal/operators/map.ts"
 VALID_DATE = (
@@ -26,16 +26,6 @@ BREAK = (SIGNATURE, SIGNATURE + "\n  const count: number = project;")
 def ts_root(rxjs_root, samples, with_node_bin):
     require_binary("typescript-language-server", str(samples.node_bin() / "typescript-language-server"))
     return rxjs_root
-
-
-def introduced(r):
-    return [(d["file"], d["line"], d["code"]) for d in (r.data or {}).get("diagnostics", [])]
-
-
-async def edit(run, path, old, new):
-    r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})
-    assert not r.is_error, r.plain
-    return r
 
 
 @pytest.mark.usefixtures("cpu_stress")
