@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 import attrs
@@ -164,110 +164,131 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
 
     The listing's stamps: each folder the listing went into (an entry added, removed or renamed in it
     changes its mtime) and the ignore files in them; each folder left out (whether it is empty counts);
-    the ignore files of every folder above the start, and whether a ``.git`` is there; git's index and
-    ``info/exclude``, the git config files and the global excludes file. It is never reused where git's
-    own files cannot be told, or where a stamp is so recent that a change made during the listing may
-    not have moved it.
+    the ignore files of every folder above the start, and whether a ``.git`` is there; git's index,
+    ``info/exclude`` and config, the global git config files and the global excludes file. It is never
+    reused where git's own files cannot be told, or where a stamp is so recent that a change made during
+    the listing may not have moved it.
     """
     began = time.time_ns()
     # whether a .git is there (not its stamp: git writes in it all the time), before anything is listed
     there = {f"{folder}/.git": os.path.lexists(folder / ".git") for folder in (start, *start.parents)}
-    base = str(start)
     in_git = any(there.values()) or "GIT_DIR" in os.environ  # else git would only say it is no work tree
-    listed = _git_files(start) if in_git and not _has_ignore_files(root, start) else None
-    via = "git" if listed is not None else "ignore"
-    if listed is None:
-        listed = _crate_files(start)
-    skipped_folder = _folder_filter(base)
-    kept = []
-    for rel in listed:
-        folder, _, name = rel.rpartition("/")
-        if not name.startswith(".") and not (folder and skipped_folder(folder)):
-            kept.append(rel)
-    regular: dict[str, os.stat_result] = {}
-    went_into: dict[str, Stamp] = {base: _stamp(base)}
-    for rel in sorted(kept):
-        path = f"{base}/{rel}"
-        try:
-            st = os.lstat(path)
-        except OSError:  # listed by git but deleted, or gone meanwhile
-            continue
-        if stat.S_ISDIR(st.st_mode):  # a folder the crate went into
-            went_into[path] = _of(st)
-        elif stat.S_ISREG(st.st_mode):  # not a symlink
-            regular[rel] = st
-    ignored, folders, left_out = _left_out(base, regular)
+    repo = _repository_files(start) if in_git else []
+    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}  # with the repository's config
+    excludes = _ask_excludes(start, configs)
+    try:
+        base = str(start)
+        listed = _git_files(start) if in_git and not _has_ignore_files(root, start) else None
+        via = "git" if listed is not None else "ignore"
+        if listed is None:
+            listed = _crate_files(start)
+        skipped_folder = _folder_filter(base)
+        kept = []
+        for rel in listed:
+            folder, _, name = rel.rpartition("/")
+            if not name.startswith(".") and not (folder and skipped_folder(folder)):
+                kept.append(rel)
+        regular: dict[str, os.stat_result] = {}
+        went_into: dict[str, Stamp] = {base: _stamp(base)}
+        for rel in sorted(kept):
+            path = f"{base}/{rel}"
+            try:
+                st = os.lstat(path)
+            except OSError:  # listed by git but deleted, or gone meanwhile
+                continue
+            if stat.S_ISDIR(st.st_mode):  # a folder the crate went into
+                went_into[path] = _of(st)
+            elif stat.S_ISREG(st.st_mode):  # not a symlink
+                regular[rel] = st
+        ignored, folders, left_out = _left_out(base, regular)
+    finally:
+        excludes_file = excludes()
+    if repo is None or excludes_file is None:
+        return _Listing(via, tuple(regular), ignored, None), regular
     for folder in folders:
         path = f"{base}/{folder}" if folder else base
         went_into.setdefault(path, _stamp(path))
-    if via == "git":  # git lists no folders: one left out may be a folder it goes into that holds no file yet
-        for folder in _not_git_ignored(start, [f for f in left_out if not skipped_folder(f)]):
-            went_into.update(_subtree_stamps(f"{base}/{folder}", skipped_folder, folder))
-    stamps = _outside(start, via)
-    if stamps is None:
-        return _Listing(via, tuple(regular), ignored, None), regular
+    stamps = {
+        f"{folder}/{name}": _stamp(f"{folder}/{name}") for folder in start.parents for name in IGNORE_FILES
+    }
+    stamps.update(configs)
+    default = f"{_config_home()}/git/ignore"
+    stamps.update({path: _stamp(path) for path in {*repo[:2], excludes_file or default, default}})
     stamps.update({f"{base}/{f}": _stamp(f"{base}/{f}") for f in left_out if f != ".git"})
-    for path, was in went_into.items():
-        stamps[path] = was
-        for name in IGNORE_FILES:  # one created later changes the folder's stamp
-            if (mine := _stamp(f"{path}/{name}")) is not None:
-                stamps[f"{path}/{name}"] = mine
+    _add_folders(stamps, went_into)
+    if via == "git":  # git lists no folders: one left out may be a folder it goes into that holds no file yet
+        folder_stamps = {*went_into, *(f"{base}/{f}" for f in left_out)}
+        rules = {path: was for path, was in stamps.items() if path not in folder_stamps}
+        for folder in _not_git_ignored(start, [f for f in left_out if not skipped_folder(f)], rules):
+            _add_folders(stamps, _subtree_stamps(f"{base}/{folder}", skipped_folder, folder))
     recent = began - RACY_NS
     trusted = all(s is None or s[0] < recent for s in stamps.values())
     return _Listing(via, tuple(regular), ignored, stamps if trusted else None, there), regular
 
 
+def _add_folders(stamps: dict[str, Stamp], folders: dict[str, Stamp]) -> None:
+    """Each folder's stamp, and those of the ignore files in it (one created later changes the folder's)."""
+    for path, was in folders.items():
+        stamps[path] = was
+        for name in IGNORE_FILES:
+            if (mine := _stamp(f"{path}/{name}")) is not None:
+                stamps[f"{path}/{name}"] = mine
+
+
 def clear_cache() -> None:
     """Forget every listing: the next walk of each folder lists it afresh (a benchmark's cold run)."""
     _cache.clear()
-    _excludes_file.cache_clear()
+    _excludes.clear()
+    _not_ignored.clear()
 
 
-def _outside(start: Path, via: str) -> dict[str, Stamp] | None:
-    """The stamps of what outside the start folder changes its listing: the ignore files of its parents,
-    git's files, the global excludes file; None where git's files cannot be told (GIT_DIR and the like,
-    an unreadable ``.git`` file, git not installed)."""
-    stamps: dict[str, Stamp] = {}
-    for folder in start.parents:
-        for name in IGNORE_FILES:
-            stamps[f"{folder}/{name}"] = _stamp(f"{folder}/{name}")
-    repo = _repository_files(start) if via == "git" else []
-    if repo is None:
-        return None
+def _config_home() -> str:
+    return os.environ.get("XDG_CONFIG_HOME") or f"{os.environ.get('HOME', '')}/.config"
+
+
+def _config_files() -> list[str]:
+    """git's global and system config files (where ``core.excludesFile`` is set)."""
     home = os.environ.get("HOME", "")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or f"{home}/.config"
-    configs = [
-        f"{home}/.gitconfig",
-        f"{xdg}/git/config",
-        "/etc/gitconfig",
-        os.environ.get("GIT_CONFIG_GLOBAL"),
-    ]
-    configs = [c for c in configs if c] + repo[2:]  # the repository's config
-    stamps.update({path: _stamp(path) for path in (*configs, *repo)})
-    excludes = _excludes_file(str(start), tuple((c, stamps[c]) for c in configs), _environment())
-    if excludes is None:
-        return None
-    stamps.update({path: _stamp(path) for path in {excludes or f"{xdg}/git/ignore", f"{xdg}/git/ignore"}})
-    return stamps
+    found = [f"{home}/.gitconfig", f"{_config_home()}/git/config", "/etc/gitconfig"]
+    return [*found, os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else found
 
 
-@lru_cache(maxsize=32)
-def _excludes_file(start: str, configs: tuple, environment: tuple) -> str | None:
-    """The configured global excludes file (``core.excludesFile``) seen from ``start``, "" where none is;
-    None without git. Asked again only when a git config file or the environment changed."""
+_excludes: dict[tuple, str] = {}  # the global excludes file, by start folder, environment and config stamps
+
+
+def _ask_excludes(start: Path, configs: dict[str, Stamp]) -> Callable[[], str | None]:
+    """Ask git, while the listing goes on, which global excludes file ``start`` sees (``core.excludesFile``).
+    Calling the result gives its path, "" where none is set, None where git cannot say. A known answer is
+    reused while the config files and the environment stay the same."""
+    key = (str(start), _environment(), tuple(configs.items()))
+    if key in _excludes:
+        known = _excludes[key]
+        return lambda: known
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             ["git", "config", "--path", "--get", "core.excludesFile"],
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
             cwd=start,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode not in (0, 1):  # 1: not set
-        return None
-    return os.fsdecode(proc.stdout).strip()
+    except OSError:
+        return lambda: None
+
+    def answer() -> str | None:
+        try:
+            out, _ = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None
+        if proc.returncode not in (0, 1):  # 1: not set
+            return None
+        if len(_excludes) > 64:
+            _excludes.clear()
+        _excludes[key] = found = os.fsdecode(out).strip()
+        return found
+
+    return answer
 
 
 def _repository_files(start: Path) -> list[str] | None:
@@ -297,11 +318,18 @@ def _repository_files(start: Path) -> list[str] | None:
     return None
 
 
-def _not_git_ignored(start: Path, folders: list[str]) -> list[str]:
+# folders git does not ignore, by start folder, the folders asked about and the ignore rules' stamps
+_not_ignored: dict[tuple, list[str]] = {}
+
+
+def _not_git_ignored(start: Path, folders: list[str], rules: dict[str, Stamp]) -> list[str]:
     """Those of ``folders`` (relative to ``start``) that no git ignore rule excludes (all of them when git
-    cannot tell)."""
+    cannot tell). Asked again only when the ignore files, git's index, excludes or config changed (``rules``)."""
     if not folders:
         return []
+    key = (str(start), tuple(folders), tuple(rules.items()))
+    if key in _not_ignored:
+        return _not_ignored[key]
     try:
         proc = subprocess.run(
             ["git", "-c", "core.quotePath=false", "check-ignore", "-z", "--stdin"],
@@ -317,7 +345,10 @@ def _not_git_ignored(start: Path, folders: list[str]) -> list[str]:
     if proc.returncode not in (0, 1):  # 1: none is ignored
         return folders
     ignored = {os.fsdecode(n).rstrip("/") for n in proc.stdout.split(b"\0") if n}
-    return [f for f in folders if f not in ignored]
+    if len(_not_ignored) > 64:
+        _not_ignored.clear()
+    _not_ignored[key] = kept = [f for f in folders if f not in ignored]
+    return kept
 
 
 def _subtree_stamps(top: str, skipped_folder: Callable[[str], bool], rel: str) -> dict[str, Stamp]:
