@@ -21,6 +21,7 @@ from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, from_units, to_units
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP
+from tether_lsp.write_diagnostics import document_diagnostics
 
 Action = Literal[
     "diagnostics",
@@ -209,8 +210,8 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             )
         elif args.action == "code_actions":
             if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
-                await conn.diagnostics(
-                    doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
+                await document_diagnostics(
+                    conn, doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
                 )
             source = split_lines(doc.text)[spot.line]
             end = lsp.Position(
@@ -335,7 +336,7 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     timeout = sup.option("diagnostics_timeout")
 
     async def ask(conn: Any, doc: Any) -> list[Any]:
-        items = await conn.diagnostics(doc, timeout, sup.option("lsp_request_timeout"))
+        items = await document_diagnostics(conn, doc, timeout, sup.option("lsp_request_timeout"))
         if items is None:
             raise ToolError(
                 f"diagnostics still pending for {rel} after {timeout:g} s ({conn.server.id} has not checked it yet); retry",
