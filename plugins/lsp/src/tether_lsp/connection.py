@@ -80,7 +80,7 @@ class Published:
     seq: int
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
+def message_field(obj: Any, name: str, default: Any = None) -> Any:
     """A field of a message whose params pygls may hand over as an object or as a plain dict."""
     if isinstance(obj, Mapping):
         return obj.get(name, default)
@@ -330,8 +330,8 @@ class Connection:
 
         @client.feature("$/progress")
         def _progress(params: Any) -> None:
-            token = str(_get(params, "token"))
-            kind = _get(_get(params, "value"), "kind")
+            token = str(message_field(params, "token"))
+            kind = message_field(message_field(params, "value"), "kind")
             if kind == "begin":
                 conn.progress_tokens.add(token)
                 conn.begins += 1
@@ -345,7 +345,7 @@ class Connection:
 
         @client.feature("experimental/serverStatus")
         def _status(params: Any) -> None:
-            conn.quiescent = bool(_get(params, "quiescent", True))
+            conn.quiescent = bool(message_field(params, "quiescent", True))
             conn._wake()
 
         @client.feature("client/registerCapability")
@@ -369,7 +369,7 @@ class Connection:
         for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
             client.feature(method)(
                 lambda params, m=method: conn.log_tail.append(
-                    f"{m}: {str(_get(params, 'message', ''))[:200]}"
+                    f"{m}: {str(message_field(params, 'message', ''))[:200]}"
                 )
             )
         for method in (
@@ -592,7 +592,7 @@ class Connection:
         params = self.lsp.ExecuteCommandParams(
             command="typescript.tsserverRequest", arguments=[command, dict(args)]
         )
-        return _get(await self.request("workspace/executeCommand", params, timeout), "body")
+        return message_field(await self.request("workspace/executeCommand", params, timeout), "body")
 
     async def _ask_tsserver(self, path: Path, timeout: float) -> list[Any]:
         """tsserver's errors and warnings of a file of its projects, as the server would publish them; asked
