@@ -7,7 +7,10 @@ Anchors printed beside our figures, in the same run: a cold `python -c pass` and
 pluggy+attrs+cattrs (what any pluggy/attrs/cattrs program pays), a bare `await` of the handler, and
 with ``--before`` the same measurements of an older revision's sources (``git archive`` of core/src
 and plugins/*/src, put first on PYTHONPATH; the installed environment is the same for both). Cold
-runs of the two trees alternate, so load on a busy machine falls on both alike.
+runs of the trees alternate, and so do the dispatch rounds, so load on a busy machine falls on all
+alike. Cold starts are given as wall time and as CPU time (user + system of the child process), which
+swings less with the machine's load. With ``--before``, it also says whether `tether tools --json`
+of each older tree is byte-identical to this tree's.
 Targets: `tether tools` under 200 ms wall; dispatch overhead under 50 µs median.
 """
 
@@ -29,6 +32,7 @@ import attrs
 
 ROOT = Path(__file__).resolve().parent.parent
 COLD_RUNS = 15
+DISPATCH_ROUNDS = 5
 
 
 @attrs.frozen
@@ -87,19 +91,29 @@ def env_for(tree: Path | None) -> dict[str, str]:
     return env
 
 
-def once(cmd: list[str], env: dict[str, str]) -> float:
+def once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one run of ``cmd``."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, for its resource usage
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def cold(cmds: dict[str, tuple[list[str], dict[str, str]]], n: int = COLD_RUNS) -> dict[str, float]:
-    """Median wall time of each command, the commands alternating run by run."""
-    times: dict[str, list[float]] = {k: [] for k in cmds}
+def cold(
+    cmds: dict[str, tuple[list[str], dict[str, str]]], n: int = COLD_RUNS
+) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU time of each command, the commands alternating run by run."""
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(n):
         for key, (cmd, env) in cmds.items():
             times[key].append(once(cmd, env))
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()
+    }
 
 
 def dispatch_in(tree: Path | None) -> tuple[float, float]:
@@ -113,6 +127,17 @@ def dispatch_in(tree: Path | None) -> tuple[float, float]:
     )
     call_us, raw_us = json.loads(out.stdout)
     return call_us, raw_us
+
+
+def listing(tree: Path | None) -> bytes:
+    """What `tether tools --json` prints for the benchmark's root with ``tree``'s sources."""
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", "tools", "--json"],
+        env=env_for(tree),
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
 
 
 def main() -> None:
@@ -140,9 +165,17 @@ def main() -> None:
             **{name: ([py, "-m", "tether.cli", "tools"], env_for(tree)) for name, tree in trees.items()},
         }
         t = cold(cmds)
-        calls = {name: dispatch_in(tree) for name, tree in trees.items()}
-    print(f"cold python -c pass:                 {t['bare'] * 1000:7.1f} ms (median of {COLD_RUNS})")
-    print(f"cold import pluggy+attrs+cattrs:     {t['libs'] * 1000:7.1f} ms")
+        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+        for _ in range(DISPATCH_ROUNDS):
+            for name, tree in trees.items():
+                rounds[name].append(dispatch_in(tree))
+        calls = {
+            name: (statistics.median(c for c, _ in v), statistics.median(r for _, r in v))
+            for name, v in rounds.items()
+        }
+        listings = {name: listing(tree) for name, tree in trees.items()}
+    print(f"cold python -c pass:                 {t['bare'][0] * 1000:7.1f} ms (median of {COLD_RUNS})")
+    print(f"cold import pluggy+attrs+cattrs:     {t['libs'][0] * 1000:7.1f} ms")
     first = next(iter(trees))
     print(
         f"{'':36}"
@@ -150,8 +183,9 @@ def main() -> None:
         + (f"{'ratio to ' + first:>20}" if len(trees) > 1 else "")
     )
     rows = {
-        "cold `tether tools` (all families)": ({n: t[n] * 1000 for n in trees}, "ms"),
-        "run.call no-op tool, median": ({n: c for n, (c, _) in calls.items()}, "µs"),
+        "cold `tether tools` (all families)": ({n: t[n][0] * 1000 for n in trees}, "ms"),
+        "  CPU time of it (user+system)": ({n: t[n][1] * 1000 for n in trees}, "ms"),
+        f"run.call no-op tool, median of {DISPATCH_ROUNDS}": ({n: c for n, (c, _) in calls.items()}, "µs"),
         "dispatch overhead (minus handler)": ({n: c - r for n, (c, r) in calls.items()}, "µs"),
     }
     for label, (values, unit) in rows.items():
@@ -159,7 +193,10 @@ def main() -> None:
         if len(trees) > 1:
             line += f"{values['this tree'] / values[first]:20.2f}"
         print(line)
-    tools_ms = t["this tree"] * 1000
+    for name in ns.before:
+        same = listings[name] == listings["this tree"]
+        print(f"`tether tools --json` of {name} and this tree: {'byte-identical' if same else 'different'}")
+    tools_ms = t["this tree"][0] * 1000
     overhead = calls["this tree"][0] - calls["this tree"][1]
     print(
         f"targets (this tree): `tether tools` < 200 ms: {'OK' if tools_ms < 200 else 'MISSED'}; "

@@ -12,7 +12,7 @@ import pytest
 import tether
 import tether.files
 from support import edit, require_binary
-from tether_lsp import connection, dependents
+from tether_lsp import dependents, watching
 
 PROTOTYPE = (
     "CJSON_PUBLIC(cJSON *) cJSON_CreateString(const char *string);",
@@ -134,7 +134,7 @@ async def test_a_header_write_names_the_includers_it_did_not_check(many_includer
 async def test_a_header_write_says_the_search_for_includers_stopped_at_the_scan_cap(
     many_includers, monkeypatch
 ):
-    monkeypatch.setattr(connection, "SCAN_CAP", 5)
+    monkeypatch.setattr(watching, "SCAN_CAP", 5)
     monkeypatch.setattr(dependents, "SCAN_CAP", 5)
     async with tether.open_run(many_includers, plugins=[tether.files]) as run:
         r = await edit(run, "lib.h", "int x);", "int x, int y);")

@@ -286,9 +286,9 @@ async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_proc
 async def test_in_a_tree_too_large_to_scan_per_query_a_poller_sees_shell_edits(py_root, monkeypatch):
     import asyncio
 
-    import tether_lsp.connection
+    import tether_lsp.watching
 
-    monkeypatch.setattr(tether_lsp.connection, "SYNC_SCAN_BUDGET", 0.0)  # any tree counts as large
+    monkeypatch.setattr(tether_lsp.watching, "SYNC_SCAN_BUDGET", 0.0)  # any tree counts as large
     async with tether.open_run(py_root) as run:
         r = await run.call(
             "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}

@@ -7,18 +7,18 @@ import threading
 
 import tether
 from tether.testing import open_test_run
-from tether_lsp.connection import Connection
+from tether_lsp.watching import Watcher
 
 
 async def test_the_watchers_scan_runs_off_the_loop_and_sees_a_shell_edit(py_root, monkeypatch):
     threads: list[threading.Thread] = []
-    scan = Connection.scan
+    scan = Watcher.scan
 
     def spy(self):
         threads.append(threading.current_thread())
         return scan(self)
 
-    monkeypatch.setattr(Connection, "scan", spy)
+    monkeypatch.setattr(Watcher, "scan", spy)
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
         first = await run.call(
             "lsp", {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}

@@ -65,10 +65,20 @@ async def test_found_through_its_entry_point(project, worker_cmd, monkeypatch):
         assert vibe_names(run) == VIBE_TOOLS
 
 
-def test_entry_point_imports_nothing_heavy():
+def test_entry_point_imports_nothing_heavy(tmp_path):
     assert_light_entry_point(
         "tether_vibe.plugin",
         forbidden=("tether_vibe.command_roster", "tether_vibe.tools", "psutil", "asyncio.subprocess"),
+    )
+    # what `tether tools` does without vibe mode: the options are declared, nothing else of the family loads
+    assert_light_entry_point(
+        "tether_vibe.plugin",
+        forbidden=("tether_vibe.config", "tether_vibe.roster", "tether_vibe.command_roster", "shlex"),
+        then=(
+            "import tether, tether_vibe.plugin as p\n"
+            f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
+            "    assert 'vibe_fast' in run.options and not any(t.family == 'vibe' for t in run.tools())"
+        ),
     )
 
 

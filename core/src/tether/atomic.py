@@ -41,7 +41,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -354,6 +353,9 @@ def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) ->
         if len(entries) == 1:
             _stage(entries[0], changes[Path(entries[0].target)])
         else:  # fsyncs of many files side by side: the file system commits them together
+            # imported by a write, not when a run opens (which only looks for a journal)
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(
                 min(STAGING_THREADS, len(entries)), thread_name_prefix="tether-write"
             ) as pool:

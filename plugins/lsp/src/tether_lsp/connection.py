@@ -22,13 +22,10 @@ from typing import Any
 import attrs
 
 from tether_lsp.servers import ServerDef
+from tether_lsp.watching import Watcher, file_stat
 
 log = logging.getLogger("tether.lsp")
 
-SKIP_DIRS = {"node_modules", "__pycache__", "target", "venv", "build", "dist", "site-packages"}
-SCAN_CAP = 20_000  # files; a bigger tree is only partly watched (said in status)
-SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
-POLL_INTERVAL = 1.0  # s between background scans of a large tree
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
 # the same, once the server has shown rounds for this project: a real change starts one there, and on a
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
@@ -97,14 +94,6 @@ class Published:
     seq: int
 
 
-def file_stat(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size)
-
-
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     """A field of a message whose params pygls may hand over as an object or as a plain dict."""
     if isinstance(obj, Mapping):
@@ -167,21 +156,19 @@ class Connection:
         self._first_end: float | None = None  # "progress" servers: when the first round ended
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
-        self.scan_truncated = False
-        self._watched: dict[Path, tuple[int, int]] = {}
+        self.watcher = Watcher(self)
         self._ids = itertools.count(1)
         self._seq = 0
         self._changed = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._closing = False
-        self._poller: asyncio.Task[Any] | None = None
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.closing = False
         self._exited: asyncio.Task[Any] | None = None  # the process's wait(), from start
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None and not self._closing
+        return self.proc is not None and self.proc.returncode is None and not self.closing
 
     @property
     def pid(self) -> int | None:
@@ -236,8 +223,8 @@ class Connection:
         self.run.track_process(self.proc.pid)
         self.client.connect(self.proc)
         self._exited = asyncio.create_task(self.proc.wait())
-        self._tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
-        self._watched = await asyncio.to_thread(self.scan)  # a big tree must not stall the loop
+        self.tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
+        self.watcher.files = await asyncio.to_thread(self.watcher.scan)  # a big tree must not stall the loop
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
@@ -262,7 +249,7 @@ class Connection:
         except ServerDied:
             # the drain ends at EOF: let it catch the last words before they are quoted
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._tasks[0]), 1.0)
+                await asyncio.wait_for(asyncio.shield(self.tasks[0]), 1.0)
             why = " | ".join(list(self.stderr_tail)[-5:]) or "no output on stderr"
             raise StartFailed(
                 f"{self.server.id} exited during startup (exit code {self.proc.returncode}): {why}"
@@ -440,15 +427,15 @@ class Connection:
             with contextlib.suppress(Exception):  # a server that will not shut down is killed below
                 await self.request("shutdown", None, grace)
                 self.client.protocol.notify("exit", None)
-        self._closing = True
+        self.closing = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.proc.wait(), grace)
         await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
         if self.client is not None:
             await self.client.disconnect(grace)
-        for task in self._tasks:
+        for task in self.tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -487,7 +474,7 @@ class Connection:
         uri = path.as_uri()
         doc = self.docs.get(uri)
         if doc is not None:
-            self._sync_doc(doc)
+            self.sync_doc(doc)
             return self.docs.get(uri)
         stat = file_stat(path)
         if stat is None:
@@ -499,7 +486,7 @@ class Connection:
         doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark(uri, 1))
         self.last_mark = doc.mark
         self.docs[uri] = doc
-        self._watched[path] = stat
+        self.watcher.files[path] = stat
         self.notify(
             "textDocument/didOpen",
             self.lsp.DidOpenTextDocumentParams(
@@ -518,7 +505,7 @@ class Connection:
         doc.mark = self.last_mark = self.mark(doc.uri, doc.version)
         self.edits[doc.uri] += 1
         doc.stat = file_stat(doc.path) or doc.stat
-        self._watched[doc.path] = doc.stat
+        self.watcher.files[doc.path] = doc.stat
         self.notify(
             "textDocument/didChange",
             lsp.DidChangeTextDocumentParams(
@@ -548,7 +535,7 @@ class Connection:
         self.published.pop(doc.uri, None)  # of the old build
         return self.open(doc.path)
 
-    def _sync_doc(self, doc: Doc) -> bool:
+    def sync_doc(self, doc: Doc) -> bool:
         """Re-read an open document whose file changed on disk; True when the server was told."""
         stat = file_stat(doc.path)
         if stat == doc.stat:
@@ -565,108 +552,6 @@ class Connection:
             return False
         self.set_text(doc, text)
         return True
-
-    async def refresh(self) -> None:
-        """Tell the server about every file changed on disk behind its back (mtime/size).
-
-        Open documents are always checked. The other files are scanned here (in a thread: the loop
-        goes on serving other calls) while a scan is cheap;
-        in a tree where it is not (> SYNC_SCAN_BUDGET), a background task polls instead, so a query
-        does not pay for the whole tree (a shell's edit is then seen within about POLL_INTERVAL).
-        """
-        for doc in list(self.docs.values()):
-            self._sync_doc(doc)
-        if self._poller is not None:
-            return
-        current, spent = await asyncio.to_thread(self._timed_scan)
-        self._apply_scan(current)
-        # (another refresh may have started the poller while this one scanned)
-        if spent > SYNC_SCAN_BUDGET and self._poller is None and not self._closing:
-            self._poller = asyncio.create_task(self._poll())
-            self._tasks.append(self._poller)
-
-    def _apply_scan(self, current: dict[Path, tuple[int, int]]) -> None:
-        lsp = self.lsp
-        events = []
-        for path, stat in current.items():
-            old = self._watched.get(path)
-            if old is None:
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Created))
-            elif old != stat:
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Changed))
-        for path in self._watched.keys() - current.keys():
-            events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
-        self._watched = current
-        if events:
-            self.last_mark = self.mark()
-            self.edits.update(e.uri for e in events)
-            self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
-
-    async def _poll(self) -> None:
-        while self.alive:
-            await asyncio.sleep(POLL_INTERVAL)
-            current = await asyncio.to_thread(self.scan)
-            # files this process changed meanwhile were told about already (files_changed)
-            self._apply_scan(current)
-
-    def files_changed(self, paths: list[Path]) -> None:
-        """Tell the server about files we just wrote (or deleted), without waiting for a scan."""
-        lsp = self.lsp
-        events = []
-        for path in paths:
-            doc = self.docs.get(path.as_uri())
-            if doc is not None:
-                self._sync_doc(doc)
-                continue
-            if not path.name.endswith(self.server.extensions):
-                continue
-            stat = file_stat(path)
-            old = self._watched.get(path)
-            if stat is None and old is not None:
-                del self._watched[path]
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
-            elif stat is not None and stat != old:
-                self._watched[path] = stat
-                kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
-        if events:
-            self.last_mark = self.mark()
-            self.edits.update(e.uri for e in events)
-            self.notify("workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events))
-
-    def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
-        """The scan and the seconds it took (its own, not the wait for a thread of a busy loop)."""
-        start = time.perf_counter()
-        return self.scan(), time.perf_counter() - start
-
-    def scan(self) -> dict[Path, tuple[int, int]]:
-        """mtime and size of the server's source files under its root (dot-dirs and vendored trees skipped):
-        at most SCAN_CAP of them; a scan that stops there sets ``scan_truncated``."""
-        out: dict[Path, tuple[int, int]] = {}
-        exts = self.server.extensions
-        stack = [str(self.root)]
-        while stack:
-            top = stack.pop()
-            try:
-                entries = os.scandir(top)
-            except OSError:
-                continue
-            with entries:
-                for entry in entries:
-                    name = entry.name
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            if not name.startswith(".") and name not in SKIP_DIRS:
-                                stack.append(entry.path)
-                        elif name.endswith(exts):
-                            st = entry.stat()
-                            out[Path(entry.path)] = (st.st_mtime_ns, st.st_size)
-                            if len(out) >= SCAN_CAP:
-                                self.scan_truncated = True
-                                return out
-                    except OSError:
-                        continue
-        return out
 
     # -- diagnostics ----------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 clangd diagnoses only the documents it has open: a changed prototype in cJSON's `cJSON.h` breaks
 calls in `cJSON.c` and `cJSON_Utils.c`, and clangd says so only when those are open. So before a
 header is written, the source files that include it, directly or through other headers, are found
-with one bounded read of the server's files (`Connection.scan`: at most SCAN_CAP files; files over
+with one bounded read of the server's files (`Watcher.scan`: at most SCAN_CAP files; files over
 READ_BYTES are not read) and opened; after the write each is closed and opened again, because clangd
 rebuilds an open file on its header's save only when the include is in its preamble, and not at all
 for the same text sent again (cJSON_Utils.c kept its old diagnostics). The write's baseline and its
@@ -32,7 +32,8 @@ from typing import Any
 import attrs
 
 from tether_lsp import render
-from tether_lsp.connection import SCAN_CAP, Connection, RequestTimeout, ServerError, _get
+from tether_lsp.connection import Connection, RequestTimeout, ServerError, _get
+from tether_lsp.watching import SCAN_CAP
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
@@ -78,7 +79,7 @@ def includers(conn: Connection, header: Path) -> Includers:
     """The files that include ``header``, directly or through other headers, and what was not read."""
     headers = conn.server.header_extensions
     built = _built(conn.root)
-    scanned = conn.scan()
+    scanned = conn.watcher.scan()
     includes: dict[Path, list[str]] = {}
     unread = []
     for path in scanned:

@@ -17,10 +17,6 @@ DESCRIPTION = (
     "references, hover, code_actions (file, line, symbol), symbols (query, or file), status, reload. "
     "Locations come back as path:line:col relative to the root with the source line."
 )
-RENAME_DESCRIPTION = (
-    "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
-    "all files or none. Give the file, the line and the symbol as written there, and new_name."
-)
 
 
 @hookimpl
@@ -57,7 +53,8 @@ def tether_lsp_servers(run: Any) -> list[Any]:
 def tether_register_tools(run: Any, register: Any) -> None:
     from tether.tools import Tier, Tool
 
-    from tether_lsp.tools import LspArgs, RenameArgs, lsp_handler, rename_handler, rename_touches
+    from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
+    from tether_lsp.tools import LspArgs, lsp_handler
 
     if run.resource(hookspecs.tether_lsp_supervisor) is None:
         register.unavailable("no language-server supervisor for this run (the harness disabled it)")

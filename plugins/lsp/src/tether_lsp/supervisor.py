@@ -231,7 +231,7 @@ class Supervisor:
         for attempt in (1, 2):
             conn = await self.connection(avail)
             try:
-                await conn.refresh()
+                await conn.watcher.refresh()
                 doc = conn.open(path)
                 if doc is None:
                     raise ToolError(

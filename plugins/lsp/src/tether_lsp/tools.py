@@ -1,4 +1,4 @@
-"""The `lsp` tool (read) and the `lsp_rename` tool (write): arguments and handlers."""
+"""The `lsp` tool (read): arguments and handlers."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
-from tether_lsp.connection import POLL_INTERVAL, SCAN_CAP, RequestTimeout, ServerError
+from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, from_units, to_units
 from tether_lsp.supervisor import NotAnswered
+from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP
 
 Action = Literal[
     "diagnostics",
@@ -98,21 +99,6 @@ class LspArgs:
     )
 
 
-@attrs.frozen
-class RenameArgs:
-    file: str = arg("File where the symbol is written, relative to the root.", min_length=1)
-    line: int = arg("1-based line on which the symbol is written.", minimum=1)
-    symbol: str = arg(
-        "The symbol as written on that line (a substring that occurs once there).", min_length=1
-    )
-    new_name: str = arg("The new name.", min_length=1)
-    occurrence: int | None = arg(
-        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
-        default=None,
-        minimum=1,
-    )
-
-
 def supervisor(run: Any) -> Any:
     sup = run.resource(tether_lsp_supervisor)
     if sup is None:
@@ -145,7 +131,7 @@ def _missing(args: Any, action: str, *names: str) -> ToolError:
     return ToolError(f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing})
 
 
-def _position(conn: Any, text: str, spot: Spot) -> Any:
+def position(conn: Any, text: str, spot: Spot) -> Any:
     lines = split_lines(text)
     source = lines[spot.line] if spot.line < len(lines) else ""
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
@@ -160,7 +146,7 @@ def analysing_note(conn: Any) -> str:
     )
 
 
-def _still_indexing(conn: Any, what: str) -> ToolError:
+def still_indexing(conn: Any, what: str) -> ToolError:
     return ToolError(
         f"{conn.server.id} is still indexing and answered no {what}; still indexing: retry in a few seconds",
         {"error": "indexing"},
@@ -216,7 +202,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
             )
         spot = find_symbol(doc.text, line, symbol, args.occurrence, rel)  # the text the server has
-        pos = _position(conn, doc.text, spot)
+        pos = position(conn, doc.text, spot)
         ident = lsp.TextDocumentIdentifier(uri=doc.uri)
         if args.action == "references":
             params = lsp.ReferenceParams(
@@ -230,7 +216,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             hover = render.hover_text(result)
             if not hover:
                 if conn.indexing:
-                    raise NotAnswered(_still_indexing(conn, "hover"))
+                    raise NotAnswered(still_indexing(conn, "hover"))
                 raise NotAnswered(ToolResult.text(f"no hover information for {where}", {"hover": ""}))
             text = cap_text(hover, HOVER_CHARS, "The rest is in the definition.")
             return ToolResult.text("\n".join(x for x in (text, analysing_note(conn)) if x), {"hover": hover})
@@ -245,7 +231,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 )
         if not locs:
             if conn.indexing:
-                raise NotAnswered(_still_indexing(conn, noun + "s"))
+                raise NotAnswered(still_indexing(conn, noun + "s"))
             raise NotAnswered(ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0}))
         shown, note = locs[:REFERENCES_CAP], ""
         # the rest counted per file, so the model can ask for one file's with in_file
@@ -377,7 +363,7 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
         lines = render.Lines({doc.path: doc.text})
         diags = render.diagnostics(items, doc.path, run, conn.encoding, lines, source=conn.server.id)
         if not diags and conn.indexing:
-            raise _still_indexing(conn, "diagnostics")
+            raise still_indexing(conn, "diagnostics")
         return diags
 
     answers = await sup.with_every(path, ask)
@@ -496,7 +482,7 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             walk(result, 0)
             if not rows:
                 if conn.indexing:
-                    raise NotAnswered(_still_indexing(conn, "symbols"))
+                    raise NotAnswered(still_indexing(conn, "symbols"))
                 raise NotAnswered(ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0}))
             # over the cap, class attributes go before any class, function or method is cut
             kept = [r for r in rows if r[2] == 0] if len(rows) > DOCUMENT_SYMBOLS_CAP else rows
@@ -554,7 +540,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     asked = []
     for conn in filter(_searches, targets):
         asked.append(conn.server.id)
-        await conn.refresh()
+        await conn.watcher.refresh()
         await conn.first_round(sup.option("lsp_ready_wait"))  # as every query: not from a half-loaded project
         if conn.server.symbols_need_open_file and not conn.docs:
             opened = open_some_file(conn)
@@ -638,7 +624,7 @@ def open_some_file(conn: Any) -> Any:
     that a server which searches only the projects of open files (tsserver: "No Project") has one."""
     order = {ext: n for n, ext in enumerate(conn.server.extensions)}
     files = sorted(
-        conn._watched or conn.scan(),
+        conn.watcher.files or conn.watcher.scan(),
         key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
     )
     for path in files:
@@ -665,10 +651,10 @@ async def status(run: Any, sup: Any) -> ToolResult:
                 "binary": conn.binary,
                 "file_sync": (
                     f"polled every {POLL_INTERVAL:g} s (large tree)"
-                    if conn._poller is not None
+                    if conn.watcher.poller is not None
                     else "checked before every query"
                 )
-                + (f" - only the first {SCAN_CAP} files" if conn.scan_truncated else ""),
+                + (f" - only the first {SCAN_CAP} files" if conn.watcher.truncated else ""),
             }
         )
     servers = []
@@ -713,7 +699,6 @@ async def status(run: Any, sup: Any) -> ToolResult:
     return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
 
 
-IDENT_BREAK = re.compile(r"\s")
 IDENT_CHAR = re.compile(r"[\w$]")
 OCCURRENCES_SHOWN = 10
 SCAN_BYTES = 2_000_000  # a bigger file is not searched for leftover occurrences
@@ -734,7 +719,7 @@ def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[st
     its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
-    for path in sorted(conn.scan()):
+    for path in sorted(conn.watcher.scan()):
         rel = run.relpath(path)
         if rel in skip:
             continue
@@ -763,124 +748,3 @@ def occurrence_lines(found: list[tuple[str, int, str]]) -> list[str]:
         more = f" and {len(rest) - 20} more file(s)" if len(rest) > 20 else ""
         lines.append(f"  ... {len(found) - OCCURRENCES_SHOWN} more: {listed}{more}")
     return lines
-
-
-async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
-    from tether.atomic import ChangedSince
-
-    from tether_lsp.edits import plan_workspace_edit
-
-    run = ctx.run
-    sup = supervisor(run)
-    path, rel, text = source_file(run, args.file)
-    find_symbol(text, args.line, args.symbol, args.occurrence, rel)
-
-    async def rename(conn: Any, doc: Any) -> ToolResult:
-        lsp = conn.lsp
-        if not getattr(conn.capabilities, "rename_provider", None):
-            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
-        spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
-        old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
-        pos = _position(conn, doc.text, spot)
-        params = lsp.RenameParams(
-            text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name
-        )
-        edit = await sup.request(conn, "textDocument/rename", params)
-        plan = plan_workspace_edit(edit, run, conn.encoding)
-        writes = plan.writes()
-        if not writes:
-            if conn.indexing:
-                raise NotAnswered(_still_indexing(conn, "rename edits"))
-            raise NotAnswered(
-                ToolError(
-                    f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
-                    "symbol's name where it is defined or used",
-                    {"error": "nothing_to_rename"},
-                )
-            )
-        try:  # the originals are checked under the root's write lock, so no write slips in between
-            await run.write_files(writes, expect=plan.originals.values())
-        except ChangedSince as exc:
-            raise ToolError(
-                f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the rename was computed; nothing was written, retry",
-                {"error": "changed_meanwhile"},
-            ) from None
-        except OSError as exc:
-            raise ToolError(
-                f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
-                "nothing was written: every file was restored",
-                {"error": "write_failed"},
-            ) from None
-        # tell the server: open documents get their new text, renamed ones are closed and reopened
-        for old, new in plan.renamed.items():
-            d = conn.docs.get(old.as_uri())
-            if d is not None:
-                conn.close_doc(d)
-                conn.open(new)
-        conn.files_changed(list(writes))
-        files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
-        total = sum(f["edits"] for f in files)
-        lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
-        lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
-        lines += [f"  {op}" for op in plan.operations]
-        # an alias keeping the old name (tsserver: `export { newName as oldName }`) is said as such
-        kept = kept_names(edit, run, old_name, args.new_name)
-        if kept:
-            lines.append(
-                f"kept the public name: '{old_name}' is still exported or written under its old name as an alias, "
-                f"so code using '{old_name}' keeps working (edit these too to drop the old name):"
-            )
-            lines += [f"  {f}:{n}: {text}" for f, n, text in kept]
-        # the server renames only what its program holds: say where the old name is still written
-        left = (
-            []
-            if old_name == args.new_name
-            else await asyncio.to_thread(occurrences, conn, run, old_name, set())
-        )
-        left = [x for x in left if (x[0], x[1]) not in {(f, n) for f, n, _ in kept}]
-        if left:
-            lines.append(
-                f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
-                f"(files outside {conn.server.id}'s program, such as tests outside pyright's or tsconfig's include, or "
-                "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
-            )
-            lines += occurrence_lines(left)
-        data = {
-            "files": files,
-            "edits": total,
-            "operations": plan.operations,
-            "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
-            "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
-        }
-        return ToolResult.text("\n".join(lines), data)
-
-    return await sup.with_file(path, rename)
-
-
-def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
-    """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
-    an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
-    pattern = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
-    groups = list((getattr(edit, "changes", None) or {}).items())
-    groups += [
-        (change.text_document.uri, change.edits)
-        for change in getattr(edit, "document_changes", None) or []
-        if hasattr(change, "edits")
-    ]
-    found = []
-    for uri, edits in groups:
-        path = render.uri_to_path(uri)
-        for e in edits:
-            text = getattr(e, "new_text", None) or ""
-            if path is not None and text != new and pattern.search(text):
-                found.append((run.relpath(path), e.range.start.line + 1, text))
-    return sorted(found)
-
-
-def rename_touches(args: RenameArgs) -> list[str]:
-    """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
-    if IDENT_BREAK.search(args.new_name):
-        raise ToolError(
-            f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
-        )
-    return [args.file]

@@ -167,7 +167,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     targets = await _files_and_servers(sup, paths)
     quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
-        await conn.refresh()
+        await conn.watcher.refresh()
     dependents, dep_notes = await open_dependents(sup, targets)
     checked = [*targets, *dependents]
     results = await asyncio.gather(
@@ -222,9 +222,9 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
         # the write: didChange with the whole new content (+ didSave where asked), or a file event
-        conn.files_changed([path])
+        conn.watcher.files_changed([path])
     for conn in conns:
-        await conn.refresh()
+        await conn.watcher.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
     dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
     for _, path, conn in dependents:

@@ -1,11 +1,12 @@
 """The command roster's configuration: the family's run options, turned into worker commands.
 
-The project says which command runs each tier (``vibe_fast``, ``vibe_good``: a command line split as
-a shell splits words, never run through a shell, or a list of arguments) and how many workers may run
-at once (``vibe_max_workers``), usually as ``[tool.tether.vibe]`` in the root's pyproject.toml
-(``fast = "..."``); the harness's run options override it key by key, as the core layers every
-family's options (`tether.options`). ``vibe_kill_grace``, ``vibe_result_chars``, ``vibe_log_chars`` and
-``vibe_wait_timeout`` (the default of vibe_wait) say how the roster behaves.
+The options are declared in `tether_vibe.options`. The project says which command runs each tier
+(``vibe_fast``, ``vibe_good``: a command line split as a shell splits words, never run through a shell,
+or a list of arguments) and how many workers may run at once (``vibe_max_workers``), usually as
+``[tool.tether.vibe]`` in the root's pyproject.toml (``fast = "..."``); the harness's run options
+override it key by key, as the core layers every family's options (`tether.options`).
+``vibe_kill_grace``, ``vibe_result_chars``, ``vibe_log_chars`` and ``vibe_wait_timeout`` (the default
+of vibe_wait) say how the roster behaves.
 """
 
 from __future__ import annotations
@@ -13,37 +14,9 @@ from __future__ import annotations
 import shlex
 
 import attrs
-from tether import arg
 
+from tether_vibe.options import DEFAULT_WAIT, VibeOptions
 from tether_vibe.roster import TIERS
-
-DEFAULT_WAIT = 300.0
-COMMAND_HELP = (
-    "a command line (split like a shell splits words, never run through one) or a list of arguments"
-)
-
-
-@attrs.frozen
-class VibeOptions:
-    vibe_fast: str | list[str] | None = arg(
-        f"the command that runs a fast worker: {COMMAND_HELP}", default=None
-    )
-    vibe_good: str | list[str] | None = arg(
-        f"the command that runs a good worker: {COMMAND_HELP}", default=None
-    )
-    vibe_max_workers: int = arg("how many workers may run at once", default=4, minimum=1)
-    vibe_kill_grace: float = arg(
-        "seconds from SIGTERM to SIGKILL for a worker's process tree", default=2.0, minimum=0
-    )
-    vibe_result_chars: int = arg(
-        "characters of a worker's stdout kept (the tail) as its result", default=4_000, minimum=1
-    )
-    vibe_log_chars: int = arg(
-        "characters of a worker's stderr kept (the tail) as its log", default=20_000, minimum=1
-    )
-    vibe_wait_timeout: float = arg(
-        "seconds vibe_wait waits when the call gives no timeout", default=DEFAULT_WAIT, minimum=0
-    )
 
 
 class ConfigError(ValueError):

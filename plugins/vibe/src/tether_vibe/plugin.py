@@ -20,7 +20,7 @@ MODE = "vibe"
 
 @hookimpl
 def tether_addoptions(register: Any) -> None:
-    from tether_vibe.config import VibeOptions
+    from tether_vibe.options import VibeOptions
 
     register(VibeOptions)
 
@@ -33,7 +33,8 @@ def tether_addhooks(pluginmanager: Any) -> None:
 @hookimpl
 def tether_vibe_roster(run: Run) -> Any:
     """The built-in command roster when a worker command is configured; no process starts before a spawn."""
-    from tether_vibe.config import VibeOptions, load_config
+    from tether_vibe.config import load_config
+    from tether_vibe.options import VibeOptions
 
     config = load_config(run.options.of(VibeOptions))
     if not config.commands:

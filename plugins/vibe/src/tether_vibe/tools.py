@@ -15,7 +15,7 @@ import attrs
 from tether import Tool, ToolError, ToolResult, arg
 from tether.output import cap_items, cap_text
 
-from tether_vibe.config import DEFAULT_WAIT, VibeOptions
+from tether_vibe.options import DEFAULT_WAIT, VibeOptions
 from tether_vibe.roster import Roster, Status, WorkerInfo, WorkerTier
 
 FAMILY = "vibe"

@@ -1,0 +1,172 @@
+"""The `lsp_rename` tool (write): a symbol renamed everywhere the language server knows it is used.
+
+The server computes the edits (`textDocument/rename`); tether plans them (`edits.plan_workspace_edit`),
+writes every file or none under the root's write lock, tells the server, and says what the server did
+not rename: the old name still written as a whole word elsewhere, and aliases that keep it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import attrs
+from tether.args import arg
+from tether.files import split_lines
+from tether.tools import ToolError, ToolResult
+
+from tether_lsp import render
+from tether_lsp.positions import find_symbol
+from tether_lsp.supervisor import NotAnswered
+from tether_lsp.tools import (
+    identifier_at,
+    occurrence_lines,
+    occurrences,
+    position,
+    source_file,
+    still_indexing,
+    supervisor,
+)
+
+RENAME_DESCRIPTION = (
+    "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
+    "all files or none. Give the file, the line and the symbol as written there, and new_name."
+)
+IDENT_BREAK = re.compile(r"\s")
+
+
+@attrs.frozen
+class RenameArgs:
+    file: str = arg("File where the symbol is written, relative to the root.", min_length=1)
+    line: int = arg("1-based line on which the symbol is written.", minimum=1)
+    symbol: str = arg(
+        "The symbol as written on that line (a substring that occurs once there).", min_length=1
+    )
+    new_name: str = arg("The new name.", min_length=1)
+    occurrence: int | None = arg(
+        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
+        default=None,
+        minimum=1,
+    )
+
+
+async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
+    from tether.atomic import ChangedSince
+
+    from tether_lsp.edits import plan_workspace_edit
+
+    run = ctx.run
+    sup = supervisor(run)
+    path, rel, text = source_file(run, args.file)
+    find_symbol(text, args.line, args.symbol, args.occurrence, rel)
+
+    async def rename(conn: Any, doc: Any) -> ToolResult:
+        lsp = conn.lsp
+        if not getattr(conn.capabilities, "rename_provider", None):
+            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
+        spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
+        old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
+        pos = position(conn, doc.text, spot)
+        params = lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name
+        )
+        edit = await sup.request(conn, "textDocument/rename", params)
+        plan = plan_workspace_edit(edit, run, conn.encoding)
+        writes = plan.writes()
+        if not writes:
+            if conn.indexing:
+                raise NotAnswered(still_indexing(conn, "rename edits"))
+            raise NotAnswered(
+                ToolError(
+                    f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
+                    "symbol's name where it is defined or used",
+                    {"error": "nothing_to_rename"},
+                )
+            )
+        try:  # the originals are checked under the root's write lock, so no write slips in between
+            await run.write_files(writes, expect=plan.originals.values())
+        except ChangedSince as exc:
+            raise ToolError(
+                f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the rename was computed; nothing was written, retry",
+                {"error": "changed_meanwhile"},
+            ) from None
+        except OSError as exc:
+            raise ToolError(
+                f"could not write the rename ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
+                "nothing was written: every file was restored",
+                {"error": "write_failed"},
+            ) from None
+        # tell the server: open documents get their new text, renamed ones are closed and reopened
+        for old, new in plan.renamed.items():
+            d = conn.docs.get(old.as_uri())
+            if d is not None:
+                conn.close_doc(d)
+                conn.open(new)
+        conn.watcher.files_changed(list(writes))
+        files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
+        total = sum(f["edits"] for f in files)
+        lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
+        lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
+        lines += [f"  {op}" for op in plan.operations]
+        # an alias keeping the old name (tsserver: `export { newName as oldName }`) is said as such
+        kept = kept_names(edit, run, old_name, args.new_name)
+        if kept:
+            lines.append(
+                f"kept the public name: '{old_name}' is still exported or written under its old name as an alias, "
+                f"so code using '{old_name}' keeps working (edit these too to drop the old name):"
+            )
+            lines += [f"  {f}:{n}: {text}" for f, n, text in kept]
+        # the server renames only what its program holds: say where the old name is still written
+        left = (
+            []
+            if old_name == args.new_name
+            else await asyncio.to_thread(occurrences, conn, run, old_name, set())
+        )
+        left = [x for x in left if (x[0], x[1]) not in {(f, n) for f, n, _ in kept}]
+        if left:
+            lines.append(
+                f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
+                f"(files outside {conn.server.id}'s program, such as tests outside pyright's or tsconfig's include, or "
+                "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
+            )
+            lines += occurrence_lines(left)
+        data = {
+            "files": files,
+            "edits": total,
+            "operations": plan.operations,
+            "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
+            "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
+        }
+        return ToolResult.text("\n".join(lines), data)
+
+    return await sup.with_file(path, rename)
+
+
+def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
+    """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
+    an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
+    pattern = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
+    groups = list((getattr(edit, "changes", None) or {}).items())
+    groups += [
+        (change.text_document.uri, change.edits)
+        for change in getattr(edit, "document_changes", None) or []
+        if hasattr(change, "edits")
+    ]
+    found = []
+    for uri, edits in groups:
+        path = render.uri_to_path(uri)
+        for e in edits:
+            text = getattr(e, "new_text", None) or ""
+            if path is not None and text != new and pattern.search(text):
+                found.append((run.relpath(path), e.range.start.line + 1, text))
+    return sorted(found)
+
+
+def rename_touches(args: RenameArgs) -> list[str]:
+    """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
+    if IDENT_BREAK.search(args.new_name):
+        raise ToolError(
+            f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
+        )
+    return [args.file]

@@ -1,0 +1,73 @@
+"""`tether tools` with every family installed does what a listing needs and nothing a call needs.
+
+Speed itself is measured in benchmarks/core_bench.py; these tests pin what must stay out of a cold
+start, and that deferring imports never changes what the listing says.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tether.testing import assert_light_entry_point
+
+# what only a call needs: the strict converter, a write's threads, process control, patch parsing, and
+# the machinery behind the tools of the families whose registration the core's light start covers
+CALL_ONLY = (
+    "cattrs",
+    "concurrent.futures.thread",
+    "tether.procs",
+    "tether.relay",
+    "unidiff",
+    "psutil",
+    "yaml",
+    "markdownify",
+    "jupyter_client",
+    "zmq",
+    "debugpy",
+    "tether_askuser.port",
+    "tether_askuser.terminal",
+    "tether_askuser.card",
+    "tether_eval.kernel",
+    "tether_eval.render",
+    "tether_debug.session",
+    "tether_debug.dap",
+    "tether_debug.adapters",
+    "tether_vibe.config",
+    "tether_vibe.roster",
+    "tether_vibe.command_roster",
+)
+
+
+def _tools(root, *preload: str) -> subprocess.CompletedProcess[str]:
+    """`tether tools --json` in a fresh interpreter, after importing ``preload``."""
+    code = "".join(f"import {m}\n" for m in preload) + (
+        f"import sys\nfrom tether.cli import main\nsys.exit(main(['tools', '--json', '--root', {str(root)!r}]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TETHER_PLUGINS", "TETHER_BLOCK_PLUGINS")}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_tether_tools_imports_nothing_that_only_a_call_needs(tmp_path):
+    assert_light_entry_point(
+        "tether.cli",
+        forbidden=CALL_ONLY,
+        then=(
+            "import contextlib, io\n"
+            "from tether.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['tools', '--root', {str(tmp_path)!r}]) == 0"
+        ),
+    )
+
+
+def test_the_listing_is_the_same_when_the_call_machinery_is_already_loaded(tmp_path):
+    # a family that defers its imports must still describe its tools and options exactly as before:
+    # the listing of a cold start and of a process that has every module of the families loaded agree
+    cold = _tools(tmp_path)
+    assert cold.returncode == 0, cold.stderr
+    heavy = [m for m in CALL_ONLY if m.startswith("tether_")] + ["tether.procs", "cattrs", "tether.args"]
+    warm = _tools(tmp_path, *heavy)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == cold.stdout
