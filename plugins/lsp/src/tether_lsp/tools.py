@@ -291,9 +291,8 @@ async def code_actions(
         spot = find_symbol(doc.text, line, symbol, occurrence, rel)  # the text the server has
         if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
             await conn.diagnostics(doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout"))
-        start = _position(conn, doc.text, spot)
-        end = _position(conn, doc.text, attrs.evolve(spot, char=spot.char + len(symbol)))
-
+        start = position(conn, doc.text, spot)
+        end = position(conn, doc.text, attrs.evolve(spot, char=spot.char + len(symbol)))
         pub = conn.published.get(doc.uri)
         on_line = [
             d for d in (pub.items if pub else []) if d.range.start.line <= spot.line <= d.range.end.line
