@@ -205,13 +205,16 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         more: list[str] = []
         if args.action == "references" and conn.server.publishes_program:
             name = identifier_at(split_lines(doc.text)[spot.line], spot.char, symbol)
-            # through the connection's uri cache: resolving every file of the program again per answer cost
-            # more than the server's own answer on a small project
-            known = (lines.where(u, run) for u in [*conn.published, *conn.docs])
-            program = {shown for path, shown in known if path is not None}
-            outside = await asyncio.to_thread(
-                occurrences, conn, run, name, program | {loc.file for loc in every}
+            # paths, not relative names, and through the connection's uri cache: resolving every file of the
+            # program again per answer cost more than the server's own answer on a small project
+            known = (lines.where(u, run)[0] for u in [*conn.published, *conn.docs])
+            skip = {p for p in known if p is not None} | {run.root / loc.file for loc in every}
+            # the refresh before this query scanned the tree unless a poller watches it: those files are current
+            files = (
+                None if conn.watcher.poller is not None else [p for p in conn.watcher.files if p not in skip]
             )
+            if files != []:
+                outside = await asyncio.to_thread(occurrences, conn, run, name, skip, files)
             if outside:
                 more = [
                     f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files "
@@ -670,15 +673,18 @@ def identifier_at(source_line: str, char: int, symbol: str) -> str:
     return source_line[start:end] or symbol
 
 
-def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[str, int, str]]:
+def occurrences(
+    conn: Any, run: Any, name: str, skip: set[Path], files: list[Path] | None = None
+) -> list[tuple[str, int, str]]:
     """(file, line, text) of every whole-word occurrence of ``name`` in the server's source files under
-    its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
+    its root (``files`` when the caller has a current list, else scanned now), except in the files ``skip``.
+    Files are read from disk, bounded."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
-    for path in sorted(conn.watcher.scan()):
-        rel = run.relpath(path)
-        if rel in skip:
+    for path in sorted(conn.watcher.scan() if files is None else files):
+        if path in skip:
             continue
+        rel = run.relpath(path)
         try:
             if path.stat().st_size > SCAN_BYTES:
                 continue
