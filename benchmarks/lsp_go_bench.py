@@ -8,7 +8,7 @@ gopls's round is complete, i.e. flag.go's own publish at the new version (gopls 
 dependents first and the changed document last; on a loaded machine a few can come after it, so the
 anchor also waits until exactly the expected 35 files, or none, have errors: it knows the answer).
 After its round it waits, untimed, for 0.3 s without a publish, so gopls's later passes do not fall
-on tether's next round (tether's edit waits out its own settle within its time). Against it, tether's `edit` with its diagnostics on
+on tether's next round (tether's edit waits for gopls's own end of the round, its work-done progress). Against it, tether's `edit` with its diagnostics on
 a warm run (target: ratio <= 1.2). Both are started and loaded first; then each round runs both
 sides, which one first alternating every two rounds (so breaks and restores each get both orders):
 on a busy machine the load drifts, and a fixed order lets that drift fall on one side.
