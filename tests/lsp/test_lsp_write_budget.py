@@ -8,7 +8,8 @@ import time
 
 import tether
 import tether.files
-from tether_lsp.connection import ROUND_FLOOR
+from tether_lsp import write_diagnostics
+from tether_lsp.write_diagnostics import ROUND_FLOOR
 
 
 def basedpyright(run):
@@ -23,12 +24,12 @@ async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_time
         r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})
         assert not r.is_error, r.plain
         conn = basedpyright(run)
-        assert conn.budget(90) == 90  # nothing measured yet: the whole bound
+        assert write_diagnostics.budget(conn, 90) == 90  # nothing measured yet: the whole bound
         for i in range(3):
             r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + f"\nX{i} = {i}\n"})
             assert not r.is_error and "pending" not in r.plain, r.plain
         assert conn.round_times and all(0 < t < 90 for t in conn.round_times), conn.round_times
-        budget = conn.budget(90)
+        budget = write_diagnostics.budget(conn, 90)
         assert ROUND_FLOOR <= budget < 90, conn.round_times
         # a server that stops answering (no publish, no progress) costs the write its budget, not the 90 s
         # of diagnostics_timeout; one that is working gets the whole bound

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,16 +107,6 @@ def _env(env: dict[str, str] | None) -> dict[str, str]:
     return dict(env or {})
 
 
-def _launch_hint(program: Path | None, message: str) -> str:
-    """What to do when the adapter's refusal alone does not say it."""
-    if program is not None and program.is_dir() and "not an executable file" in message:
-        return (
-            f"\n'{program.name}' is a library package (no package main): there is nothing to run. Debug its tests "
-            "with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it."
-        )
-    return ""
-
-
 async def launch(
     ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
 ) -> ToolResult:
@@ -182,6 +173,12 @@ async def launch(
     new.root = run.root
     timeout = launch_timeout(run)
     try:
+        if adapter.build is not None:
+            new.scratch = Path(tempfile.mkdtemp(prefix="debug-build-", dir=run.private_dir()))
+            build = adapter.build(request, new.scratch)
+            if build is not None:  # built here, so a build error is the build's own answer
+                await new.build(build, run, timeout)
+                request = attrs.evolve(request, program=build.output, test=False)
         await new.start(availability.located, run.root, run, timeout)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout
@@ -197,7 +194,7 @@ async def launch(
         message = exc.message if isinstance(exc, DapError) else str(exc)
         more = f"\nprogram output:\n{cap_output(output, 0)[0]}" if output.strip() else ""
         raise ToolError(
-            f"could not launch {shown} under {adapter.id}: {message}{more}{_launch_hint(program, message + output)}",
+            f"could not launch {shown} under {adapter.id}: {message}{more}",
             data={"error": "launch_failed", "adapter": adapter.id},
         ) from None
     except BaseException:

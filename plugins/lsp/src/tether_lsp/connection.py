@@ -26,23 +26,9 @@ from tether_lsp.watching import Watcher, file_stat
 
 log = logging.getLogger("tether.lsp")
 
-PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
-# the same, once the server has shown rounds for this project: a real change starts one there, and on a
-# loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
-PROGRESS_FALLBACK_SEEN = 8.0
-PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
-# "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag:
-# flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change made between them is answered
-# out of order: until a first round is complete, this much quiet after the document's publish
-DOCUMENT_COLD_QUIET = 2.0
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
-# A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
-# round in progress) ROUND_FACTOR x the slowest of its last ROUNDS_KEPT rounds, at least ROUND_FLOOR s;
-# a working server up to the run option diagnostics_timeout (also the bound while nothing is measured)
-ROUND_FACTOR = 3.0
-ROUND_FLOOR = 15.0
-ROUNDS_KEPT = 8
+ROUNDS_KEPT = 8  # round times kept per server, for the budget of a write (write_diagnostics.budget)
 
 
 class ServerDied(Exception):
@@ -94,7 +80,7 @@ class Published:
     seq: int
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
+def message_field(obj: Any, name: str, default: Any = None) -> Any:
     """A field of a message whose params pygls may hand over as an object or as a plain dict."""
     if isinstance(obj, Mapping):
         return obj.get(name, default)
@@ -152,8 +138,8 @@ class Connection:
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
         self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
-        self._timed: Mark | None = None  # the change whose round was measured last
-        self._first_end: float | None = None  # "progress" servers: when the first round ended
+        self.timed: Mark | None = None  # the change whose round was measured last
+        self.first_end: float | None = None  # "progress" servers: when the first round ended
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.watcher = Watcher(self)
@@ -179,7 +165,9 @@ class Connection:
         """The server is still analysing the project: work in progress, or its first round not yet done."""
         if self.progress_tokens or not self.quiescent:
             return True
-        return self.server.rounds == "progress" and self.begins == 0 and not self.round_done(self.start_mark)
+        from tether_lsp.write_diagnostics import round_done  # the round rule is diagnostics on write's
+
+        return self.server.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
 
     async def first_round(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
@@ -192,7 +180,7 @@ class Connection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            await self._event(remaining)
+            await self.next_event(remaining)
         return True
 
     async def start(self, timeout: float) -> None:
@@ -318,7 +306,7 @@ class Connection:
         @client.feature("textDocument/publishDiagnostics")
         def _publish(params: Any) -> None:
             if conn.server.rounds == "tsserver":
-                return  # its pushes can be a half round (see round_done); tsserver is asked instead
+                return  # its pushes can be a half round (see write_diagnostics.round_done); tsserver is asked instead
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
@@ -342,8 +330,8 @@ class Connection:
 
         @client.feature("$/progress")
         def _progress(params: Any) -> None:
-            token = str(_get(params, "token"))
-            kind = _get(_get(params, "value"), "kind")
+            token = str(message_field(params, "token"))
+            kind = message_field(message_field(params, "value"), "kind")
             if kind == "begin":
                 conn.progress_tokens.add(token)
                 conn.begins += 1
@@ -351,13 +339,13 @@ class Connection:
             elif kind == "end":
                 conn.progress_tokens.discard(token)
                 conn.last_event = time.monotonic()
-                if not conn.progress_tokens and conn._first_end is None:
-                    conn._first_end = conn.last_event
+                if not conn.progress_tokens and conn.first_end is None:
+                    conn.first_end = conn.last_event
                 conn._wake()
 
         @client.feature("experimental/serverStatus")
         def _status(params: Any) -> None:
-            conn.quiescent = bool(_get(params, "quiescent", True))
+            conn.quiescent = bool(message_field(params, "quiescent", True))
             conn._wake()
 
         @client.feature("client/registerCapability")
@@ -381,7 +369,7 @@ class Connection:
         for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
             client.feature(method)(
                 lambda params, m=method: conn.log_tail.append(
-                    f"{m}: {str(_get(params, 'message', ''))[:200]}"
+                    f"{m}: {str(message_field(params, 'message', ''))[:200]}"
                 )
             )
         for method in (
@@ -566,156 +554,14 @@ class Connection:
     def mark(self, uri: str | None = None, version: int = 0) -> Mark:
         return Mark(self.begins, self._seq, time.monotonic(), uri, version)
 
-    def round_done(self, mark: Mark) -> bool:
-        """Whether the server finished a round of analysis that started after ``mark``.
-
-        "progress" servers (basedpyright) wrap every round in work-done progress: a begin after the
-        mark and nothing in progress now. Their first publish after a change can be the previous
-        version's list relabelled, and their cold start publishes empty placeholders before the
-        first round: neither counts. A change that starts no round at all (the same text again) is
-        taken as done after PROGRESS_FALLBACK s of quiet; a small project is checked without any progress
-        at all, but while the server has published placeholders of other files (unversioned) and not yet
-        begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
-        definition's settle_quiet seconds after the mark.
-
-        "document" servers (gopls) wrap no diagnosis in progress, but end each round with the opened or
-        changed document's own publish at its version, even when its list is unchanged: measured on
-        pflag, a change of flag.go publishes its 35 broken dependents 0.1-0.4 s after the change, then
-        flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish
-        came and settle_quiet s passed (DOCUMENT_COLD_QUIET s until a first round was complete); a mark of
-        no document (files changed on disk) settles as above.
-
-        "tsserver" servers (typescript-language-server) have no round a client can see. Measured on rxjs
-        7.8.2: publishes carry no version; each is sent 50 ms after one kind of tsserver's diagnostics
-        (syntax, then semantic, then suggestion) changed for a file and holds the other kinds' last lists,
-        so the first publish after a change can pair the new syntax errors with the old semantic ones (an
-        empty syntax list first, the errors 0.1 s later); a kind that stays empty is never published again,
-        so a clean file after a clean change gets no publish at all; and the end of tsserver's check
-        (`requestCompleted` of its `geterr`) is not forwarded. A `geterr` of our own through the server's
-        `typescript.tsserverRequest` does not mark it either: the server's own `geterr`, sent 0.3-0.8 s after
-        a change, ends ours early with its `requestCompleted` (tsserver runs one check at a time). So the
-        pushes are not used: each file's diagnostics are asked of tsserver for its current text
-        (`syntacticDiagnosticsSync` and `semanticDiagnosticsSync`, answered after every change sent before,
-        see `_pull`), and only its project load (work-done progress) is waited for.
-        """
-        if self.progress_tokens or not self.quiescent:
-            return False
-        if self.server.rounds == "tsserver":
-            return True  # nothing to wait for: every answer is asked of tsserver (see above)
-        quiet = time.monotonic() - max(mark.at, self.last_event)
-        if self.server.rounds == "progress":
-            if self.begins > mark.begins:
-                return True
-            if self.begins == 0:
-                if not self.published:
-                    return False  # nothing checked yet
-                if any(p.version is None for p in self.published.values()):
-                    return (
-                        quiet >= PROGRESS_COLD_QUIET
-                    )  # placeholders of files not checked yet: the first round is to come
-            return quiet >= self._fallback()
-        if self.server.rounds == "document":
-            if mark.uri is not None:
-                pub = self.published.get(mark.uri)
-                if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
-                    return False  # the document's own publish ends the round
-            if not self.diagnosed:
-                self.diagnosed = quiet >= max(DOCUMENT_COLD_QUIET, self.server.settle_quiet)
-                return self.diagnosed
-        return quiet >= self.server.settle_quiet
-
-    def _fallback(self) -> float:
-        return PROGRESS_FALLBACK_SEEN if self.begins else PROGRESS_FALLBACK
-
-    def _next_check(self, mark: Mark) -> float:
-        """Seconds until round_done(mark) could turn true with no new event."""
-        if self.server.rounds == "progress":
-            wait = self._fallback()
-        elif self.server.rounds == "document" and not self.diagnosed:
-            wait = max(DOCUMENT_COLD_QUIET, self.server.settle_quiet)
-        else:
-            wait = self.server.settle_quiet
-        return max(0.01, max(mark.at, self.last_event) + wait - time.monotonic())
-
-    async def _event(self, wait: float) -> None:
+    async def next_event(self, wait: float) -> None:
         if not self.alive:
             raise ServerDied(f"{self.server.id} exited (code {self.proc.returncode})")
         event = self._changed
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), max(0.0, wait))
 
-    def _left(self, start: float, deadline: float, quiet: float | None) -> float:
-        """Seconds a wait begun at ``start`` may still go on: to ``deadline``; with ``quiet``, only while the
-        server shows signs of work (a round in progress, or a publish or progress event within ``quiet`` s)."""
-        now = time.monotonic()
-        if quiet is None or self.progress_tokens or not self.quiescent:
-            return deadline - now
-        return min(deadline, max(start, self.last_event) + quiet) - now
-
-    async def wait_round(self, mark: Mark, timeout: float, quiet: float | None = None) -> bool:
-        """Wait (at most ``timeout`` s; ``quiet``: see `_left`) for a complete round after ``mark``; False
-        when it did not come."""
-        start = time.monotonic()
-        deadline = start + timeout
-        while not self.round_done(mark):
-            remaining = self._left(start, deadline, quiet)
-            if remaining <= 0:
-                return False
-            await self._event(min(remaining, self._next_check(mark)))
-        self._time_round(mark)
-        return True
-
-    def _time_round(self, mark: Mark) -> None:
-        """Remember how long the round after the change ``mark`` took: to its last event (a publish or the
-        end of its progress). A change that started no round is not a measure, nor is the first round of
-        a "progress" server (the project's cold analysis)."""
-        if mark == self._timed or self.last_event <= mark.at:
-            return
-        if self.server.rounds == "progress" and (self._first_end is None or mark.at < self._first_end):
-            return
-        self._timed = mark
-        self.round_times.append(self.last_event - mark.at)
-
-    def budget(self, cap: float) -> float:
-        """Seconds a write waits for this server while it shows no sign of work: ROUND_FACTOR x its slowest
-        recent round, at least ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
-        if not self.round_times:
-            return cap
-        return round(min(cap, max(ROUND_FLOOR, ROUND_FACTOR * max(self.round_times))), 1)
-
-    def fresh(self, doc: Doc) -> Published | None:
-        """The document's publish for its current version (None while only older ones are known)."""
-        pub = self.published.get(doc.uri)
-        if pub is None:
-            return None
-        if pub.version is not None:
-            return pub if pub.version >= doc.version else None
-        if self.versioned:
-            return (
-                None  # a versioned server's unversioned publish is of the file on disk, not of this document
-            )
-        return pub if pub.seq > doc.mark.seq else None
-
-    async def diagnostics(
-        self, doc: Doc, timeout: float, request_timeout: float, quiet: float | None = None
-    ) -> list[Any] | None:
-        """The diagnostics of the document's CURRENT version from a complete round; None when they did
-        not come within ``timeout`` (``quiet``: see `_left`)."""
-        if self.pulls:
-            return await self._pull(doc, min(timeout, request_timeout))
-        start = time.monotonic()
-        deadline = start + timeout
-        while True:
-            pub = self.fresh(doc)
-            if pub is not None and self.round_done(doc.mark):
-                self._time_round(doc.mark)
-                return pub.items
-            remaining = self._left(start, deadline, quiet)
-            if remaining <= 0:
-                return None
-            await self._event(min(remaining, self._next_check(doc.mark)))
-
-    async def _pull(self, doc: Doc, timeout: float) -> list[Any] | None:
+    async def pull(self, doc: Doc, timeout: float) -> list[Any] | None:
         lsp = self.lsp
         asked = time.monotonic()
         try:
@@ -746,7 +592,7 @@ class Connection:
         params = self.lsp.ExecuteCommandParams(
             command="typescript.tsserverRequest", arguments=[command, dict(args)]
         )
-        return _get(await self.request("workspace/executeCommand", params, timeout), "body")
+        return message_field(await self.request("workspace/executeCommand", params, timeout), "body")
 
     async def _ask_tsserver(self, path: Path, timeout: float) -> list[Any]:
         """tsserver's errors and warnings of a file of its projects, as the server would publish them; asked

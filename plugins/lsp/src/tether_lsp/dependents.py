@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, RequestTimeout, ServerError, _get
+from tether_lsp.connection import Connection, RequestTimeout, ServerError, message_field
 from tether_lsp.watching import SCAN_CAP
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
@@ -180,8 +180,8 @@ async def importers(conn: Connection, paths: list[Path], timeout: float) -> tupl
             body = await conn.tsserver("fileReferences", {"file": str(queue.pop(0))}, timeout)
         except (RequestTimeout, ServerError):
             return found, False
-        for ref in _get(body, "refs") or []:
-            dep = Path(_get(ref, "file", ""))
+        for ref in message_field(body, "refs") or []:
+            dep = Path(message_field(ref, "file", ""))
             if dep in seen or not dep.is_relative_to(conn.root) or "node_modules" in dep.parts:
                 continue
             if len(found) == IMPORTERS_CAP:

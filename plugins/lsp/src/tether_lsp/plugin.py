@@ -1,6 +1,7 @@
 """Entry point of the lsp family: hooks and tool registration.
 
-Imports nothing heavy: pygls and lsprotocol load when the first server starts.
+Imports nothing heavy: the tools are listed without the language-server machinery (see
+`tether_lsp.tools`); pygls and lsprotocol load when the first server starts.
 """
 
 from __future__ import annotations
@@ -10,13 +11,6 @@ from typing import Any
 from tether.hookspecs import hookimpl
 
 from tether_lsp import hookspecs
-
-DESCRIPTION = (
-    "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
-    'Actions: diagnostics (file, or "*" for the project checker), definition, type_definition, implementation, '
-    "references, hover, code_actions (file, line, symbol), symbols (query, or file), status, reload. "
-    "Locations come back as path:line:col relative to the root with the source line."
-)
 
 
 @hookimpl
@@ -51,28 +45,13 @@ def tether_lsp_servers(run: Any) -> list[Any]:
 
 @hookimpl
 def tether_register_tools(run: Any, register: Any) -> None:
-    from tether.tools import Tier, Tool
-
-    from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
-    from tether_lsp.tools import LspArgs, lsp_handler
+    from tether_lsp.tools import tools_for
 
     if run.resource(hookspecs.tether_lsp_supervisor) is None:
         register.unavailable("no language-server supervisor for this run (the harness disabled it)")
         return
-    register(Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True))
-    # not parallel-safe: two renames computed against the same files would race
-    register(
-        Tool(
-            "lsp_rename",
-            Tier.WRITE,
-            RENAME_DESCRIPTION,
-            RenameArgs,
-            rename_handler,
-            family="lsp",
-            parallel_safe=False,
-            touches=rename_touches,
-        )
-    )
+    for tool in tools_for():
+        register(tool)
 
 
 def _supervisor(run: Any) -> Any:

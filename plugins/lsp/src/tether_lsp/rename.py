@@ -13,21 +13,7 @@ from typing import Any
 
 import attrs
 from tether.args import arg
-from tether.files import split_lines
 from tether.tools import ToolError, ToolResult
-
-from tether_lsp import render
-from tether_lsp.positions import find_symbol
-from tether_lsp.supervisor import NotAnswered
-from tether_lsp.tools import (
-    identifier_at,
-    occurrence_lines,
-    occurrences,
-    position,
-    source_file,
-    still_indexing,
-    supervisor,
-)
 
 RENAME_DESCRIPTION = (
     "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
@@ -52,9 +38,22 @@ class RenameArgs:
 
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
+    # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import ChangedSince
+    from tether.files import split_lines
 
     from tether_lsp.edits import plan_workspace_edit
+    from tether_lsp.positions import find_symbol
+    from tether_lsp.queries import (
+        identifier_at,
+        occurrence_lines,
+        occurrences,
+        position,
+        source_file,
+        still_indexing,
+        supervisor,
+    )
+    from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
     sup = supervisor(run)
@@ -146,6 +145,8 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
 def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
     """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
     an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
+    from tether_lsp.render import uri_to_path
+
     pattern = re.compile(rf"(?<![\w$]){re.escape(old)}(?![\w$])")
     groups = list((getattr(edit, "changes", None) or {}).items())
     groups += [
@@ -155,7 +156,7 @@ def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, 
     ]
     found = []
     for uri, edits in groups:
-        path = render.uri_to_path(uri)
+        path = uri_to_path(uri)
         for e in edits:
             text = getattr(e, "new_text", None) or ""
             if path is not None and text != new and pattern.search(text):

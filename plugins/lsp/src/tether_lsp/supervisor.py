@@ -7,19 +7,16 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.tools import ToolError, ToolResult
 
-from tether_lsp.connection import Connection, Doc, RequestTimeout, ServerDied, ServerError, StartFailed
 from tether_lsp.options import LspOptions
-from tether_lsp.servers import (
-    Availability,
-    ServerDef,
-    answers_version,
-    find_binary,
-    find_root,
-)
+
+# created when the run lists its tools: the servers' machinery loads at the first query
+if TYPE_CHECKING:
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.servers import Availability, ServerDef
 
 log = logging.getLogger("tether.lsp")
 
@@ -63,6 +60,7 @@ class Supervisor:
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
             from tether_lsp.hookspecs import tether_lsp_servers
+            from tether_lsp.servers import ServerDef
 
             self._definitions = list(self.run.definitions(tether_lsp_servers, ServerDef).values())
         return self._definitions
@@ -90,6 +88,8 @@ class Supervisor:
     # -- availability --------------------------------------------------------------------------
 
     async def availability(self, server: ServerDef, start: Path) -> Availability:
+        from tether_lsp.servers import Availability, answers_version, find_binary, find_root
+
         root = find_root(server, start, self.run.root)
         dirs = [d for d in (root, self.run.root) if d is not None]
         trusted = self.run.trusted
@@ -156,6 +156,8 @@ class Supervisor:
         ``retry_failed=False`` (diagnostics on write) does not try again a server whose start failed
         in this run: every write would wait for it. A query or reload tries again.
         """
+        from tether_lsp.connection import Connection, StartFailed
+
         assert avail.root is not None and avail.binary is not None
         key = (avail.server.id, avail.root)
         lock = self._locks.setdefault(key, asyncio.Lock())
@@ -228,6 +230,8 @@ class Supervisor:
 
         A server that died is restarted with its documents re-opened and ``fn`` retried once.
         """
+        from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
+
         for attempt in (1, 2):
             conn = await self.connection(avail)
             try:

@@ -1,14 +1,14 @@
 """Diagnostics on write: the core's before/after-write hooks answered from the files' language servers.
 
 What a write introduced is the difference between two COMPLETE rounds of the server: one before the
-write (the baseline) and one after it. A round is complete when `Connection.round_done` says so
+write (the baseline) and one after it. A round is complete when `round_done` says so
 (basedpyright: its work-done progress ended after our change; other servers: a settle rule), never
 on the first publish: basedpyright publishes empty placeholders at start and the previous version's
 list relabelled with the new version right after a change.
 
 Every file of a multi-file write is waited for at the same time, each with the whole bound (the run
 option diagnostics_timeout); a server that shows no sign of work (no publish, no progress) for its
-budget (`Connection.budget`, from its measured rounds) is not waited for any longer. A file whose
+budget (`budget`, from its measured rounds) is not waited for any longer. A file whose
 baseline could not be had is not compared (nothing is claimed about it) and the answer says so; other files' changes are collected until the server's
 round after the write is complete, or the answer says the round was cut, naming the server.
 
@@ -29,8 +29,172 @@ from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, ServerError
+from tether_lsp.connection import Connection, Doc, Mark, Published, RequestTimeout, ServerDied, ServerError
 from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
+
+PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
+# the same, once the server has shown rounds for this project: a real change starts one there, and on a
+# loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
+PROGRESS_FALLBACK_SEEN = 8.0
+PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
+# "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag:
+# flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change made between them is answered
+# out of order: until a first round is complete, this much quiet after the document's publish
+DOCUMENT_COLD_QUIET = 2.0
+# A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
+# round in progress) ROUND_FACTOR x the slowest of the last rounds it keeps (`connection.ROUNDS_KEPT`), at least ROUND_FLOOR s;
+# a working server up to the run option diagnostics_timeout (also the bound while nothing is measured)
+ROUND_FACTOR = 3.0
+ROUND_FLOOR = 15.0
+
+
+def round_done(conn: Connection, mark: Mark) -> bool:
+    """Whether the server finished a round of analysis that started after ``mark``.
+
+    "progress" servers (basedpyright) wrap every round in work-done progress: a begin after the
+    mark and nothing in progress now. Their first publish after a change can be the previous
+    version's list relabelled, and their cold start publishes empty placeholders before the
+    first round: neither counts. A change that starts no round at all (the same text again) is
+    taken as done after PROGRESS_FALLBACK s of quiet; a small project is checked without any progress
+    at all, but while the server has published placeholders of other files (unversioned) and not yet
+    begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
+    definition's settle_quiet seconds after the mark.
+
+    "document" servers (gopls) wrap no diagnosis in progress, but end each round with the opened or
+    changed document's own publish at its version, even when its list is unchanged: measured on
+    pflag, a change of flag.go publishes its 35 broken dependents 0.1-0.4 s after the change, then
+    flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish
+    came and settle_quiet s passed (DOCUMENT_COLD_QUIET s until a first round was complete); a mark of
+    no document (files changed on disk) settles as above.
+
+    "tsserver" servers (typescript-language-server) have no round a client can see. Measured on rxjs
+    7.8.2: publishes carry no version; each is sent 50 ms after one kind of tsserver's diagnostics
+    (syntax, then semantic, then suggestion) changed for a file and holds the other kinds' last lists,
+    so the first publish after a change can pair the new syntax errors with the old semantic ones (an
+    empty syntax list first, the errors 0.1 s later); a kind that stays empty is never published again,
+    so a clean file after a clean change gets no publish at all; and the end of tsserver's check
+    (`requestCompleted` of its `geterr`) is not forwarded. A `geterr` of our own through the server's
+    `typescript.tsserverRequest` does not mark it either: the server's own `geterr`, sent 0.3-0.8 s after
+    a change, ends ours early with its `requestCompleted` (tsserver runs one check at a time). So the
+    pushes are not used: each file's diagnostics are asked of tsserver for its current text
+    (`syntacticDiagnosticsSync` and `semanticDiagnosticsSync`, answered after every change sent before,
+    see `Connection.pull`), and only its project load (work-done progress) is waited for.
+    """
+    if conn.progress_tokens or not conn.quiescent:
+        return False
+    if conn.server.rounds == "tsserver":
+        return True  # nothing to wait for: every answer is asked of tsserver (see above)
+    quiet = time.monotonic() - max(mark.at, conn.last_event)
+    if conn.server.rounds == "progress":
+        if conn.begins > mark.begins:
+            return True
+        if conn.begins == 0:
+            if not conn.published:
+                return False  # nothing checked yet
+            if any(p.version is None for p in conn.published.values()):
+                return (
+                    quiet >= PROGRESS_COLD_QUIET
+                )  # placeholders of files not checked yet: the first round is to come
+        return quiet >= _fallback(conn)
+    if conn.server.rounds == "document":
+        if mark.uri is not None:
+            pub = conn.published.get(mark.uri)
+            if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
+                return False  # the document's own publish ends the round
+        if not conn.diagnosed:
+            conn.diagnosed = quiet >= max(DOCUMENT_COLD_QUIET, conn.server.settle_quiet)
+            return conn.diagnosed
+    return quiet >= conn.server.settle_quiet
+
+
+def _fallback(conn: Connection) -> float:
+    return PROGRESS_FALLBACK_SEEN if conn.begins else PROGRESS_FALLBACK
+
+
+def _next_check(conn: Connection, mark: Mark) -> float:
+    """Seconds until round_done(mark) could turn true with no new event."""
+    if conn.server.rounds == "progress":
+        wait = _fallback(conn)
+    elif conn.server.rounds == "document" and not conn.diagnosed:
+        wait = max(DOCUMENT_COLD_QUIET, conn.server.settle_quiet)
+    else:
+        wait = conn.server.settle_quiet
+    return max(0.01, max(mark.at, conn.last_event) + wait - time.monotonic())
+
+
+def _left(conn: Connection, start: float, deadline: float, quiet: float | None) -> float:
+    """Seconds a wait begun at ``start`` may still go on: to ``deadline``; with ``quiet``, only while the
+    server shows signs of work (a round in progress, or a publish or progress event within ``quiet`` s)."""
+    now = time.monotonic()
+    if quiet is None or conn.progress_tokens or not conn.quiescent:
+        return deadline - now
+    return min(deadline, max(start, conn.last_event) + quiet) - now
+
+
+async def wait_round(conn: Connection, mark: Mark, timeout: float, quiet: float | None = None) -> bool:
+    """Wait (at most ``timeout`` s; ``quiet``: see `_left`) for a complete round after ``mark``; False
+    when it did not come."""
+    start = time.monotonic()
+    deadline = start + timeout
+    while not round_done(conn, mark):
+        remaining = _left(conn, start, deadline, quiet)
+        if remaining <= 0:
+            return False
+        await conn.next_event(min(remaining, _next_check(conn, mark)))
+    _time_round(conn, mark)
+    return True
+
+
+def _time_round(conn: Connection, mark: Mark) -> None:
+    """Remember how long the round after the change ``mark`` took: to its last event (a publish or the
+    end of its progress). A change that started no round is not a measure, nor is the first round of
+    a "progress" server (the project's cold analysis)."""
+    if mark == conn.timed or conn.last_event <= mark.at:
+        return
+    if conn.server.rounds == "progress" and (conn.first_end is None or mark.at < conn.first_end):
+        return
+    conn.timed = mark
+    conn.round_times.append(conn.last_event - mark.at)
+
+
+def budget(conn: Connection, cap: float) -> float:
+    """Seconds a write waits for this server while it shows no sign of work: ROUND_FACTOR x its slowest
+    recent round, at least ROUND_FLOOR, at most ``cap``; ``cap`` while no round has been measured."""
+    if not conn.round_times:
+        return cap
+    return round(min(cap, max(ROUND_FLOOR, ROUND_FACTOR * max(conn.round_times))), 1)
+
+
+def fresh(conn: Connection, doc: Doc) -> Published | None:
+    """The document's publish for its current version (None while only older ones are known)."""
+    pub = conn.published.get(doc.uri)
+    if pub is None:
+        return None
+    if pub.version is not None:
+        return pub if pub.version >= doc.version else None
+    if conn.versioned:
+        return None  # a versioned server's unversioned publish is of the file on disk, not of this document
+    return pub if pub.seq > doc.mark.seq else None
+
+
+async def document_diagnostics(
+    conn: Connection, doc: Doc, timeout: float, request_timeout: float, quiet: float | None = None
+) -> list[Any] | None:
+    """The diagnostics of the document's CURRENT version from a complete round; None when they did
+    not come within ``timeout`` (``quiet``: see `_left`)."""
+    if conn.pulls:
+        return await conn.pull(doc, min(timeout, request_timeout))
+    start = time.monotonic()
+    deadline = start + timeout
+    while True:
+        pub = fresh(conn, doc)
+        if pub is not None and round_done(conn, doc.mark):
+            _time_round(conn, doc.mark)
+            return pub.items
+        remaining = _left(conn, start, deadline, quiet)
+        if remaining <= 0:
+            return None
+        await conn.next_event(min(remaining, _next_check(conn, doc.mark)))
 
 
 @attrs.define
@@ -101,8 +265,8 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float, quie
     if doc is None:
         return None
     try:
-        return await conn.diagnostics(
-            doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet
+        return await document_diagnostics(
+            conn, doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet
         )
     except (ServerDied, RequestTimeout, ServerError):
         return None
@@ -159,7 +323,7 @@ def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection
 def _quiet(sup: Any, conns: list[Connection]) -> dict[int, float]:
     """How long each server may show no sign of work before the wait for it ends: its budget from its
     measured rounds (a working server is waited for up to diagnostics_timeout)."""
-    return {id(c): c.budget(sup.option("diagnostics_timeout")) for c in conns}
+    return {id(c): budget(c, sup.option("diagnostics_timeout")) for c in conns}
 
 
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
@@ -182,8 +346,8 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
         await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline, quiet[id(conn)])
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
-            done = await conn.wait_round(
-                conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()), quiet[id(conn)]
+            done = await wait_round(
+                conn, conn.last_mark or conn.mark(), max(0.0, deadline - time.monotonic()), quiet[id(conn)]
             )
         except ServerDied:
             continue
@@ -258,8 +422,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         if not await _pull_others(sup, conn, mine, written, deadline, quiet[id(conn)]):
             unasked.append(conn.server.id)
         try:
-            done = await conn.wait_round(
-                conn.last_mark or start[id(conn)], max(0.0, deadline - time.monotonic()), quiet[id(conn)]
+            done = await wait_round(
+                conn,
+                conn.last_mark or start[id(conn)],
+                max(0.0, deadline - time.monotonic()),
+                quiet[id(conn)],
             )
         except ServerDied:
             done = False
