@@ -633,6 +633,16 @@ async def test_go_env_cwd_args_reach_the_build_and_the_program_and_restart_rebui
     assert not (go_more / "envy" / "__debug_bin").exists() and not (go_more / "__debug_bin").exists()
 
 
+async def test_a_go_build_over_the_launch_bound_is_stopped_and_said(
+    go_more, open_debug, no_leftover_processes
+):
+    async with open_debug(go_more, debug_launch_timeout=0.001) as debug:
+        slow = await debug.err(action="launch", program="loop")
+        assert "`go build -gcflags='all=-N -l' ./loop` did not finish within 0.001 s" in slow.plain
+        assert "debug_launch_timeout sets the bound" in slow.plain
+        assert not list(debug.run.private_dir().glob("debug-build-*"))
+
+
 async def test_go_tests_of_a_package_without_any_are_refused(go_more, open_debug, no_leftover_processes):
     async with open_debug(go_more, debug_launch_timeout=60) as debug:
         none = await debug.err(action="launch", program="loop", test=True)

@@ -246,7 +246,8 @@ class Session:
                 stderr=asyncio.subprocess.STDOUT,
                 cwd=str(run.root),
                 env=env,
-                start_new_session=True,
+                # no session of its own (unlike the adapter): under load, a new session's scheduler
+                # group made go build take 1.5-2x as long; the run's tag finds what it started
             )
         except OSError as exc:
             raise SessionError(f"could not run `{build.shown}`: {exc}") from None
