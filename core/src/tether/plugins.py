@@ -47,6 +47,7 @@ ENV_LOAD = "TETHER_PLUGINS"
 ENV_BLOCK = "TETHER_BLOCK_PLUGINS"
 QUIET_NS = 2_000_000_000  # what changed more recently than this is not remembered by its modification time
 CACHE_FILES = 16  # the most recently written answers kept (one per interpreter and sys.path)
+DIST_FOLDERS = (".dist-info", ".egg-info")  # and an egg's EGG-INFO: where importlib.metadata finds them
 
 log = logging.getLogger("tether")
 
@@ -164,7 +165,9 @@ def _fingerprint() -> list[Any]:
         out.append([entry, _stat(folder)])
         try:
             with os.scandir(folder) as it:
-                dists = sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+                dists = sorted(
+                    e.name for e in it if e.name.lower().endswith(DIST_FOLDERS) or e.name == "EGG-INFO"
+                )
         except OSError:  # missing, or a zip file: its own stat says when it changed
             continue
         for name in dists:
