@@ -256,11 +256,17 @@ async def attach(
     except (SessionError, DapError) as exc:
         await new.close()
         message = exc.message if isinstance(exc, DapError) else str(exc)
+        if by_pid and message.strip() == LLDB_LOST:
+            # lldb-19's whole answer when ptrace refused its server (EPERM), seen here under strace
+            message = (
+                "lldb's debug server could not attach (lldb says only 'lost connection', its answer when "
+                "the kernel refuses ptrace with EPERM)"
+            )
         if by_pid and ("not permitted" in message or "ptrace" in message.lower()):
             message += (
                 ". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
-                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE; containers may block it). Launch the "
-                "program under the debugger instead (action='launch')."
+                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE for the debugger; containers and "
+                "sandboxes may drop it). Launch the program under the debugger instead (action='launch')."
             )
         raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
     except BaseException:
@@ -271,6 +277,7 @@ async def attach(
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
 
 
+LLDB_LOST = "lost connection"
 YAMA_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 
 

@@ -187,6 +187,8 @@ class Session:
         self.stop: Stop | None = None
         self.exit_code: int | None = None
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
+        # a frame's source path as the model sees it, worked out once a session (`inspection.frame_path`)
+        self.shown_paths: dict[str, str] = {}
         self.total_frames = 0  # the depth the adapter reported at the last stackTrace
         self.references: set[int] = set()  # variable references handed out at the current stop
         self.consumed = 0  # events before this index have been turned into stops or ends
@@ -246,7 +248,8 @@ class Session:
                 stderr=asyncio.subprocess.STDOUT,
                 cwd=str(run.root),
                 env=env,
-                start_new_session=True,
+                # no session of its own (unlike the adapter): under load, a new session's scheduler
+                # group made go build take 1.5-2x as long; the run's tag finds what it started
             )
         except OSError as exc:
             raise SessionError(f"could not run `{build.shown}`: {exc}") from None
