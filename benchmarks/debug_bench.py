@@ -384,7 +384,13 @@ LABELS = {
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=9)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--only", choices=("debugpy", "lldb", "delve"), help="run one adapter's rows")
+    options = parser.parse_args()
+    rounds = options.rounds
+
+    def wanted(adapter: str) -> bool:
+        return options.only in (None, adapter)
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "py"
         root.mkdir()
@@ -400,15 +406,24 @@ async def main() -> None:
             "subProcess": False,
             "justMyCode": True,
         }
-        py = await bench_adapter(
-            "debugpy", root, [sys.executable, "-m", "debugpy.adapter"], launch, "app.py", "app.py", 2, rounds
-        )
-        report("debugpy", py)
-        report(
-            "debugpy", await bench_condition(root, [sys.executable, "-m", "debugpy.adapter"], launch, rounds)
-        )
-        (root / "step.py").write_text(STEP_APP)
-        report("debugpy", await bench_snapshot(root, "step.py", "step.py", 2, rounds))
+        if wanted("debugpy"):
+            py = await bench_adapter(
+                "debugpy",
+                root,
+                [sys.executable, "-m", "debugpy.adapter"],
+                launch,
+                "app.py",
+                "app.py",
+                2,
+                rounds,
+            )
+            report("debugpy", py)
+            report(
+                "debugpy",
+                await bench_condition(root, [sys.executable, "-m", "debugpy.adapter"], launch, rounds),
+            )
+            (root / "step.py").write_text(STEP_APP)
+            report("debugpy", await bench_snapshot(root, "step.py", "step.py", 2, rounds))
 
         lldb = (
             shutil.which("lldb-dap")
@@ -416,7 +431,7 @@ async def main() -> None:
             or ("/usr/lib/llvm-19/bin/lldb-dap" if Path("/usr/lib/llvm-19/bin/lldb-dap").exists() else None)
         )
         gcc = shutil.which("gcc") or shutil.which("cc")
-        if lldb and gcc:
+        if wanted("lldb") and lldb and gcc:
             croot = Path(tmp) / "c"
             croot.mkdir()
             (croot / "CMakeLists.txt").write_text("project(bench C)\n")
@@ -430,14 +445,14 @@ async def main() -> None:
             cmd = [gcc, "-g", "-O0", "-o", str(croot / "step"), str(croot / "step.c")]
             await asyncio.to_thread(subprocess.run, cmd, check=True)
             report("lldb-dap", await bench_snapshot(croot, "step", "step.c", 2, rounds))
-        else:
+        elif wanted("lldb"):
             print("lldb-dap or gcc not installed: lldb skipped")
 
-        if shutil.which("dlv") and shutil.which("go"):
+        if wanted("delve") and shutil.which("dlv") and shutil.which("go"):
             groot = Path(tmp) / "go"
             groot.mkdir()
             report("delve", await bench_build_error(groot, rounds))
-        else:
+        elif wanted("delve"):
             print("dlv or go not installed: the build-error launch skipped")
 
 

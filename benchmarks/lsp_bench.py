@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -29,7 +28,11 @@ from pathlib import Path
 
 import tether
 import tether.files
+from raw_lsp import initialize, med
 from tether.procs import kill_tree
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
 
 UTIL = 'def greet(name: str) -> str:\n    """Say hello."""\n    return "hi " + name\n\n\nclass Greeter:\n    def hello(self) -> str:\n        return greet("x")\n'
 MAIN = 'from pkg import util as u\nfrom pkg.util import greet\n\ngreeting = greet("a")\nvalue: int = u.greet("d")\n'
@@ -58,10 +61,6 @@ def server_process(client) -> asyncio.subprocess.Process:
     if client._server is None:
         raise RuntimeError("the language server was not started")
     return client._server
-
-
-def med(xs: list[float]) -> float:
-    return statistics.median(xs) * 1000
 
 
 async def per_request(root: Path, rounds: int) -> None:
@@ -114,38 +113,11 @@ async def per_request(root: Path, rounds: int) -> None:
             )
 
 
-CACHE = Path.home() / ".cache" / "tether-tests"
-
-
 def click_project(base: Path) -> Path:
-    """A copy of click 8.5.1's sdist from PyPI (downloaded once with pip into the tests' cache)."""
+    """A copy of click 8.5.1's sdist from PyPI (the tests' pinned, checked, cached download)."""
     import shutil
-    import subprocess
-    import tarfile
 
-    archive = CACHE / "click-8.5.1.tar.gz"
-    if not archive.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                shutil.which("python3") or sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                "click==8.5.1",
-                "-d",
-                str(CACHE),
-            ],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    with tarfile.open(archive) as tar:
-        tar.extractall(base, filter="data")
-    return base / "click-8.5.1"
+    return Path(shutil.copytree(real_projects.click_pristine(), base / "click-8.5.1"))
 
 
 class Raw:
@@ -203,18 +175,7 @@ class Raw:
             workspace=lsp.WorkspaceClientCapabilities(configuration=True),
             window=lsp.WindowClientCapabilities(work_done_progress=True),
         )
-        await asyncio.wait_for(
-            self.client.initialize_async(
-                lsp.InitializeParams(
-                    process_id=None,
-                    root_uri=self.root.as_uri(),
-                    capabilities=caps,
-                    workspace_folders=[lsp.WorkspaceFolder(uri=self.root.as_uri(), name="click")],
-                )
-            ),
-            60,
-        )
-        self.client.initialized(lsp.InitializedParams())
+        await initialize(self.client, self.root, caps)
 
     def open(self, rel: str) -> str:
         from lsprotocol import types as lsp
@@ -346,23 +307,10 @@ async def cold_start(base: Path, rounds: int) -> None:
 
 
 def rxjs_project(base: Path) -> Path:
-    """rxjs 7.8.2's src/ and tsconfig.json from the npm tarball (fetched once with npm into the tests' cache)."""
+    """rxjs 7.8.2's src/ and tsconfig.json from the npm tarball (the tests' pinned, checked, cached download)."""
     import shutil
-    import subprocess
-    import tarfile
 
-    archive = CACHE / "rxjs-7.8.2.tgz"
-    if not archive.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        npm = shutil.which("npm") or "npm"
-        subprocess.run([npm, "pack", "rxjs@7.8.2", "--silent"], cwd=CACHE, check=True, capture_output=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(base / "unpacked", filter="data")
-    root = base / "rxjs"
-    shutil.copytree(base / "unpacked" / "package" / "src", root / "src")
-    for name in ("tsconfig.json", "package.json"):
-        shutil.copy(base / "unpacked" / "package" / name, root / name)
-    return root
+    return real_projects.rxjs_copy(real_projects.rxjs_pristine(shutil.which("npm") or "npm"), base / "rxjs")
 
 
 TS_BREAK = (
@@ -414,13 +362,7 @@ async def ts_on_write(base: Path, rounds: int) -> None:
                 publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities()
             ),
         )
-        await asyncio.wait_for(
-            client.initialize_async(
-                lsp.InitializeParams(process_id=None, root_uri=raw_root.as_uri(), capabilities=caps)
-            ),
-            60,
-        )
-        client.initialized(lsp.InitializedParams())
+        await initialize(client, raw_root, caps)
         path = raw_root / "src/internal/operators/map.ts"
         uri, text = path.as_uri(), path.read_text()
         client.text_document_did_open(

@@ -8,7 +8,7 @@ gopls's round is complete, i.e. flag.go's own publish at the new version (gopls 
 dependents first and the changed document last; on a loaded machine a few can come after it, so the
 anchor also waits until exactly the expected 35 files, or none, have errors: it knows the answer).
 After its round it waits, untimed, for 0.3 s without a publish, so gopls's later passes do not fall
-on tether's next round (tether's edit waits out its own settle within its time). Against it, tether's `edit` with its diagnostics on
+on tether's next round (tether's edit waits for gopls's own end of the round, its work-done progress). Against it, tether's `edit` with its diagnostics on
 a warm run (target: ratio <= 1.2). Both are started and loaded first; then each round runs both
 sides, which one first alternating every two rounds (so breaks and restores each get both orders):
 on a busy machine the load drifts, and a fixed order lets that drift fall on one side.
@@ -21,7 +21,7 @@ import argparse
 import asyncio
 import os
 import shutil
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,24 +29,16 @@ from pathlib import Path
 import psutil
 import tether
 import tether.files
+from raw_lsp import initialize, med
 from tether.procs import kill_tree
 
-PFLAG = Path("/usr/share/gocode/src/github.com/spf13/pflag")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+
 SIGNATURE = (
     "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
     "func (f *FlagSet) getFlagType(name string, ftype string, extra int, convFunc",
 )
-
-
-def pflag(base: Path) -> Path:
-    root = Path(shutil.copytree(PFLAG, base / "pflag"))
-    if not (root / "go.mod").is_file():
-        (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")
-    return root
-
-
-def med(xs: list[float]) -> float:
-    return statistics.median(xs) * 1000
 
 
 class Raw:
@@ -119,18 +111,7 @@ class Raw:
                 publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True)
             ),
         )
-        await asyncio.wait_for(
-            self.client.initialize_async(
-                lsp.InitializeParams(
-                    process_id=None,
-                    root_uri=self.root.as_uri(),
-                    capabilities=caps,
-                    workspace_folders=[lsp.WorkspaceFolder(uri=self.root.as_uri(), name="pflag")],
-                )
-            ),
-            60,
-        )
-        self.client.initialized(lsp.InitializedParams())
+        await initialize(self.client, self.root, caps)
 
     async def stop(self) -> None:
         try:
@@ -145,7 +126,10 @@ async def on_write(base: Path, rounds: int) -> None:
     from lsprotocol import types as lsp
 
     print("diagnostics on write, pflag: getFlagType's signature in flag.go changed / restored in turn")
-    raw_root, our_root = pflag(base / "raw"), pflag(base / "ours")
+    raw_root, our_root = (
+        real_projects.pflag_copy(base / "raw" / "pflag"),
+        real_projects.pflag_copy(base / "ours" / "pflag"),
+    )
     raw = Raw(raw_root)
     await raw.start()
     times_raw, times_ours = [], []

@@ -159,3 +159,23 @@ def test_tool_error_takes_a_code_and_data_fields():
     old = ToolError("bad", {"error": "bad_thing", "n": 1})  # the older dict form
     assert (old.code, old.data) == ("bad_thing", {"error": "bad_thing", "n": 1})
     assert ToolError("plain").data is None and ToolError("plain").code is None
+
+
+async def test_every_call_has_its_own_id_also_across_runs():
+    # the diagnostics-on-write hooks pair a write's before and after by its call id, and writes overlap
+    seen: list[str] = []
+
+    async def remember(ctx, a):
+        seen.append(ctx.call_id)
+        await asyncio.sleep(0.01)
+        return "ok"
+
+    class Ids:
+        @hookimpl
+        def tether_register_tools(self, run, register):
+            register(Tool("remember", Tier.READ, "Remembers its call id.", NoArgs, remember))
+
+    for _ in range(2):
+        async with tether.open_run(".", plugins=[Ids()], load_entry_points=False) as run:
+            await asyncio.gather(*(run.call("remember") for _ in range(20)))
+    assert len(seen) == 40 and len(set(seen)) == 40

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,155 @@ def test_outside_git_the_gitignore_rules_still_apply_and_vendored_folders_are_sk
     assert (
         found.ignored == 6
     )  # gen/, node_modules/, env/, .hidden/, __pycache__/, .gitignore; not the empty folder
+
+
+# -- the walk cache: a repeat walk of an unchanged tree reuses the listing, and never misses a change ---
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    tether.walk.clear_cache()
+    yield
+    tether.walk.clear_cache()
+
+
+def age(top: Path, seconds: float = 60.0) -> None:
+    """Every file and folder under ``top`` (``.git`` too) as if written ``seconds`` ago: older than the
+    cache's racy window, so the next listing may be reused, and any later change moves a stamp."""
+    then = time.time_ns() - int(seconds * 1e9)
+    for path in [top, *top.rglob("*")]:
+        os.utime(path, ns=(then, then), follow_symlinks=False)
+
+
+@pytest.fixture
+def listings(monkeypatch):
+    """How many times the walker listed a folder afresh (ran git or the ignore crate and stat-ed its folders)."""
+    calls = []
+    real = tether.walk._list
+
+    def counted(root, start):
+        calls.append(start)
+        return real(root, start)
+
+    monkeypatch.setattr(tether.walk, "_list", counted)
+    return calls
+
+
+def entries(found) -> list[tuple]:
+    return [(f.path, f.size, f.mtime_ns, f.inode) for f in found.files] + [
+        ("ignored", found.ignored, found.via)
+    ]
+
+
+def fresh(root: Path, start: Path | None = None) -> list[tuple]:
+    tether.walk.clear_cache()
+    return entries(walk(root, start))
+
+
+def tree(tmp_path: Path, kind: str) -> Path:
+    """`project`, plus a folder holding only ignored files (one level down too) and an empty folder; as a
+    git work tree ("git") or a plain folder ("plain", the ignore crate's path)."""
+    root = project(tmp_path / "p")
+    put(root, "logs/only.log")
+    put(root, "logs/deeper/only.log")
+    (root / "empty").mkdir()
+    if kind == "plain":
+        shutil.rmtree(root / ".git")
+    age(tmp_path)
+    return root
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+# (name, change, the walks it is tried in: "git" (a work tree), "plain" (a folder outside git))
+CHANGES = [
+    ("add a file", lambda r, h: put(r, "new.py"), "git plain"),
+    ("add a file two folders down", lambda r, h: put(r, "deep/er/new.py"), "git plain"),
+    ("add a file in an empty folder", lambda r, h: put(r, "empty/new.py"), "git plain"),
+    ("add a file beside ignored ones only", lambda r, h: put(r, "logs/new.py"), "git plain"),
+    ("add a file below ignored ones only", lambda r, h: put(r, "logs/deeper/new.py"), "git plain"),
+    ("add a folder with a file", lambda r, h: put(r, "fresh/dir/new.py"), "git plain"),
+    ("remove a file", lambda r, h: (r / "deep/er/c.py").unlink(), "git plain"),
+    ("remove a tracked file", lambda r, h: (r / "a.py").unlink(), "git plain"),
+    ("rename a file", lambda r, h: (r / "sub/b.py").rename(r / "sub/c.py"), "git plain"),
+    ("rename a folder", lambda r, h: (r / "deep").rename(r / "peed"), "git plain"),
+    (
+        "a file replaced by a symlink",
+        lambda r, h: ((r / "a.py").unlink(), (r / "a.py").symlink_to("sub/b.py")),
+        "git plain",
+    ),
+    ("edit the .gitignore", lambda r, h: put(r, ".gitignore", "*.log\n"), "git plain"),
+    ("edit a sub-folder's .gitignore", lambda r, h: put(r, "sub/.gitignore", "!keep.log\n"), "git plain"),
+    ("add a .gitignore", lambda r, h: put(r, "deep/.gitignore", "er/\n"), "git plain"),
+    ("add an .ignore file", lambda r, h: put(r, "sub/.ignore", "b.py\n"), "git plain"),
+    ("edit .git/info/exclude", lambda r, h: (r / ".git/info/exclude").write_text(""), "git"),
+    ("edit the global excludes file", lambda r, h: (h / "global-excludes").write_text(""), "git plain"),
+    (
+        "name another global excludes file",
+        lambda r, h: (h / ".gitconfig").write_text("[core]\n"),
+        "git plain",
+    ),
+    ("git add -f an ignored file", lambda r, h: git(r, "add", "-f", "a.log"), "git"),
+    ("git init in a plain folder", lambda r, h: git(r, "init", "-q"), "plain"),
+    ("a folder becomes a venv", lambda r, h: put(r, "sub/pyvenv.cfg", "home = /usr\n"), "git plain"),
+    ("a file grows", lambda r, h: put(r, "a.py", "print(1)\nprint(2)\n"), "git plain"),
+    ("an ignored folder empties", lambda r, h: shutil.rmtree(r / "build"), "git plain"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [(kind, c) for name, c, kinds in CHANGES for kind in kinds.split()],
+    ids=[f"{name}-{kind}" for name, c, kinds in CHANGES for kind in kinds.split()],
+)
+def test_the_next_walk_after_a_change_is_a_fresh_walk(tmp_path, git_home, listings, kind, change):
+    root = tree(tmp_path, kind)
+    before = entries(walk(root))
+    assert entries(walk(root)) == before and len(listings) == 1  # the repeat reused the listing
+    change(root, git_home)
+    after = entries(walk(root))
+    assert after == fresh(root)
+    assert after != before  # the change does show
+
+
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_a_sub_folder_walk_sees_a_change_above_it(tmp_path, git_home, listings, kind):
+    root = tree(tmp_path, kind)
+    before = entries(walk(root, root / "sub"))
+    assert entries(walk(root, root / "sub")) == before and len(listings) == 1
+    put(root, ".gitignore", "build/\n")  # sub/other.log is no longer ignored
+    after = entries(walk(root, root / "sub"))
+    assert after == fresh(root, root / "sub") != before
+
+
+def test_a_tree_written_just_now_is_listed_again(tmp_path, git_home, listings):
+    """A folder changed within the racy window may change again within the same tick of the file system's
+    clock without its stamp moving: its listing is not reused."""
+    root = project(tmp_path / "p")
+    walk(root)
+    walk(root)
+    assert len(listings) == 2
+
+
+def test_the_cache_is_bounded(tmp_path, git_home, listings, monkeypatch):
+    root = tree(tmp_path, "git")
+    monkeypatch.setattr(tether.walk, "CACHE_WALKS", 2)
+    for start in ("sub", "deep", "logs", "sub"):  # sub is the oldest when logs comes: dropped
+        walk(root, root / start)
+    assert [os.path.basename(s) for s in listings] == ["sub", "deep", "logs", "sub"]
+    assert len(tether.walk._cache._data) == 2
+    monkeypatch.setattr(tether.walk, "CACHE_PATHS", 3)  # a listing of more files than that is not kept
+    walk(root)
+    walk(root)
+    assert len(listings) == 6 and len(tether.walk._cache._data) == 2
+
+
+def test_a_work_tree_made_above_the_start_folder_is_seen(tmp_path, git_home, listings):
+    root = tree(tmp_path, "plain")
+    before = entries(walk(root, root / "sub"))
+    assert before[-1][2] == "ignore" and len(listings) == 1
+    git(root, "init", "-q")  # sub itself does not change
+    after = entries(walk(root, root / "sub"))
+    assert after == fresh(root, root / "sub") and after[-1][2] == "git"

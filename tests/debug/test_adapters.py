@@ -11,7 +11,7 @@ import pytest
 import tether
 from tether import hookimpl
 from tether.testing import assert_light_entry_point
-from tether_debug.adapters import BUILTIN, AdapterDef, LaunchRequest, Located
+from tether_debug.adapters import BUILTIN, AdapterDef, Build, LaunchRequest, Located
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
@@ -78,15 +78,37 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     (tmp_path / "main.go").write_text("package main\n")
     assert delve.handles(tmp_path) and delve.handles(tmp_path / "main.go")
 
-    def mode(program, **kw):
-        return delve.launch_config(
-            LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw)
-        )["mode"]
+    out = tmp_path / "out"
 
-    assert mode(tmp_path) == "debug"
-    assert mode(tmp_path, test=True) == "test"
+    make = delve.build
+    assert make is not None
+
+    def build(program, **kw) -> Build | None:
+        return make(LaunchRequest(program, [], tmp_path, Located(("dlv",)), cwd=tmp_path, **kw), out)
+
+    def built(program, **kw) -> Build:
+        made = build(program, **kw)
+        assert made is not None
+        return made
+
+    # tether builds as delve would, then delve runs the binary (mode exec)
+    package = built(tmp_path)
+    assert package.argv == ("go", "build", "-o", str(out / tmp_path.name), "-gcflags", "all=-N -l", ".")
+    assert package.shown == "go build -gcflags='all=-N -l' ."
+    assert built(tmp_path, test=True).argv[:3] == ("go", "test", "-c")
     (tmp_path / "main_test.go").write_text("package main\n")
-    assert mode(tmp_path / "main_test.go") == "test"  # a test file: its package's tests
+    in_test = built(tmp_path / "main_test.go")  # a test file: its package's tests
+    assert in_test.argv[:3] == ("go", "test", "-c") and in_test.output == out / f"{tmp_path.name}.test"
+    assert built(tmp_path / "main.go").argv[-1] == "./main.go"
+    assert built(tmp_path, env={"GOFLAGS": "-mod=mod"}).env == {"GOFLAGS": "-mod=mod"}
+    assert package.untrusted_env == {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
+    binary = tmp_path / "prog.test"
+    binary.write_bytes(b"\x7fELF" + b"\0" * 100 + b"\xff Go buildinf:")
+    assert build(binary) is None  # a binary is run as it is
+    config = delve.launch_config(
+        LaunchRequest(binary, ["-test.v"], tmp_path, Located(("dlv",)), cwd=tmp_path)
+    )
+    assert (config["mode"], config["program"], config["args"]) == ("exec", str(binary), ["-test.v"])
 
 
 def test_debugpy_prefers_the_project_venv(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -443,6 +445,48 @@ async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(
         proc.wait(timeout=10)
 
 
+async def test_c_attach_the_kernel_refuses_is_one_paragraph_naming_the_fix(
+    c_loop, open_debug, no_leftover_processes, tmp_path, monkeypatch
+):
+    """A real EPERM: lldb-dap without CAP_SYS_PTRACE attaching to another user's process.
+
+    Root may trace anything, so the adapter is started with CAP_SYS_PTRACE out of its bounding set
+    (what a container or sandbox does to a debugger) and the target runs as nobody. The kernel
+    refuses PTRACE_ATTACH with EPERM; lldb-19 says only "lost connection".
+    """
+    from tether_debug.adapters import BUILTIN
+
+    setpriv, sleep = shutil.which("setpriv"), shutil.which("sleep")
+    if os.geteuid() != 0 or setpriv is None or sleep is None:
+        pytest.skip("needs root and setpriv to make a process the debugger may not trace")
+    lldb = next(b for b in BUILTIN if b.id == "lldb")
+    real = next((found for name in lldb.binaries if (found := shutil.which(name))), None)
+    if real is None:
+        pytest.skip("lldb-dap not installed")
+    shim = tmp_path / "bin" / "lldb-dap"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {setpriv} --bounding-set=-sys_ptrace -- {real} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    target = subprocess.Popen([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sleep, "300"])
+    try:
+        async with open_debug(c_loop, debug_launch_timeout=60) as debug:
+            refused = await debug.err(action="attach", pid=target.pid)
+            assert refused.data["error"] == "attach_failed"
+            assert refused.plain.startswith(
+                f"could not attach to process {target.pid}: lldb's debug server could not attach"
+            )
+            assert "kernel refuses ptrace with EPERM" in refused.plain
+            assert "CAP_SYS_PTRACE for the debugger" in refused.plain and "action='launch'" in refused.plain
+            assert "\n" not in refused.plain  # one paragraph
+            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+            assert (await debug.ok(action="status")).plain.startswith("no debug session is running")
+        assert target.poll() is None  # the refused attach left the process alone
+    finally:
+        target.kill()
+        target.wait(timeout=10)
+
+
 async def test_c_sigsegv_is_reported_as_the_signal(c_project, open_debug, no_leftover_processes):
     async with open_debug(c_project) as debug:
         await debug.ok(action="launch", program="crash")
@@ -572,11 +616,97 @@ async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftov
         started = time.monotonic()
         failed = await debug.err(action="launch", program="broken")
         elapsed = time.monotonic() - started
-    assert 'cannot use "s" (untyped string constant) as int value' in failed.plain
-    assert failed.data["error"] == "launch_failed"
-    # not the launch bound: delve's own answer (benchmarks/debug_bench.py measures it against `dlv debug`)
+        # tether builds before delve starts: the answer is go build's own output, paths relative
+        assert "the build failed (`go build -gcflags='all=-N -l' ./broken`, exit status 2)" in failed.plain
+        assert 'broken/main.go:4:14: cannot use "s" (untyped string constant) as int value' in failed.plain
+        assert str(go_more) not in failed.plain
+        assert failed.data["error"] == "launch_failed"
+        assert not list(debug.run.private_dir().glob("debug-build-*"))  # the build's directory is gone
+    # not the launch bound (benchmarks/debug_bench.py measures it against `dlv debug`)
     assert elapsed < 20, elapsed
     assert not (go_more / "__debug_bin").exists()
+
+
+GO_ENV = """package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	dir, _ := os.Getwd()
+	fmt.Println("tag:", tag, "greeting:", os.Getenv("GREETING"), "args:", os.Args[1:], "in:", dir)
+}
+"""
+
+
+async def test_go_env_cwd_args_reach_the_build_and_the_program_and_restart_rebuilds(
+    go_more, open_debug, no_leftover_processes
+):
+    files = {
+        "envy/main.go": GO_ENV,
+        "envy/plain.go": '//go:build !extra\n\npackage main\n\nvar tag = "plain"\n',
+        "envy/extra.go": '//go:build extra\n\npackage main\n\nvar tag = "extra"\n',
+    }
+    for name, text in files.items():
+        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
+        (go_more / name).write_text(text)
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        await debug.ok(action="breakpoints", file="envy/main.go", lines=[10])
+        stopped = await debug.ok(
+            action="launch",
+            program="envy",
+            args=["one", "two"],
+            cwd="lib",
+            env={"GOFLAGS": "-tags=extra", "GREETING": "hi"},  # delve's build had the launch env too
+        )
+        assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == ("envy/main.go", 10)
+        built = list(debug.run.private_dir().glob("debug-build-*/envy"))
+        assert len(built) == 1  # the binary lives outside the project while the session does
+        ended = await debug.ok(action="continue")
+        assert f"tag: extra greeting: hi args: [one two] in: {go_more / 'lib'}" in ended.data["output"]
+        assert not list(debug.run.private_dir().glob("debug-build-*"))
+        # restart builds again: an edit made meanwhile is what runs
+        (go_more / "envy/extra.go").write_text('//go:build extra\n\npackage main\n\nvar tag = "edited"\n')
+        again = await debug.ok(action="launch", restart=True)
+        assert again.data["stopped"]["line"] == 10
+        assert (await debug.ok(action="evaluate", expression="tag")).data["result"] == '"edited"'
+        await debug.ok(action="terminate")
+        assert not list(debug.run.private_dir().glob("debug-build-*"))
+    assert not (go_more / "envy" / "__debug_bin").exists() and not (go_more / "__debug_bin").exists()
+
+
+async def test_a_go_build_over_the_launch_bound_is_stopped_and_said(
+    go_more, open_debug, no_leftover_processes
+):
+    async with open_debug(go_more, debug_launch_timeout=0.001) as debug:
+        slow = await debug.err(action="launch", program="loop")
+        assert "`go build -gcflags='all=-N -l' ./loop` did not finish within 0.001 s" in slow.plain
+        assert "debug_launch_timeout sets the bound" in slow.plain
+        assert not list(debug.run.private_dir().glob("debug-build-*"))
+
+
+async def test_go_tests_of_a_package_without_any_are_refused(go_more, open_debug, no_leftover_processes):
+    async with open_debug(go_more, debug_launch_timeout=60) as debug:
+        none = await debug.err(action="launch", program="loop", test=True)
+    assert "could not launch loop under delve: ./loop has no test files" in none.plain
+
+
+async def test_go_build_in_a_run_that_does_not_trust_its_root_downloads_nothing(
+    tmp_path, open_debug, no_leftover_processes
+):
+    require_binary("dlv")
+    require_binary("go")
+    (tmp_path / "go.mod").write_text("module example.com/u\n\ngo 1.19\n")
+    (tmp_path / "main.go").write_text(
+        'package main\n\nimport "example.com/nosuch"\n\nfunc main() { nosuch.F() }\n'
+    )
+    async with open_debug(tmp_path, trust=False, debug_launch_timeout=60) as debug:
+        # -mod=mod would look the module up; the untrusted run's GOPROXY=off forbids it
+        failed = await debug.err(action="launch", program=".", env={"GOFLAGS": "-mod=mod"})
+    assert "module lookup disabled by GOPROXY=off" in failed.plain
+    assert "GOTOOLCHAIN=local GOPROXY=off GOVCS=*:off: nothing is downloaded" in failed.plain
 
 
 async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(

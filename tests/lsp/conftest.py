@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import real_projects
 import tether.files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,67 +105,12 @@ def pid_of(run, server: str = "basedpyright") -> int:
     raise AssertionError(f"{server} is not running")
 
 
-# -- real projects, downloaded once from their registries at pinned versions ------------------------
-
-CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
-CLICK_SHA256 = (
-    "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"  # click-8.5.1.tar.gz, the PyPI sdist
-)
-RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"  # rxjs-7.8.2.tgz, the npm registry's tarball
-PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")  # Debian's golang-github-spf13-pflag-dev
-
-
-def _fetch_once(name: str, sha256: str, command: list[str]) -> Path:
-    """CACHE/name, fetched with the registry's own client the first time and checked against its digest."""
-    import hashlib
-    import subprocess
-
-    CACHE.mkdir(parents=True, exist_ok=True)
-    target = CACHE / name
-    if not target.is_file():
-        subprocess.run(command, cwd=CACHE, check=True, capture_output=True, timeout=300)
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    if digest != sha256:
-        target.unlink()
-        raise AssertionError(f"{name} from the registry has sha256 {digest}, expected {sha256}")
-    return target
-
-
-def _unpacked(archive: Path, top: str) -> Path:
-    """The archive unpacked once next to it (read-only use: tests copy it)."""
-    import tarfile
-
-    dest = archive.with_name(archive.name + ".d")
-    if not (dest / top).is_dir():
-        tmp = dest.with_name(dest.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-    return dest / top
+# -- real projects, downloaded once from their registries at pinned versions (tests/real_projects.py) --
 
 
 @pytest.fixture(scope="session")
 def click_pristine() -> Path:
-    python = shutil.which("python3") or sys.executable
-    archive = _fetch_once(
-        "click-8.5.1.tar.gz",
-        CLICK_SHA256,
-        [
-            python,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "click==8.5.1",
-            "-d",
-            str(CACHE),
-        ],
-    )
-    return _unpacked(archive, "click-8.5.1")
+    return real_projects.click_pristine()
 
 
 @pytest.fixture
@@ -180,34 +126,25 @@ def rxjs_pristine() -> Path:
         from support import IN_CI
 
         (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
-    archive = _fetch_once("rxjs-7.8.2.tgz", RXJS_SHA256, [npm, "pack", "rxjs@7.8.2", "--silent"])
-    return _unpacked(archive, "package")
+    return real_projects.rxjs_pristine(npm)
 
 
 @pytest.fixture
 def rxjs_root(rxjs_pristine: Path, tmp_path: Path) -> Path:
-    """A private copy of rxjs 7.8.2's TypeScript sources from npm: src/ (251 files) and the root tsconfig.json
-    (no include: the whole tree); its built dist/ is left out, so tsserver loads only the sources."""
-    root = tmp_path / "rxjs"
-    shutil.copytree(rxjs_pristine / "src", root / "src")
-    for name in ("tsconfig.json", "package.json"):
-        shutil.copy(rxjs_pristine / name, root / name)
-    return root
+    """A private copy of rxjs 7.8.2's TypeScript sources from npm (src/ and the root tsconfig.json)."""
+    return real_projects.rxjs_copy(rxjs_pristine, tmp_path / "rxjs")
 
 
 @pytest.fixture
 def pflag_root(tmp_path: Path) -> Path:
     """spf13/pflag from the Debian package, as a module of its own (no module proxy needed: no dependencies)."""
-    if not (PFLAG_SOURCE / "flag.go").is_file():
+    if not (real_projects.PFLAG_SOURCE / "flag.go").is_file():
         from support import IN_CI
 
         (pytest.fail if IN_CI else pytest.skip)(
             "golang-github-spf13-pflag-dev is not installed (.ci/run installs it)"
         )
-    root = Path(shutil.copytree(PFLAG_SOURCE, tmp_path / "pflag", symlinks=False))
-    if not (root / "go.mod").is_file():
-        (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")
-    return root
+    return real_projects.pflag_copy(tmp_path / "pflag")
 
 
 @pytest.fixture
@@ -225,52 +162,14 @@ def cpu_stress():
             p.wait(timeout=10)
 
 
-CJSON_SHA256 = "5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2"  # cjson_1.7.15.orig.tar.gz
-
-
-def _debian_source(package: str, orig: str, sha256: str) -> Path:
-    """CACHE/orig: the upstream tarball of a Debian source package, fetched once with apt-get source.
-
-    apt setups usually carry no deb-src lines: a private configuration (its own lists, bookworm-security's
-    source index, a few hundred KB) is used, and the system's is left alone."""
-    import hashlib
-    import subprocess
-
-    CACHE.mkdir(parents=True, exist_ok=True)
-    target = CACHE / orig
-    if not target.is_file():
-        apt = CACHE / "apt"
-        for sub in ("lists/partial", "parts", "cache/archives/partial"):
-            (apt / sub).mkdir(parents=True, exist_ok=True)
-        (apt / "parts" / "src.sources").write_text(
-            "Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
-            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        )
-        opts = []
-        for key, value in {
-            "Dir::Etc::SourceList": "/dev/null",
-            "Dir::Etc::SourceParts": apt / "parts",
-            "Dir::State::Lists": apt / "lists",
-            "Dir::Cache": apt / "cache",
-            "Debug::NoLocking": "1",
-        }.items():
-            opts += ["-o", f"{key}={value}"]
-        for args in (["update"], ["source", "--download-only", package]):
-            subprocess.run(["apt-get", *opts, *args], cwd=CACHE, check=True, capture_output=True, timeout=300)
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    if digest != sha256:
-        target.unlink()
-        raise AssertionError(f"{orig} from Debian has sha256 {digest}, expected {sha256}")
-    return target
-
-
 @pytest.fixture(scope="session")
 def cjson_pristine() -> Path:
     if not shutil.which("apt-get"):
         from support import IN_CI
 
         (pytest.fail if IN_CI else pytest.skip)("cJSON's source comes from Debian (apt-get source)")
-    return _unpacked(_debian_source("cjson", "cjson_1.7.15.orig.tar.gz", CJSON_SHA256), "cJSON-1.7.15")
+    archive = real_projects.debian_source("cjson", "cjson_1.7.15.orig.tar.gz", real_projects.CJSON_SHA256)
+    return real_projects.unpacked(archive, "cJSON-1.7.15")
 
 
 @pytest.fixture

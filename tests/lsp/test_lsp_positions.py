@@ -26,6 +26,19 @@ def test_units_round_trip(text, encoding):
         assert from_units(line, to_units(line, char, encoding), encoding) == char
 
 
+@given(
+    st.text(st.characters(max_codepoint=127, exclude_characters="\n\r"), max_size=30),
+    st.integers(0, 40),
+    st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+)
+def test_an_ascii_line_is_counted_as_pygls_counts_it(line, n, encoding):
+    # ASCII lines skip pygls' per-character walk: the answer must be the codec's (an offset past the end: the end)
+    from pygls.workspace.position_codec import PositionCodec
+
+    assert to_units(line, min(n, len(line)), encoding) == PositionCodec(encoding).client_num_units(line[:n])
+    assert from_units(line, n, encoding) == min(n, len(line))
+
+
 def test_whole_identifier_is_preferred_and_a_single_partial_match_is_taken():
     text = "greeting = greet(x)\nprintgreeting = 1\n"
     assert find_symbol(text, 1, "greet", None, "a.py").char == 11

@@ -141,3 +141,44 @@ async def test_a_definition_can_switch_a_built_in_off_and_lsp_servers_brings_it_
     async with tether.open_run(py_root, plugins=[TyReplacingBasedpyright()], options=options) as run:
         r = await run.call("lsp", {"action": "status"})
         assert all(s["enabled"] for s in r.data["servers"] if s["id"] in options["lsp_servers"]), r.plain
+
+
+async def test_code_actions_of_every_server_are_merged_in_the_servers_order_each_with_its_server(py_root):
+    (py_root / "pkg/extra.py").write_text(
+        'import os\n\nfrom pkg.util import greet\n\nvalue: int = greet("x")\n'
+    )
+    for order in (["basedpyright", "ruff"], ["ruff", "basedpyright"]):
+        async with tether.open_run(py_root, options={"lsp_servers": order}) as run:
+            r = await run.call(
+                "lsp", {"action": "code_actions", "file": "pkg/extra.py", "line": 1, "symbol": "os"}
+            )
+            assert not r.is_error, r.plain
+            actions = [(a["server"], a["title"]) for a in r.data["actions"]]
+            # basedpyright's ignore comment and ruff's fix for the same unused import, both offered
+            assert ("basedpyright", "Add `# pyright: ignore[reportUnusedImport]`") in actions, r.plain
+            assert ("ruff", "Ruff (F401): Remove unused import: `os`") in actions, r.plain
+            servers = [server for server, _ in actions]
+            assert servers == sorted(servers, key=order.index), r.plain  # the first server's come first
+            assert "Remove unused import: `os` [quickfix] (ruff)" in r.plain
+            assert "Add `# pyright: ignore[reportUnusedImport]` [quickfix] (basedpyright)" in r.plain
+
+
+async def test_workspace_symbols_follow_the_order_of_lsp_servers(py_root):
+    # ty and basedpyright both search the workspace; ty places a class at its `class` keyword (column 1),
+    # basedpyright at its name (column 7): the one row shown is the first server's
+    for order, column in ((["ty", "basedpyright"], 1), (["basedpyright", "ty"], 7)):
+        async with tether.open_run(py_root, options={"lsp_servers": order}) as run:
+            # no server running yet: the first one of lsp_servers is started, not the first definition
+            r = await run.call("lsp", {"action": "symbols", "query": "Greeter"})
+            assert not r.is_error and r.data["servers"] == order[:1], r.plain
+            r = await run.call("lsp", {"action": "status"})
+            assert [x["server"] for x in r.data["running"]] == order[:1], r.plain
+
+            r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})  # starts both
+            assert not r.is_error, r.plain
+            r = await run.call("lsp", {"action": "symbols", "query": "Greeter"})
+            assert not r.is_error and r.data["servers"] == order, r.plain
+            greeters = [
+                (s["file"], s["line"], s["column"]) for s in r.data["symbols"] if s["name"] == "Greeter"
+            ]
+            assert greeters == [("pkg/util.py", 6, column)], r.plain

@@ -7,14 +7,31 @@ Families are found exactly like third-party plugins. Two environment variables s
 
 A plugin that fails to import, or implements a hook that does not exist (a misspelling caught by
 ``check_pending``), is reported and left out; the others still load.
+
+Reading the entry points means importing `importlib.metadata` (email, zipfile, csv, ...) and reading
+every installed distribution's metadata: about a tenth of a cold `tether tools`. The answer depends
+only on the distributions on ``sys.path``, so it is remembered in the user's cache directory
+(``$XDG_CACHE_HOME/tether``, else ``~/.cache/tether``) together with what it was read from: each
+``sys.path`` entry, each distribution folder in it and its ``entry_points.txt`` (modification time,
+size, inode). A process that finds all of these unchanged uses the remembered answer; any change (a
+package installed, removed or upgraded, an ``entry_points.txt`` edited) reads the metadata again. As
+git does for its index, nothing is remembered while one of them changed in the last two seconds (a
+change within the same clock tick would not show). A cache that cannot be read or written is no
+cache: the metadata is read.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import json
+import logging
 import os
+import sys
+import time
 from collections.abc import Iterable
-from importlib import metadata
+from importlib.machinery import PathFinder
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,6 +45,11 @@ from tether.tools import Tool
 ENTRY_POINT_GROUP = "tether"
 ENV_LOAD = "TETHER_PLUGINS"
 ENV_BLOCK = "TETHER_BLOCK_PLUGINS"
+QUIET_NS = 2_000_000_000  # what changed more recently than this is not remembered by its modification time
+CACHE_FILES = 16  # the most recently written answers kept (one per interpreter and sys.path)
+DIST_FOLDERS = (".dist-info", ".egg-info")  # and an egg's EGG-INFO: where importlib.metadata finds them
+
+log = logging.getLogger("tether")
 
 
 @attrs.frozen
@@ -81,10 +103,112 @@ def _names(var: str) -> set[str] | None:
     return {n.strip() for n in value.split(",") if n.strip()}
 
 
+@attrs.frozen
+class EntryPoint:
+    """An installed plugin: its entry-point name, and the module (and attribute) it names."""
+
+    name: str
+    module: str
+    attr: str | None = None
+
+    def load(self) -> Any:
+        plugin = importlib.import_module(self.module)
+        return functools.reduce(getattr, self.attr.split(".") if self.attr else [], plugin)
+
+
 @functools.cache
-def discovered_entry_points() -> tuple[metadata.EntryPoint, ...]:
-    """Entry points of the ``tether`` group, read once per process (reading metadata is not free)."""
-    return tuple(sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name))
+def discovered_entry_points() -> tuple[EntryPoint, ...]:
+    """Entry points of the ``tether`` group, read once per process, remembered across processes."""
+    cache = _cache_file()
+    fingerprint = _fingerprint()
+    remembered = _remembered(cache, fingerprint)
+    if remembered is not None:
+        return remembered
+    from importlib import metadata
+
+    found = tuple(
+        sorted(
+            (
+                EntryPoint(ep.name, ep.module, ep.attr)
+                for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+            ),
+            key=lambda ep: ep.name,
+        )
+    )
+    _remember(cache, fingerprint, found)
+    return found
+
+
+def _cache_file() -> Path | None:
+    if any(f is not PathFinder and hasattr(f, "find_distributions") for f in sys.meta_path):
+        return None  # a finder of its own may offer distributions that no folder on sys.path shows
+    import hashlib
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = hashlib.sha256(json.dumps([sys.executable, sys.path]).encode()).hexdigest()[:24]
+    return Path(home) / "tether" / f"entry-points-{key}.json"
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
+def _fingerprint() -> list[Any]:
+    """What the entry points are read from: every sys.path entry, and each distribution folder in it."""
+    out: list[Any] = []
+    for entry in sys.path:
+        folder = entry or os.getcwd()
+        out.append([entry, _stat(folder)])
+        try:
+            with os.scandir(folder) as it:
+                dists = sorted(
+                    e.name for e in it if e.name.lower().endswith(DIST_FOLDERS) or e.name == "EGG-INFO"
+                )
+        except OSError:  # missing, or a zip file: its own stat says when it changed
+            continue
+        for name in dists:
+            dist = os.path.join(folder, name)
+            out.append([name, _stat(dist), _stat(os.path.join(dist, "entry_points.txt"))])
+    return out
+
+
+def _remembered(cache: Path | None, fingerprint: list[Any]) -> tuple[EntryPoint, ...] | None:
+    if cache is None:
+        return None
+    try:
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved["fingerprint"] != fingerprint:
+            return None
+        return tuple(EntryPoint(name, module, attr) for name, module, attr in saved["entry_points"])
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, or unreadable: read the metadata
+        return None
+
+
+def _remember(cache: Path | None, fingerprint: list[Any], found: tuple[EntryPoint, ...]) -> None:
+    stamps = [st[0] for item in fingerprint for st in item[1:] if st is not None]
+    if cache is None or max(stamps, default=0) > time.time_ns() - QUIET_NS:
+        return
+    saved = {"fingerprint": fingerprint, "entry_points": [[ep.name, ep.module, ep.attr] for ep in found]}
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(saved), encoding="utf-8")
+        os.replace(partial, cache)
+        for old in sorted(cache.parent.glob("entry-points-*.json"), key=_mtime, reverse=True)[CACHE_FILES:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        log.debug("could not remember the entry points in %s", cache, exc_info=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 @attrs.define

@@ -117,7 +117,7 @@ class Run:
         self._closers: list[Callable[[], Any]] = []
         self.id = uuid.uuid4().hex[:12]  # names the run in its children's environment (tether.procs.TAG)
         self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
-        self._serial = itertools.count(1)
+        self._serial = itertools.count(1)  # numbers the run's children and calls
         self._private: Path | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
@@ -428,7 +428,7 @@ class Run:
         paths: list[str],
         arguments: dict[str, Any],
     ) -> ToolResult:
-        ctx = CallContext(self, tool, uuid.uuid4().hex[:12], progress)
+        ctx = CallContext(self, tool, f"{self.id}.{next(self._serial)}", progress)
         token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
         try:
             if tool.touches is not None:

@@ -7,13 +7,22 @@ every folder with ``!`` re-includes, ``.ignore`` files, ``.git/info/exclude`` an
 excludes (``core.excludesFile``), also outside a git repository. Both paths then leave out hidden
 files and folders, ``node_modules``, ``__pycache__`` and virtual environments (a folder holding
 ``pyvenv.cfg``), as ast-grep does by default.
+
+A repeated walk of a folder nothing changed in reuses the last listing (`_WalkCache`): it is valid
+while every folder it looked into keeps its modification time (an entry added, removed or renamed
+changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, the git config files
+and the global excludes file. Each file is still stat-ed on every walk, so a file's size, mtime and
+inode are always current.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import stat
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
@@ -23,6 +32,14 @@ import attrs
 # .git and .venv are hidden; other venvs hold pyvenv.cfg
 SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 GIT_TIMEOUT = 30.0
+CACHE_WALKS = 16  # listings kept (one per root and start folder)
+CACHE_PATHS = 400_000  # files kept across them, about 100 bytes each
+# a stamp this recent when the listing began may hide a change made during the listing within the same
+# tick of a coarse file system clock (FAT and some network file systems: up to 2 s): not reused then
+RACY_NS = 2_000_000_000
+IGNORE_FILES = (".gitignore", ".ignore")
+# (mtime_ns, ctime_ns, size, inode), or None where nothing exists
+Stamp = tuple[int, int, int, int] | None
 
 
 @attrs.frozen
@@ -45,30 +62,309 @@ def walk(root: Path, start: Path | None = None, wanted: Callable[[str], bool] = 
     """The files under ``start`` (a folder inside ``root``, default the root) whose name ``wanted`` accepts."""
     start = start or root
     base = str(start)
-    listed = None if _has_ignore_files(root, start) else _git_files(start)
-    via = "git" if listed is not None else "ignore"
-    if listed is None:
-        listed = _crate_files(start)
-    skipped_folder = _folder_filter(base)
-    kept = []
-    for rel in listed:
-        folder, _, name = rel.rpartition("/")
-        if not name.startswith(".") and not (folder and skipped_folder(folder)):
-            kept.append(rel)
-    out = Walk(via=via)
-    regular = []
-    for rel in sorted(kept):
+    key = (str(root), base, _environment())
+    listing = _cache.get(key)
+    fresh: dict[str, os.stat_result] = {}
+    if listing is None:
+        listing, fresh = _list(root, start)
+        _cache.put(key, listing)
+    out = Walk(via=listing.via, ignored=listing.ignored)
+    for rel in listing.kept:
+        if not wanted(rel.rpartition("/")[2]):
+            continue
         path = f"{base}/{rel}"
+        st = fresh.get(rel)
+        if st is None:
+            try:
+                st = os.lstat(path)
+            except OSError:  # gone since the listing
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+        out.files.append(FileEntry(path, st.st_size, st.st_mtime_ns, st.st_ino))
+    return out
+
+
+@attrs.frozen
+class _Listing:
+    via: str
+    kept: tuple[str, ...]  # the regular files kept, relative to the start, sorted (before ``wanted``)
+    ignored: int
+    # what the listing depends on: stamps by path, and paths that must stay there (or absent);
+    # None: it is never reused (see `_list`)
+    stamps: dict[str, Stamp] | None
+    there: dict[str, bool] = attrs.Factory(dict)
+
+    def holds(self) -> bool:
+        if self.stamps is None:
+            return False
+        return all(os.path.lexists(p) == was for p, was in self.there.items()) and all(
+            _stamp(p) == was for p, was in self.stamps.items()
+        )
+
+
+class _WalkCache:
+    """The last listings, each reused while its stamps hold; bounded in listings and in files."""
+
+    def __init__(self) -> None:
+        self._data: collections.OrderedDict[tuple, _Listing] = collections.OrderedDict()
+        self._lock = threading.Lock()  # walks run in threads
+
+    def get(self, key: tuple) -> _Listing | None:
+        with self._lock:
+            listing = self._data.get(key)
+        if listing is None or not listing.holds():
+            return None
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+        return listing
+
+    def put(self, key: tuple, listing: _Listing) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+            if listing.stamps is None or len(listing.kept) > CACHE_PATHS:
+                return
+            self._data[key] = listing
+            total = sum(len(x.kept) for x in self._data.values())
+            while len(self._data) > CACHE_WALKS or total > CACHE_PATHS:
+                _, old = self._data.popitem(last=False)
+                total -= len(old.kept)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_cache = _WalkCache()
+
+
+def _stamp(path: str) -> Stamp:
+    try:
+        return _of(os.lstat(path))
+    except OSError:
+        return None
+
+
+def _of(st: os.stat_result) -> Stamp:
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _environment() -> tuple:
+    """What in the environment changes which files git and the ignore crate choose."""
+    return tuple(
+        sorted(
+            (k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in ("HOME", "XDG_CONFIG_HOME")
+        )
+    )
+
+
+def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]:
+    """Walk ``start`` now: the listing, and the stat of each regular file kept.
+
+    The listing's stamps: each folder the listing went into (an entry added, removed or renamed in it
+    changes its mtime) and the ignore files in them; each folder left out (whether it is empty counts);
+    the ignore files of every folder above the start, and whether a ``.git`` is there; git's index,
+    ``info/exclude`` and config, the global git config files and the global excludes file. It is never
+    reused where git's own files cannot be told, or where a stamp is so recent that a change made during
+    the listing may not have moved it.
+    """
+    began = time.time_ns()
+    # whether a .git is there (not its stamp: git writes in it all the time), before anything is listed
+    there = {f"{folder}/.git": os.path.lexists(folder / ".git") for folder in (start, *start.parents)}
+    in_git = any(there.values()) or "GIT_DIR" in os.environ  # else git would only say it is no work tree
+    repo = _repository_files(start) if in_git else []
+    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}  # with the repository's config
+    excludes = _ask_excludes(start, configs)
+    try:
+        base = str(start)
+        listed = _git_files(start) if in_git and not _has_ignore_files(root, start) else None
+        via = "git" if listed is not None else "ignore"
+        if listed is None:
+            listed = _crate_files(start)
+        skipped_folder = _folder_filter(base)
+        kept = []
+        for rel in listed:
+            folder, _, name = rel.rpartition("/")
+            if not name.startswith(".") and not (folder and skipped_folder(folder)):
+                kept.append(rel)
+        regular: dict[str, os.stat_result] = {}
+        went_into: dict[str, Stamp] = {base: _stamp(base)}
+        for rel in sorted(kept):
+            path = f"{base}/{rel}"
+            try:
+                st = os.lstat(path)
+            except OSError:  # listed by git but deleted, or gone meanwhile
+                continue
+            if stat.S_ISDIR(st.st_mode):  # a folder the crate went into
+                went_into[path] = _of(st)
+            elif stat.S_ISREG(st.st_mode):  # not a symlink
+                regular[rel] = st
+        ignored, folders, left_out = _left_out(base, regular)
+    finally:
+        excludes_file = excludes()
+    if repo is None or excludes_file is None:
+        return _Listing(via, tuple(regular), ignored, None), regular
+    for folder in folders:
+        path = f"{base}/{folder}" if folder else base
+        went_into.setdefault(path, _stamp(path))
+    stamps = {
+        f"{folder}/{name}": _stamp(f"{folder}/{name}") for folder in start.parents for name in IGNORE_FILES
+    }
+    stamps.update(configs)
+    default = f"{_config_home()}/git/ignore"
+    stamps.update({path: _stamp(path) for path in {*repo[:2], excludes_file or default, default}})
+    stamps.update({f"{base}/{f}": _stamp(f"{base}/{f}") for f in left_out if f != ".git"})
+    _add_folders(stamps, went_into)
+    if via == "git":  # git lists no folders: one left out may be a folder it goes into that holds no file yet
+        folder_stamps = {*went_into, *(f"{base}/{f}" for f in left_out)}
+        rules = {path: was for path, was in stamps.items() if path not in folder_stamps}
+        for folder in _not_git_ignored(start, [f for f in left_out if not skipped_folder(f)], rules):
+            _add_folders(stamps, _subtree_stamps(f"{base}/{folder}", skipped_folder, folder))
+    recent = began - RACY_NS
+    trusted = all(s is None or s[0] < recent for s in stamps.values())
+    return _Listing(via, tuple(regular), ignored, stamps if trusted else None, there), regular
+
+
+def _add_folders(stamps: dict[str, Stamp], folders: dict[str, Stamp]) -> None:
+    """Each folder's stamp, and those of the ignore files in it (one created later changes the folder's)."""
+    for path, was in folders.items():
+        stamps[path] = was
+        for name in IGNORE_FILES:
+            if (mine := _stamp(f"{path}/{name}")) is not None:
+                stamps[f"{path}/{name}"] = mine
+
+
+def clear_cache() -> None:
+    """Forget every listing: the next walk of each folder lists it afresh (a benchmark's cold run)."""
+    _cache.clear()
+    _excludes.clear()
+    _not_ignored.clear()
+
+
+def _config_home() -> str:
+    return os.environ.get("XDG_CONFIG_HOME") or f"{os.environ.get('HOME', '')}/.config"
+
+
+def _config_files() -> list[str]:
+    """git's global and system config files (where ``core.excludesFile`` is set)."""
+    home = os.environ.get("HOME", "")
+    found = [f"{home}/.gitconfig", f"{_config_home()}/git/config", "/etc/gitconfig"]
+    return [*found, os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else found
+
+
+_excludes: dict[tuple, str] = {}  # the global excludes file, by start folder, environment and config stamps
+
+
+def _ask_excludes(start: Path, configs: dict[str, Stamp]) -> Callable[[], str | None]:
+    """Ask git, while the listing goes on, which global excludes file ``start`` sees (``core.excludesFile``).
+    Calling the result gives its path, "" where none is set, None where git cannot say. A known answer is
+    reused while the config files and the environment stay the same."""
+    key = (str(start), _environment(), tuple(configs.items()))
+    if key in _excludes:
+        known = _excludes[key]
+        return lambda: known
+    try:
+        proc = subprocess.Popen(
+            ["git", "config", "--path", "--get", "core.excludesFile"],
+            cwd=start,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return lambda: None
+
+    def answer() -> str | None:
         try:
-            st = os.lstat(path)
-        except OSError:  # listed by git but deleted, or gone meanwhile
+            out, _ = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None
+        if proc.returncode not in (0, 1):  # 1: not set
+            return None
+        if len(_excludes) > 64:
+            _excludes.clear()
+        _excludes[key] = found = os.fsdecode(out).strip()
+        return found
+
+    return answer
+
+
+def _repository_files(start: Path) -> list[str] | None:
+    """Git's index, ``info/exclude`` and config of the repository holding ``start``: found as git finds them
+    (a ``.git`` folder, or a ``.git`` file naming the folder, as in a linked worktree, with its
+    ``commondir``); None where the environment chooses them instead."""
+    if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")):
+        return None
+    for folder in (start, *start.parents):
+        dot = folder / ".git"
+        try:
+            if dot.is_dir():
+                git_dir = dot
+            elif dot.is_file():
+                text = dot.read_text(encoding="utf-8").strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                git_dir = folder / text.removeprefix("gitdir:").strip()
+            else:
+                continue
+            common = git_dir
+            if (git_dir / "commondir").is_file():
+                common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
+    return None
+
+
+# folders git does not ignore, by start folder, the folders asked about and the ignore rules' stamps
+_not_ignored: dict[tuple, list[str]] = {}
+
+
+def _not_git_ignored(start: Path, folders: list[str], rules: dict[str, Stamp]) -> list[str]:
+    """Those of ``folders`` (relative to ``start``) that no git ignore rule excludes (all of them when git
+    cannot tell). Asked again only when the ignore files, git's index, excludes or config changed (``rules``)."""
+    if not folders:
+        return []
+    key = (str(start), tuple(folders), tuple(rules.items()))
+    if key in _not_ignored:
+        return _not_ignored[key]
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.quotePath=false", "check-ignore", "-z", "--stdin"],
+            input=b"".join(os.fsencode(f) + b"\0" for f in folders),
+            cwd=start,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return folders
+    if proc.returncode not in (0, 1):  # 1: none is ignored
+        return folders
+    ignored = {os.fsdecode(n).rstrip("/") for n in proc.stdout.split(b"\0") if n}
+    if len(_not_ignored) > 64:
+        _not_ignored.clear()
+    _not_ignored[key] = kept = [f for f in folders if f not in ignored]
+    return kept
+
+
+def _subtree_stamps(top: str, skipped_folder: Callable[[str], bool], rel: str) -> dict[str, Stamp]:
+    """The stamps of ``top`` and every folder below it that is not hidden, vendored or a venv."""
+    out: dict[str, Stamp] = {}
+    todo = [(top, rel)]
+    while todo:
+        path, rel = todo.pop()
+        out[path] = _stamp(path)
+        try:
+            with os.scandir(path) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False) and not skipped_folder(f"{rel}/{e.name}"):
+                        todo.append((e.path, f"{rel}/{e.name}"))
+        except OSError:
             continue
-        if not stat.S_ISREG(st.st_mode):  # a symlink, or a folder the crate lists
-            continue
-        regular.append(rel)
-        if wanted(rel.rpartition("/")[2]):
-            out.files.append(FileEntry(path, st.st_size, st.st_mtime_ns, st.st_ino))
-    out.ignored = _count_left_out(base, regular)
     return out
 
 
@@ -145,8 +441,9 @@ def _crate_files(start: Path) -> list[str]:
     return [str(entry.path())[cut:] for entry in walker if entry.depth() > 0]
 
 
-def _count_left_out(base: str, kept: Iterable[str]) -> int:
-    """How many files and folders beside the kept ones were left out (a folder once, not its content)."""
+def _left_out(base: str, kept: Iterable[str]) -> tuple[int, list[str], list[str]]:
+    """How many files and folders beside the kept ones were left out (a folder once, not its content);
+    the folders holding kept files, and the folders left out (both relative to ``base``)."""
     children: dict[str, set[str]] = {"": set()}
     for rel in kept:
         while rel:
@@ -157,21 +454,33 @@ def _count_left_out(base: str, kept: Iterable[str]) -> int:
                 break
             rel = folder
     left = 0
+    left_folders: list[str] = []
     for folder, names in children.items():
         try:
             with os.scandir(f"{base}/{folder}" if folder else base) as entries:
-                left += sum(1 for e in entries if e.name not in names and not _empty_dir(e))
+                for e in entries:
+                    if e.name in names:
+                        continue
+                    is_dir = _is_dir(e)
+                    if is_dir:
+                        left_folders.append(f"{folder}/{e.name}" if folder else e.name)
+                    if not (is_dir and _empty(e.path)):  # an empty folder: nobody ignored anything there
+                        left += 1
         except OSError:
             continue
-    return left
+    return left, list(children), left_folders
 
 
-def _empty_dir(entry: os.DirEntry[str]) -> bool:
-    """A folder with nothing in it: nobody ignored anything there."""
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
-        if not entry.is_dir(follow_symlinks=False):
-            return False
-        with os.scandir(entry.path) as inside:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _empty(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as inside:
             return next(inside, None) is None
     except OSError:
         return False

@@ -52,7 +52,7 @@ class LaunchRequest:
             directory under it.
         env: variables added to the adapter's environment.
         module: debugpy: run this module (``python -m``) instead of a program.
-        test: delve: the package's tests (``mode: test``).
+        test: delve: the package's tests (built with ``go test -c``).
         stop_on_entry: stop at the program's first line.
     """
 
@@ -65,6 +65,27 @@ class LaunchRequest:
     module: str | None = None
     test: bool = False
     stop_on_entry: bool = False
+
+
+@attrs.frozen
+class Build:
+    """A command that builds the program before the adapter starts, and the executable it writes.
+
+    Attributes:
+        argv: the command, run in the root (inside the run's envelope when there is one).
+        output: the executable it writes; the adapter is then given a request for it.
+        shown: the command as one would type it in the root (for messages).
+        env: variables added to its environment (the launch's env: the adapter's own build had them).
+        untrusted_env: added in a run that does not trust its root (nothing fetched, nothing run).
+        no_output: what to say when it succeeds but writes no executable (a library package).
+    """
+
+    argv: tuple[str, ...]
+    output: Path
+    shown: str
+    env: dict[str, str] = attrs.field(factory=dict)
+    untrusted_env: dict[str, str] = attrs.field(factory=dict)
+    no_output: str = "the build wrote no executable"
 
 
 @attrs.frozen
@@ -107,6 +128,11 @@ class AdapterDef:
             port; None: no attach by port.
         attach_pid_config: ``attach_pid_config(pid)``: the ``attach`` arguments for a running process;
             None: no attach by process id.
+        build: ``build(request, directory)``: the command that builds the program into ``directory``
+            before the adapter starts (delve: ``go build`` with delve's flags), so a build error is
+            answered from the build's own output; None from it when there is nothing to build (a
+            binary). After it the adapter is asked to run the executable (``launch_config`` gets a
+            request whose program is the `Build.output`).
         locate: ``locate(root)``, when set, replaces the binary search: a `Located`, or the reason
             (a string) it is unusable.
         exception_modes: maps none/uncaught/raised to the adapter's own exception filter names.
@@ -150,6 +176,7 @@ class AdapterDef:
     transport: Literal["stdio", "tcp"] = "stdio"
     attach_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)
     attach_pid_config: Callable[[int], dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    build: Callable[[LaunchRequest, Path], Build | None] | None = attrs.field(default=None, repr=False)
     locate: Callable[[Path], Located | str] | None = attrs.field(default=None, repr=False)
     exception_modes: dict[str, tuple[str, ...]] = attrs.field(factory=dict, repr=False)
     exception_note: str = ""
@@ -393,21 +420,58 @@ def _delve_handles(program: Path) -> bool:
     return program.suffix == ".go" or _binary_kind(program) == "go"
 
 
-def _delve_launch(request: LaunchRequest) -> dict[str, Any]:
+# Go: what the lsp family gives gopls in a run that does not trust its root: no toolchain a go.mod
+# names is fetched, no module proxy or VCS is asked (a build runs no code of the project, but a
+# download runs someone's server)
+GO_UNTRUSTED_ENV = {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
+GO_DEBUG_FLAGS = ("-gcflags", "all=-N -l")  # delve's own: no optimisation, no inlining
+
+
+def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
+    """Build as `dlv debug` / `dlv test` would (``go build -o ... -gcflags 'all=-N -l' <pkg>``).
+
+    A package directory or a .go file is built (its tests with ``go test -c`` for test=true, a
+    _test.go file or a directory of tests only); a binary is run as it is. The build runs in the
+    root with the launch's env, as delve's did, so the binary's sources are the root's own paths.
+    """
     program = request.program
     assert program is not None
     if program.name.endswith("_test.go"):
         program = program.parent  # a test file: the tests of its package
-    if request.test or (program.is_dir() and _only_tests(program)) or program != request.program:
-        mode = "test"
-    elif program.is_dir() or program.suffix == ".go":
-        mode = "debug"
-    else:
-        mode = "exec"
+    test = request.test or program != request.program or (program.is_dir() and _only_tests(program))
+    if not test and not (program.is_dir() or program.suffix == ".go"):
+        return None
+    relative = program.relative_to(request.root).as_posix() if program.is_relative_to(request.root) else None
+    target = str(program) if relative is None else ("." if relative == "." else f"./{relative}")
+    name = (program.stem if program.suffix == ".go" else program.name) or "main"
+    output = directory / (f"{name}.test" if test else name)
+    flags = ("-o", str(output), *GO_DEBUG_FLAGS)
+    argv = ("go", "test", "-c", *flags, target) if test else ("go", "build", *flags, target)
+    kind = "go test -c" if test else "go build"
+    no_output = (
+        f"{target} has no test files: there are no tests to debug there."
+        if test
+        else (
+            f"'{program.name}' is a library package (no package main): there is nothing to run. Debug its "
+            "tests with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it."
+        )
+    )
+    return Build(
+        argv=argv,
+        output=output,
+        shown=f"{kind} -gcflags='all=-N -l' {target}",
+        env=dict(request.env),
+        untrusted_env=GO_UNTRUSTED_ENV,
+        no_output=no_output,
+    )
+
+
+def _delve_launch(request: LaunchRequest) -> dict[str, Any]:
+    """Run a Go binary: one `_delve_build` wrote, or one the model gave (`go test -c`)."""
     return {
         "name": "tether",
-        "mode": mode,
-        "program": str(program),
+        "mode": "exec",
+        "program": str(request.program),
         "args": list(request.args),
         "cwd": str(request.cwd),
         "env": dict(request.env),
@@ -481,6 +545,7 @@ BUILTIN: tuple[AdapterDef, ...] = (
         markers=GO_MARKERS,
         transport="tcp",
         launch_config=_delve_launch,
+        build=_delve_build,
         handles=_delve_handles,
         takes="a Go package directory, a .go file (a _test.go file or test=true: its tests), or a Go binary (`go test -c`)",
         exception_note="an unrecovered panic stops the program whatever the mode",

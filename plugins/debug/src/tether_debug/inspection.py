@@ -112,6 +112,23 @@ async def threads_action(session: Session) -> ToolResult:
     )
 
 
+MAX_SHOWN_PATHS = 10_000  # source paths remembered for one session
+
+
+def frame_path(run: Run, session: Session, path: str) -> str:
+    """`shown_path`, remembered for the session: every stack call shows the same few sources, and a
+    path outside the root (lldb's libc frames) costs a relpath of ~5-10 us each time.
+
+    A link under the root that changes during the session is not followed again.
+    """
+    shown = session.shown_paths.get(path)
+    if shown is None:
+        if len(session.shown_paths) >= MAX_SHOWN_PATHS:
+            session.shown_paths.clear()
+        shown = session.shown_paths[path] = shown_path(run, path)
+    return shown
+
+
 async def stack_action(run: Run, session: Session, thread_id: int | None) -> ToolResult:
     thread = thread_id if thread_id is not None else (session.stop.thread_id if session.stop else None)
     if thread is None:
@@ -121,7 +138,7 @@ async def stack_action(run: Run, session: Session, thread_id: int | None) -> Too
     rows, lines = [], []
     for f in frames:
         path = (f.get("source") or {}).get("path")
-        file = shown_path(run, path) if path else None
+        file = frame_path(run, session, path) if path else None
         rows.append({"id": f["id"], "name": f.get("name", ""), "file": file, "line": f.get("line")})
         lines.append(f"#{f['id']} {f.get('name', '')} at {file or '<no source>'}:{f.get('line')}")
     if total > len(frames):
@@ -187,7 +204,9 @@ def frame_words(run: Run, session: Session, frame_id: int, given: bool) -> str:
     """A frame as the model saw it: 'frame 3 (main at app.py:13)', or 'the top frame (...)' when none was given."""
     f = session.frames.get(frame_id) or {}
     path = (f.get("source") or {}).get("path")
-    where = f"{f.get('name', '?')} at {shown_path(run, path) if path else '<no source>'}:{f.get('line')}"
+    where = (
+        f"{f.get('name', '?')} at {frame_path(run, session, path) if path else '<no source>'}:{f.get('line')}"
+    )
     return f"frame {frame_id} ({where})" if given else f"the top frame ({where})"
 
 

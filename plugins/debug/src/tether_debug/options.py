@@ -19,7 +19,7 @@ class DebugOptions:
         "seconds launch, continue, step and pause wait for the next stop", default=30.0, minimum=0
     )
     debug_launch_timeout: float = arg(
-        "seconds for starting the adapter and configuring the launch (delve builds first)",
+        "seconds for the Go build, and for starting the adapter and configuring the launch",
         default=60.0,
         minimum=0,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,16 +107,6 @@ def _env(env: dict[str, str] | None) -> dict[str, str]:
     return dict(env or {})
 
 
-def _launch_hint(program: Path | None, message: str) -> str:
-    """What to do when the adapter's refusal alone does not say it."""
-    if program is not None and program.is_dir() and "not an executable file" in message:
-        return (
-            f"\n'{program.name}' is a library package (no package main): there is nothing to run. Debug its tests "
-            "with test=true (args=['-test.run', 'TestName'] for one), or launch a main package that uses it."
-        )
-    return ""
-
-
 async def launch(
     ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
 ) -> ToolResult:
@@ -182,6 +173,12 @@ async def launch(
     new.root = run.root
     timeout = launch_timeout(run)
     try:
+        if adapter.build is not None:
+            new.scratch = Path(tempfile.mkdtemp(prefix="debug-build-", dir=run.private_dir()))
+            build = adapter.build(request, new.scratch)
+            if build is not None:  # built here, so a build error is the build's own answer
+                await new.build(build, run, timeout)
+                request = attrs.evolve(request, program=build.output, test=False)
         await new.start(availability.located, run.root, run, timeout)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout
@@ -197,7 +194,7 @@ async def launch(
         message = exc.message if isinstance(exc, DapError) else str(exc)
         more = f"\nprogram output:\n{cap_output(output, 0)[0]}" if output.strip() else ""
         raise ToolError(
-            f"could not launch {shown} under {adapter.id}: {message}{more}{_launch_hint(program, message + output)}",
+            f"could not launch {shown} under {adapter.id}: {message}{more}",
             data={"error": "launch_failed", "adapter": adapter.id},
         ) from None
     except BaseException:
@@ -259,11 +256,17 @@ async def attach(
     except (SessionError, DapError) as exc:
         await new.close()
         message = exc.message if isinstance(exc, DapError) else str(exc)
+        if by_pid and message.strip() == LLDB_LOST:
+            # lldb-19's whole answer when ptrace refused its server (EPERM), seen here under strace
+            message = (
+                "lldb's debug server could not attach (lldb says only 'lost connection', its answer when "
+                "the kernel refuses ptrace with EPERM)"
+            )
         if by_pid and ("not permitted" in message or "ptrace" in message.lower()):
             message += (
                 ". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
-                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE; containers may block it). Launch the "
-                "program under the debugger instead (action='launch')."
+                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE for the debugger; containers and "
+                "sandboxes may drop it). Launch the program under the debugger instead (action='launch')."
             )
         raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
     except BaseException:
@@ -274,6 +277,7 @@ async def attach(
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
 
 
+LLDB_LOST = "lost connection"
 YAMA_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 
 

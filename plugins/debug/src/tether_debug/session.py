@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from tether import sandbox
 
-from tether_debug.adapters import AdapterDef, Located
+from tether_debug.adapters import AdapterDef, Build, Located
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ class Session:
         self.stop: Stop | None = None
         self.exit_code: int | None = None
         self.frames: dict[int, dict[str, Any]] = {}  # frames fetched at the current stop
+        # a frame's source path as the model sees it, worked out once a session (`inspection.frame_path`)
+        self.shown_paths: dict[str, str] = {}
         self.total_frames = 0  # the depth the adapter reported at the last stackTrace
         self.references: set[int] = set()  # variable references handed out at the current stop
         self.consumed = 0  # events before this index have been turned into stops or ends
@@ -206,18 +209,77 @@ class Session:
         self._children: list[int] = []  # processes started for runInTerminal
         self._run: Any = None  # the run: tags, tracks and stops the processes started here
         self.sandboxed = False  # the adapter (and so the program) runs inside the run's envelope
+        self._envelope_decided = False
+        self._inside: sandbox.Envelope | None = None
+        self.scratch: Path | None = None  # where a build writes the program; removed at close
 
     # -- starting ---------------------------------------------------------------------------------
 
+    async def _envelope(self, run: Any) -> sandbox.Envelope | None:
+        """The envelope the adapter and the build run in, decided once; None: on the host.
+
+        A ToolError when the run asks for one it cannot have: refused, nothing runs.
+        """
+        self._run = run
+        if not self._envelope_decided:
+            envelope = sandbox.envelope(run, "debug")
+            self.sandboxed = envelope is not None and await envelope.check()
+            self._inside = envelope if self.sandboxed else None
+            self._envelope_decided = True
+        return self._inside
+
+    async def build(self, build: Build, run: Any, timeout: float) -> None:
+        """Run the adapter's build of the program in the root; a failure says the build's own words.
+
+        It runs where the adapter will (the run's envelope), tracked like it, so it is stopped with
+        the run. Its output is bounded, and paths in it are relative to the root.
+        """
+        argv: list[str] = list(build.argv)
+        envelope = await self._envelope(run)
+        if envelope is not None:
+            argv = list(envelope.wrap(argv))
+        untrusted = {} if run.trusted else build.untrusted_env
+        env = run.child_env({**os.environ, **untrusted, **build.env})
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=str(run.root),
+                env=env,
+                # no session of its own (unlike the adapter): under load, a new session's scheduler
+                # group made go build take 1.5-2x as long; the run's tag finds what it started
+            )
+        except OSError as exc:
+            raise SessionError(f"could not run `{build.shown}`: {exc}") from None
+        run.track_process(proc)
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            await run.stop_process(proc)
+            raise SessionError(
+                f"`{build.shown}` did not finish within {timeout:g} s (debug_launch_timeout sets the bound)"
+            ) from None
+        if proc.returncode != 0:
+            text = out.decode(errors="replace").replace(f"{run.root}{os.sep}", "")
+            said = f"the build failed (`{build.shown}`, exit status {proc.returncode}):\n{_bounded(text, build.shown)}"
+            if untrusted:
+                said += (
+                    "\n(this run does not trust its root, so the build ran with "
+                    + " ".join(f"{k}={v}" for k, v in untrusted.items())
+                    + ": nothing is downloaded; the run option trust lifts it)"
+                )
+            raise SessionError(said)
+        if not (build.output.is_file() and os.access(build.output, os.X_OK)):
+            raise SessionError(build.no_output)
+
     async def start(self, located: Located, root: Path, run: Any, start_timeout: float) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
-        self._run = run
         tcp = self.adapter.transport == "tcp"
         argv = list(located.argv)
-        envelope = sandbox.envelope(run, "debug")
-        self.sandboxed = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
-        if self.sandboxed:
-            assert envelope is not None
+        envelope = await self._envelope(run)
+        if envelope is not None:
             if (
                 tcp and not envelope.shares_loopback
             ):  # its port is not reachable from here: over stdio instead
@@ -768,6 +830,26 @@ class Session:
                 await asyncio.wait_for(proc.wait(), 1.0)
             except TimeoutError:
                 pass
+        if self.scratch is not None:
+            await asyncio.to_thread(shutil.rmtree, self.scratch, True)
+
+
+MAX_BUILD_LINES = 60  # lines of a failed build's output shown
+MAX_BUILD_LINE = 500  # characters of one of them
+
+
+def _bounded(text: str, shown: str) -> str:
+    lines = [
+        line if len(line) <= MAX_BUILD_LINE else line[:MAX_BUILD_LINE] + " [...]"
+        for line in text.splitlines()
+    ]
+    if len(lines) <= MAX_BUILD_LINES:
+        return "\n".join(lines)
+    cut = len(lines) - MAX_BUILD_LINES
+    return (
+        "\n".join(lines[:MAX_BUILD_LINES])
+        + f"\n[{cut} more lines cut: run `{shown}` in the root to see them all]"
+    )
 
 
 def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:

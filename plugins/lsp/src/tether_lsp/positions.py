@@ -85,6 +85,8 @@ def _codec(encoding: str) -> Any:
 
 def to_units(source_line: str, char: int, encoding: str) -> int:
     """A code-point index on a line as the server counts it (UTF-16 code units unless utf-8/utf-32 was negotiated)."""
+    if source_line.isascii():  # one unit per character in every encoding (pygls' codec walks each one)
+        return min(char, len(source_line))
     return _codec(encoding).client_num_units(source_line[:char])
 
 
@@ -94,6 +96,8 @@ def from_units(source_line: str, units: int, encoding: str) -> int:
     pygls' codec clamps an offset past the end to the last character, not the end, and writes the
     clamped value into the position it was given: the end is handled here, on a position of our own.
     """
+    if source_line.isascii():  # one unit per character in every encoding
+        return min(units, len(source_line))
     from lsprotocol.types import Position
 
     codec = _codec(encoding)

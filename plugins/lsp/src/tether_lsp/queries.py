@@ -38,7 +38,6 @@ NAVIGATION = {
     ),
     "references": ("textDocument/references", "ReferenceParams", "references_provider", "reference"),
     "hover": ("textDocument/hover", "HoverParams", "hover_provider", "hover"),
-    "code_actions": ("textDocument/codeAction", "CodeActionParams", "code_action_provider", "code action"),
 }
 REFERENCES_CAP = 50
 WORKSPACE_SYMBOLS_CAP = 100
@@ -146,6 +145,8 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         )
     path, rel, text = source_file(run, file)
     find_symbol(text, line, symbol, args.occurrence, rel)  # refused before any server is asked
+    if args.action == "code_actions":
+        return await code_actions(sup, path, rel, line, symbol, args.occurrence)
     method, params_name, capability, noun = NAVIGATION[args.action]
     in_rel = run.relpath(run.resolve_path(args.in_file)) if args.in_file is not None else None
 
@@ -162,25 +163,6 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
             params = lsp.ReferenceParams(
                 text_document=ident, position=pos, context=lsp.ReferenceContext(include_declaration=True)
             )
-        elif args.action == "code_actions":
-            if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
-                await document_diagnostics(
-                    conn, doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
-                )
-            source = split_lines(doc.text)[spot.line]
-            end = lsp.Position(
-                line=pos.line, character=to_units(source, spot.char + len(symbol), conn.encoding)
-            )
-            on_line = [
-                d
-                for d in (conn.published.get(doc.uri).items if doc.uri in conn.published else [])
-                if d.range.start.line <= pos.line <= d.range.end.line
-            ]
-            params = lsp.CodeActionParams(
-                text_document=ident,
-                range=lsp.Range(start=pos, end=end),
-                context=lsp.CodeActionContext(diagnostics=on_line),
-            )
         else:
             params = getattr(lsp, params_name)(text_document=ident, position=pos)
         result = await sup.request(conn, method, params)
@@ -193,8 +175,6 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                 raise NotAnswered(ToolResult.text(f"no hover information for {where}", {"hover": ""}))
             text = cap_text(hover, HOVER_CHARS, "The rest is in the definition.")
             return ToolResult.text("\n".join(x for x in (text, analysing_note(conn)) if x), {"hover": hover})
-        if args.action == "code_actions":
-            return _code_actions(result, where)
         lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
         every = locs = render.locations(result, run, conn.encoding, lines)
         if every and in_rel is not None:
@@ -225,14 +205,16 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         more: list[str] = []
         if args.action == "references" and conn.server.publishes_program:
             name = identifier_at(split_lines(doc.text)[spot.line], spot.char, symbol)
-            program = {
-                run.relpath(p)
-                for p in (render.uri_to_path(u) for u in [*conn.published, *conn.docs])
-                if p is not None
-            }
-            outside = await asyncio.to_thread(
-                occurrences, conn, run, name, program | {loc.file for loc in every}
+            # paths, not relative names, and through the connection's uri cache: resolving every file of the
+            # program again per answer cost more than the server's own answer on a small project
+            known = (lines.where(u, run)[0] for u in [*conn.published, *conn.docs])
+            skip = {p for p in known if p is not None} | {run.root / loc.file for loc in every}
+            # the refresh before this query scanned the tree unless a poller watches it: those files are current
+            files = (
+                None if conn.watcher.poller is not None else [p for p in conn.watcher.files if p not in skip]
             )
+            if files != []:
+                outside = await asyncio.to_thread(occurrences, conn, run, name, skip, files)
             if outside:
                 more = [
                     f"not among them: '{name}' is written as a whole word in {len(outside)} more place(s) in files "
@@ -253,20 +235,61 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     return await sup.with_file(path, ask)
 
 
-def _code_actions(result: Any, where: str) -> ToolResult:
-    actions = []
-    for item in result or []:
-        title = getattr(item, "title", None)
-        if not title:
-            continue
-        kind = getattr(item, "kind", None)
-        kind = getattr(kind, "value", kind)
-        actions.append({"title": title, "kind": kind})
+async def code_actions(
+    sup: Any, path: Path, rel: str, line: int, symbol: str, occurrence: int | None
+) -> ToolResult:
+    """The code actions of every server of the file for the symbol, merged in the servers' order, each
+    said with its server; a server that has none, or failed, is said too when another one has some."""
+    where = f"'{symbol}' at {rel}:{line}"
+
+    async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
+        lsp = conn.lsp
+        if not getattr(conn.capabilities, "code_action_provider", None):
+            raise ToolError(f"{conn.server.id} does not offer code action answers", {"error": "unsupported"})
+        spot = find_symbol(doc.text, line, symbol, occurrence, rel)  # the text the server has
+        if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
+            await document_diagnostics(
+                conn, doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
+            )
+        start = position(conn, doc.text, spot)
+        end = position(conn, doc.text, Spot(spot.line, spot.char + len(symbol)))
+        pub = conn.published.get(doc.uri)
+        on_line = [
+            d for d in (pub.items if pub else []) if d.range.start.line <= spot.line <= d.range.end.line
+        ]
+        params = lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=doc.uri),
+            range=lsp.Range(start=start, end=end),
+            context=lsp.CodeActionContext(diagnostics=on_line),
+        )
+        actions = []
+        for item in await sup.request(conn, "textDocument/codeAction", params) or []:
+            title = getattr(item, "title", None)
+            kind = getattr(item, "kind", None)
+            if title:
+                actions.append(
+                    {"title": title, "kind": getattr(kind, "value", kind), "server": conn.server.id}
+                )
+        return actions
+
+    answers = await sup.with_every(path, ask)
+    actions = [a for _, found in answers if not isinstance(found, ToolError) for a in found]
     if not actions:
-        raise NotAnswered(ToolResult.text(f"no code actions offered for {where}", {"actions": []}))
+        failed = [found for _, found in answers if isinstance(found, ToolError)]
+        if len(failed) == len(answers):
+            raise failed[0]
+        return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
     lines = [f"{len(actions)} code action(s) for {where}:"]
     lines += [
-        f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") for n, a in enumerate(actions, 1)
+        f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") + f" ({a['server']})"
+        for n, a in enumerate(actions, 1)
+    ]
+    lines += [
+        f"none from {server.id}: {found.message}"
+        if isinstance(found, ToolError)
+        else f"none from {server.id}"
+        for server, found in answers
+        if isinstance(found, ToolError) or not found
     ]
     return ToolResult.text("\n".join(lines), {"actions": actions})
 
@@ -450,28 +473,34 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
 
 
 async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
-    # the servers to ask: those running, else the first usable one for each language at the root
-    targets = [c for c in sup.connections.values() if c.alive]
-    if not targets:
-        for server in sup.definitions():
-            if sup.enabled(server):
-                avail = await sup.availability(server, run.root)
-                if avail.ok:
-                    targets.append(await sup.connection(avail))
-                    break
+    # the servers to ask, in the order of lsp_servers (else of the definitions): those running, and when none of
+    # them searches the workspace, the first usable one at the root that does
+    enabled = sup.in_order([d for d in sup.definitions() if sup.enabled(d)])
+    rank = {d.id: n for n, d in enumerate(enabled)}
+    running = [c for c in sup.connections.values() if c.alive and c.server.id in rank]
+    targets = sorted(running, key=lambda c: rank[c.server.id])
+    for server in [] if any(map(_searches, targets)) else enabled:
+        avail = await sup.availability(server, run.root)
+        if avail.ok:
+            conn = await sup.connection(avail)
+            if conn not in targets:
+                targets.append(conn)
+            if _searches(conn):
+                break
     if not targets:
         raise ToolError(
             "no language server is usable at the root (see `lsp` action status); give file to get one file's symbols",
             {"error": "server_unavailable"},
         )
-    found: dict[tuple, dict[str, Any]] = {}
+    found: dict[tuple[str, int, str], dict[str, Any]] = {}
     indexing = False
     limited = []  # the servers whose answer reached their own limit: there may be more
     lines = render.Lines()
-    for conn in targets:
-        if not getattr(conn.capabilities, "workspace_symbol_provider", None):
-            continue
+    asked = []
+    for conn in filter(_searches, targets):
+        asked.append(conn.server.id)
         await conn.watcher.refresh()
+        await conn.first_round(sup.option("lsp_ready_wait"))  # as every query: not from a half-loaded project
         if conn.server.symbols_need_open_file and not conn.docs:
             opened = open_some_file(conn)
             if opened is None:
@@ -517,7 +546,8 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
                 "line": line,
                 "column": col,
             }
-            found[(file, line, col, s.name)] = row
+            # the same symbol from two servers (their columns may differ): the first server's, in their order
+            found.setdefault((file, line, s.name), row)
     rows = sorted(
         found.values(),
         key=lambda r: (r["name"] != query, r["file"].startswith("/"), r["file"], r["line"], r["column"]),
@@ -540,8 +570,12 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     ]
     return ToolResult.text(
         "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
-        {"symbols": shown, "total": len(rows), "may_be_cut": bool(limited)},
+        {"symbols": shown, "total": len(rows), "may_be_cut": bool(limited), "servers": asked},
     )
+
+
+def _searches(conn: Any) -> bool:
+    return bool(getattr(conn.capabilities, "workspace_symbol_provider", None))
 
 
 def open_some_file(conn: Any) -> Any:
@@ -639,15 +673,18 @@ def identifier_at(source_line: str, char: int, symbol: str) -> str:
     return source_line[start:end] or symbol
 
 
-def occurrences(conn: Any, run: Any, name: str, skip: set[str]) -> list[tuple[str, int, str]]:
+def occurrences(
+    conn: Any, run: Any, name: str, skip: set[Path], files: list[Path] | None = None
+) -> list[tuple[str, int, str]]:
     """(file, line, text) of every whole-word occurrence of ``name`` in the server's source files under
-    its root, except in the files ``skip`` (relative paths). Files are read from disk, bounded."""
+    its root (``files`` when the caller has a current list, else scanned now), except in the files ``skip``.
+    Files are read from disk, bounded."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
-    for path in sorted(conn.watcher.scan()):
-        rel = run.relpath(path)
-        if rel in skip:
+    for path in sorted(conn.watcher.scan() if files is None else files):
+        if path in skip:
             continue
+        rel = run.relpath(path)
         try:
             if path.stat().st_size > SCAN_BYTES:
                 continue

@@ -79,8 +79,9 @@ class ServerDef:
             checker replacing basedpyright, without redefining its id), unless ``lsp_servers`` names
             them too.
         rounds: how the end of an analysis round is known: "progress" (each round is wrapped in
-            work-done progress, as basedpyright does), "document" (the round ends with the changed
-            document's own publish at its version, as gopls does), "settle" (no publish for
+            work-done progress, as basedpyright and gopls, started with its ``verboseWorkDoneProgress``
+            option, do), "document" (the round ends with the changed document's own publish at its
+            version, as gopls does without that option), "settle" (no publish for
             ``settle_quiet`` seconds after the change), or "tsserver" (typescript-language-server: its
             publishes can be half a round and an unchanged list is never published again, so each
             file's diagnostics are asked of tsserver, and the files importing a written one too).
@@ -246,9 +247,11 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         # -gcflags=-e: the compiler's type errors all, not its first 10 and "too many errors"
         checker=("go", "vet", "-gcflags=-e", "./..."),
         checker_format="gnu",
-        rounds="document",
-        # the document's publish is the last of its round: the quiet only has to cover one burst
-        settle_quiet=0.1,
+        # gopls's option for its own regression tests: every diagnosis (of opened, changed, saved files) is
+        # wrapped in work-done progress that ends after its last publish, so a round's end is seen, not guessed
+        # from a quiet after the changed document's publish (0.1 s per write)
+        initialization_options={"verboseWorkDoneProgress": True},
+        rounds="progress",
         workspace_symbol_limit=100,
         # GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no
         # module download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them)

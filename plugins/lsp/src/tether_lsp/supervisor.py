@@ -80,7 +80,7 @@ class Supervisor:
         by = [d.id for d in self.definitions() if d.default and d.id != server.id and server.id in d.replaces]
         return by[0] if by else None
 
-    def _in_order(self, servers: list[ServerDef]) -> list[ServerDef]:
+    def in_order(self, servers: list[ServerDef]) -> list[ServerDef]:
         """The order servers are asked in: that of lsp_servers when given, else of the definitions."""
         chosen = self.run.options.of(LspOptions).lsp_servers
         return sorted(servers, key=lambda d: chosen.index(d.id)) if chosen else servers
@@ -126,7 +126,7 @@ class Supervisor:
                 f"no language server handles '{path.suffix or path.name}' files; servers are defined for {', '.join(known)}",
                 {"error": "no_server"},
             )
-        enabled = self._in_order([d for d in candidates if self.enabled(d)])
+        enabled = self.in_order([d for d in candidates if self.enabled(d)])
         if not enabled:
             ids = ", ".join(d.id for d in candidates)
             raise ToolError(

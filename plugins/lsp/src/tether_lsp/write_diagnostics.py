@@ -37,9 +37,10 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
-# "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag:
-# flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change made between them is answered
-# out of order: until a first round is complete, this much quiet after the document's publish
+# "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag
+# without its verbose progress: flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change
+# made between them is answered out of order: until a first round is complete, this much quiet after the
+# document's publish
 DOCUMENT_COLD_QUIET = 2.0
 # A write's diagnostics wait for a server that shows no sign of work (no publish, no progress event, no
 # round in progress) ROUND_FACTOR x the slowest of the last rounds it keeps (`connection.ROUNDS_KEPT`), at least ROUND_FLOOR s;
@@ -51,8 +52,8 @@ ROUND_FLOOR = 15.0
 def round_done(conn: Connection, mark: Mark) -> bool:
     """Whether the server finished a round of analysis that started after ``mark``.
 
-    "progress" servers (basedpyright) wrap every round in work-done progress: a begin after the
-    mark and nothing in progress now. Their first publish after a change can be the previous
+    "progress" servers (basedpyright; gopls started with its verboseWorkDoneProgress option) wrap every
+    round in work-done progress: a begin after the mark and nothing in progress now. basedpyright's first publish after a change can be the previous
     version's list relabelled, and their cold start publishes empty placeholders before the
     first round: neither counts. A change that starts no round at all (the same text again) is
     taken as done after PROGRESS_FALLBACK s of quiet; a small project is checked without any progress
@@ -60,7 +61,7 @@ def round_done(conn: Connection, mark: Mark) -> bool:
     begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
     definition's settle_quiet seconds after the mark.
 
-    "document" servers (gopls) wrap no diagnosis in progress, but end each round with the opened or
+    "document" servers (as gopls without that option) wrap no diagnosis in progress, but end each round with the opened or
     changed document's own publish at its version, even when its list is unchanged: measured on
     pflag, a change of flag.go publishes its 35 broken dependents 0.1-0.4 s after the change, then
     flag.go itself 0.25-0.3 s later (its final pass). A mark of a document is done once that publish

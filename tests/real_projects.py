@@ -1,0 +1,126 @@
+"""Real projects, downloaded once from their registries at pinned versions, checked and cached.
+
+Shared by tests/lsp/conftest.py and the lsp benchmarks (which put this folder on sys.path), so both
+read the same verified archive. The cache is $TETHER_TEST_CACHE, else ~/.cache/tether-tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
+# click-8.5.1.tar.gz, the PyPI sdist
+CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"
+# rxjs-7.8.2.tgz, the npm registry's tarball
+RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"
+# cjson_1.7.15.orig.tar.gz, Debian's upstream tarball
+CJSON_SHA256 = "5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2"
+# Debian's golang-github-spf13-pflag-dev (an installed package, not a download)
+PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")
+
+
+def _checked(target: Path, sha256: str, origin: str) -> Path:
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != sha256:
+        target.unlink()
+        raise AssertionError(f"{target.name} from {origin} has sha256 {digest}, expected {sha256}")
+    return target
+
+
+def fetch_once(name: str, sha256: str, command: list[str]) -> Path:
+    """CACHE/name, fetched with the registry's own client the first time and checked against its digest."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / name
+    if not target.is_file():
+        subprocess.run(command, cwd=CACHE, check=True, capture_output=True, timeout=300)
+    return _checked(target, sha256, "the registry")
+
+
+def unpacked(archive: Path, top: str) -> Path:
+    """The archive unpacked once next to it (read-only use: callers copy it)."""
+    dest = archive.with_name(archive.name + ".d")
+    if not (dest / top).is_dir():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest / top
+
+
+def click_pristine() -> Path:
+    """click 8.5.1's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
+    python = shutil.which("python3") or sys.executable
+    command = [
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "click==8.5.1",
+        "-d",
+        ".",
+    ]
+    return unpacked(fetch_once("click-8.5.1.tar.gz", CLICK_SHA256, command), "click-8.5.1")
+
+
+def rxjs_pristine(npm: str) -> Path:
+    """rxjs 7.8.2's npm tarball, unpacked (package/)."""
+    archive = fetch_once("rxjs-7.8.2.tgz", RXJS_SHA256, [npm, "pack", "rxjs@7.8.2", "--silent"])
+    return unpacked(archive, "package")
+
+
+def rxjs_copy(pristine: Path, root: Path) -> Path:
+    """rxjs's TypeScript sources at ``root``: src/ (251 files) and the root tsconfig.json (no include: the
+    whole tree); its built dist/ is left out, so tsserver loads only the sources."""
+    shutil.copytree(pristine / "src", root / "src")
+    for name in ("tsconfig.json", "package.json"):
+        shutil.copy(pristine / name, root / name)
+    return root
+
+
+def pflag_copy(root: Path) -> Path:
+    """spf13/pflag from the Debian package at ``root``, as a module of its own (no dependencies, so no
+    module proxy is needed)."""
+    root = Path(shutil.copytree(PFLAG_SOURCE, root, symlinks=False))
+    if not (root / "go.mod").is_file():
+        (root / "go.mod").write_text("module github.com/spf13/pflag\n\ngo 1.12\n")
+    return root
+
+
+def debian_source(package: str, orig: str, sha256: str) -> Path:
+    """CACHE/orig: the upstream tarball of a Debian source package, fetched once with apt-get source.
+
+    apt setups usually carry no deb-src lines: a private configuration (its own lists, bookworm-security's
+    source index, a few hundred KB) is used, and the system's is left alone."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    target = CACHE / orig
+    if not target.is_file():
+        apt = CACHE / "apt"
+        for sub in ("lists/partial", "parts", "cache/archives/partial"):
+            (apt / sub).mkdir(parents=True, exist_ok=True)
+        (apt / "parts" / "src.sources").write_text(
+            "Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
+            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        )
+        opts = []
+        for key, value in {
+            "Dir::Etc::SourceList": "/dev/null",
+            "Dir::Etc::SourceParts": apt / "parts",
+            "Dir::State::Lists": apt / "lists",
+            "Dir::Cache": apt / "cache",
+            "Debug::NoLocking": "1",
+        }.items():
+            opts += ["-o", f"{key}={value}"]
+        for args in (["update"], ["source", "--download-only", package]):
+            subprocess.run(["apt-get", *opts, *args], cwd=CACHE, check=True, capture_output=True, timeout=300)
+    return _checked(target, sha256, "Debian")
