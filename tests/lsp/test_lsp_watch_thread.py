@@ -50,12 +50,12 @@ async def test_the_server_hears_of_the_projects_files_not_of_gitignored_ones(py_
         git = ["git", "-c", "init.defaultBranch=main"]
         subprocess.run([*git, "init", "-q"], cwd=py_root, check=True)
         subprocess.run([*git, "add", "pkg", "pyproject.toml", ".gitignore"], cwd=py_root, check=True)
-    sent: list[str] = []
+    sent: dict[str, int] = {}  # file -> its last change's type (1 created, 2 changed, 3 deleted)
     notify = Connection.notify
 
     def spy(self, method, params):
         if method == "workspace/didChangeWatchedFiles":
-            sent.extend(change.uri for change in params.changes)
+            sent.update((run_rel(py_root, change.uri), change.type) for change in params.changes)
         return notify(self, method, params)
 
     monkeypatch.setattr(Connection, "notify", spy)
@@ -72,9 +72,19 @@ async def test_the_server_hears_of_the_projects_files_not_of_gitignored_ones(py_
         (py_root / "pkg" / "fresh.py").write_text("FRESH = 1\n")
         again = await run.call("lsp", hover)  # its refresh tells the server
         assert not again.is_error, again.plain
-    told = {run_rel(py_root, uri) for uri in sent}
-    assert {"pkg/other.py", "pkg/fresh.py"} <= told, told
-    assert not told & {"generated/out.py", "generated/new.py", "pkg/msg_pb2.py"}, told
+        told = dict(sent)
+        # a rule added later counts from then on: the newly ignored file leaves the server's view
+        sent.clear()
+        with (py_root / ".gitignore").open("a") as f:
+            f.write("pkg/fresh.py\n")
+        for source in ("pkg/fresh.py", "pkg/other.py"):
+            with (py_root / source).open("a") as f:
+                f.write("LATER = 3\n")
+        third = await run.call("lsp", hover)
+        assert not third.is_error, third.plain
+    assert {"pkg/other.py", "pkg/fresh.py"} <= told.keys(), told
+    assert not told.keys() & {"generated/out.py", "generated/new.py", "pkg/msg_pb2.py"}, told
+    assert sent == {"pkg/other.py": 2, "pkg/fresh.py": 3}, sent
 
 
 def run_rel(root, uri: str) -> str:
