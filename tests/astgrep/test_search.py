@@ -30,6 +30,16 @@ def put(root: Path, name: str, content: str | bytes) -> Path:
 
 
 HEAVY = ("tree_sitter", "tree_sitter_language_pack", "tree_sitter_python", "yaml")
+# the family's own pattern and grammar machinery: imported at the first search, not at registration
+MACHINERY = (
+    "tether_astgrep.engine",
+    "tether_astgrep.files",
+    "tether_astgrep.grammars",
+    "tether_astgrep.matcher",
+    "tether_astgrep.pattern",
+    "tether_astgrep.rewrite",
+    "tether_astgrep.rules",
+)
 
 
 def test_plugin_module_imports_nothing_heavy():
@@ -37,10 +47,11 @@ def test_plugin_module_imports_nothing_heavy():
 
 
 def test_registering_the_tools_imports_nothing_heavy(project):
-    """What `tether tools` does (open a run, list its tools) loads no grammar and no ignore-file parser."""
+    """What `tether tools` does (open a run, list its tools) loads no grammar and no ignore-file parser, nor
+    the family's pattern and grammar modules (their import costs the cold start of every run)."""
     assert_light_entry_point(
         "tether",
-        forbidden=HEAVY,
+        forbidden=HEAVY + MACHINERY,
         then=(
             "import tether\n"
             f"with tether.open_run_sync({str(project)!r}) as run:\n"

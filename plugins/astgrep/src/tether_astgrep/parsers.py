@@ -1,6 +1,7 @@
 """The run's resource: grammars, compiled patterns, a result cache, worker processes, staged edits.
 
-Creating it is cheap (nothing is loaded, no process starts). The first search that needs more than
+Creating it is cheap (nothing is loaded, no process starts, and the pattern and grammar modules are
+imported at the first search). The first search that needs more than
 a few files starts the worker pool (one process per core, forked so the grammars need not load
 again); the run's close shuts it down, and the run kills whatever is left of it.
 """
@@ -12,19 +13,18 @@ import collections
 import functools
 import logging
 import os
-import pickle
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tether_astgrep import engine
-from tether_astgrep.files import FileEntry
-from tether_astgrep.grammars import Grammar, Registry
 from tether_astgrep.options import AstgrepOptions
-from tether_astgrep.pattern import Pattern, compile_pattern
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where first used: the run's start (tool registration) needs none of them
+    from tether_astgrep import engine
+    from tether_astgrep.files import FileEntry
+    from tether_astgrep.grammars import Grammar, Registry
+    from tether_astgrep.pattern import Pattern
     from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
@@ -121,6 +121,7 @@ class ParserPool:
 
     def registry(self) -> Registry:
         if self._registry is None:
+            from tether_astgrep.grammars import Grammar, Registry
             from tether_astgrep.hookspecs import tether_astgrep_grammars
 
             # the core's one rule (`Run.definitions`): a third party's grammar with a built-in id replaces it
@@ -140,6 +141,9 @@ class ParserPool:
         key = loader_key(grammar)
         cached = self._patterns.get((key, source))
         if cached is None:
+            from tether_astgrep import engine
+            from tether_astgrep.pattern import compile_pattern
+
             lang = engine.language(key, grammar.language)
             cached = compile_pattern(source, grammar, lang, engine.parser(key, grammar.language), key)
             if len(self._patterns) > 256:
@@ -151,6 +155,7 @@ class ParserPool:
         """Compile an ast-grep rule object (`tether_astgrep.rules`); raises `PatternError`."""
         import json
 
+        from tether_astgrep import engine
         from tether_astgrep.rules import compile_rule
 
         key = loader_key(grammar)
@@ -198,6 +203,8 @@ class ParserPool:
     def _can_fork_out(self, grammar: Grammar) -> bool:
         key = loader_key(grammar)
         if key not in self._picklable:
+            import pickle
+
             try:
                 pickle.dumps(grammar.language)
                 self._picklable[key] = True
@@ -208,6 +215,8 @@ class ParserPool:
     async def _search_files(
         self, pattern: Pattern | Rule, grammar: Grammar, todo: list[FileEntry], progress: Progress | None
     ) -> list[engine.FileResult]:
+        from tether_astgrep import engine
+
         loader = grammar.language
         total = sum(f.size for f in todo)
         if self.workers <= 1 or total < SMALL_JOB_BYTES or not self._can_fork_out(grammar):
@@ -283,6 +292,8 @@ class ParserPool:
         import multiprocessing
 
         from tether.procs import process
+
+        from tether_astgrep import engine
 
         before = {p.pid for p in multiprocessing.active_children()}
         if self._pool is None:

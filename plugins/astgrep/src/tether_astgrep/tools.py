@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import re
 from pathlib import Path
@@ -130,6 +129,8 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
     if language is not None:
         grammar = registry.by_id.get(language.strip().lower()) or pool.extra_grammar(language.strip().lower())
         if grammar is None:
+            import difflib
+
             from tether_astgrep.grammars import pack_ids
 
             others = sorted(set(pack_ids()) - set(registry.by_id))
@@ -412,6 +413,8 @@ def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) 
 
 
 def _diff(rel: str, old: bytes, new: bytes) -> list[str]:
+    import difflib
+
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
     return list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", n=1, lineterm=""))
