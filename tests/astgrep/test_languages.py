@@ -147,6 +147,22 @@ AGREE = [
     ("cpp", "{ $$$B }", "void f() {\n  { int a = 1; }\n  int b[] = { 1, 2 };\n}\n"),
     ("bash", 'echo "hi $A"', 'echo "hi $name"\necho "hi"\n'),
     ("c", "struct $A", "struct foo { int a; };\nstruct foo x;\nvoid f(struct bar *b) {}\n"),
+    # a lone braced list is a function's argument set to ast-grep (not an attribute set)
+    (
+        "nix",
+        "{ $$$A }",
+        "{ lib, ... }:\n{\n  x = { a = 1; };\n  f = { pkgs ? null, src }: pkgs;\n  g = y: { z = y; };\n}\n",
+    ),
+    (
+        "nix",
+        "{ $$$A, ... }",
+        "{ lib, ... }:\n{\n  x = { a = 1; };\n  f = { pkgs ? null, src }: pkgs;\n  g = y: { z = y; };\n}\n",
+    ),
+    (
+        "nix",
+        "{ $A, $B }",
+        "{ lib, ... }:\n{\n  x = { a = 1; };\n  f = { pkgs ? null, src }: pkgs;\n  g = y: { z = y; };\n}\n",
+    ),
 ]
 
 

@@ -268,7 +268,8 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
         ),
     ),
     ("lua", (".lua",), "$", (Rung("expression", "local x__ = PATTERN"),)),
-    ("nix", (".nix",), "_", (Rung("binding", "{ PATTERN }"),)),  # `name = $V;`, `inherit $$$A;`
+    # `name = $V;`, `inherit $$$A;`; a lone `{ $$$A }` is a function's argument set, as ast-grep reads it
+    ("nix", (".nix",), "_", (Rung("binding", "{ PATTERN }"), Rung("argument set", "PATTERN: x__"))),
     ("php", (".php",), "µ", ()),  # its own ladder below: the pack's php grammar embeds PHP in HTML
     ("ruby", (".rb", ".rbw", ".gemspec"), "µ", (Rung("class member", "class T__\nPATTERN\nend"),)),
     (
