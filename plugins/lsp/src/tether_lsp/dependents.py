@@ -107,7 +107,7 @@ def includers(conn: Connection, header: Path) -> Includers:
                     found.add(path)
     ordered = sorted(found)
     return Includers(
-        ordered[:OPEN_CAP], max(0, len(ordered) - OPEN_CAP), sorted(unread), len(scanned) >= SCAN_CAP
+        ordered[:OPEN_CAP], max(0, len(ordered) - OPEN_CAP), sorted(unread), conn.watcher.truncated
     )
 
 
