@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tether.plugins import QUIET_NS
 
 FIND = (
     "import json, sys\n"
@@ -44,22 +45,33 @@ class Site:
         return dist
 
     def settle(self) -> None:
-        """Date everything back a minute: what has been quiet that long may be remembered."""
+        """Date the site back a minute, and wait until the rest of the child's sys.path has been quiet
+        as long as the cache asks (a folder that just changed, the environment's own, is not trusted)."""
         past = time.time() - 60
         for path in [self.path, *self.path.rglob("*")]:
             os.utime(path, (past, past))
+        newest = self._run(
+            "from tether.plugins import _fingerprint\n"
+            "print(max(st[0] for item in _fingerprint() for st in item[1:] if st is not None))\n"
+        )
+        wait = (int(newest) + QUIET_NS - time.time_ns()) / 1e9
+        assert wait < 30, "the interpreter's own sys.path folders keep changing"
+        time.sleep(max(wait, 0) + 0.1)
 
-    def find(self) -> dict:
+    def _run(self, code: str) -> str:
         env = {
             **{k: v for k, v in os.environ.items() if k not in ("TETHER_PLUGINS", "TETHER_BLOCK_PLUGINS")},
             "XDG_CACHE_HOME": str(self.cache),
-            "PYTHONPATH": os.pathsep.join([str(self.path), *sys.path[1:]]),
+            "PYTHONPATH": str(self.path),
         }
         out = subprocess.run(
-            [sys.executable, "-c", FIND], capture_output=True, text=True, timeout=60, env=env, cwd=self.path
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=self.path
         )
         assert out.returncode == 0, out.stderr
-        answer = json.loads(out.stdout)
+        return out.stdout
+
+    def find(self) -> dict:
+        answer = json.loads(self._run(FIND))
         assert answer["found"] == answer["truth"]  # whether remembered or read, never another answer
         return answer
 
