@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -279,13 +280,40 @@ def test_a_sub_folder_walk_sees_a_change_above_it(tmp_path, git_home, listings, 
     assert after == fresh(root, root / "sub") != before
 
 
+def stamp_all(top: Path, ns: int) -> None:
+    for path in [top, *top.rglob("*")]:
+        os.utime(path, ns=(ns, ns), follow_symlinks=False)
+
+
 def test_a_tree_written_just_now_is_listed_again(tmp_path, git_home, listings):
-    """A folder changed within the racy window may change again within the same tick of the file system's
-    clock without its stamp moving: its listing is not reused."""
+    """A folder changed within one tick of the file system's clock before the listing may change again
+    within the same tick without its stamp moving: its listing is not reused."""
     root = project(tmp_path / "p")
+    stamp_all(tmp_path, time.time_ns() + 7)  # in nanoseconds, and as if made during the listing
     walk(root)
     walk(root)
     assert len(listings) == 2
+    stamp_all(tmp_path, time.time_ns() - tether.walk.RACY_NS * 5 + 7)  # older than a tick: reused
+    walk(root)
+    walk(root)
+    assert len(listings) == 3
+
+
+def test_whole_second_stamps_are_trusted_only_two_seconds_later(tmp_path, git_home, listings, monkeypatch):
+    """A file system that stamps in whole seconds (FAT, ext3) ticks once a second or two."""
+    root = project(tmp_path / "p")
+    began = (time.time_ns() // 10**9) * 10**9
+    monkeypatch.setattr(
+        tether.walk, "time", types.SimpleNamespace(time_ns=lambda: began)
+    )  # when listings begin
+    stamp_all(tmp_path, began - 10**9)  # a second before: older than a tick of a nanosecond clock
+    walk(root)
+    walk(root)
+    assert len(listings) == 2
+    stamp_all(tmp_path, began - tether.walk.COARSE_RACY_NS - 10**9)
+    walk(root)
+    walk(root)
+    assert len(listings) == 3
 
 
 def test_the_cache_is_bounded(tmp_path, git_home, listings, monkeypatch):

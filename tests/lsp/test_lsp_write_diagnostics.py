@@ -126,3 +126,19 @@ async def test_a_diagnostic_without_a_code_next_to_coded_ones_does_not_hide_a_ne
         assert {d["code"] for d in r.data["diagnostics"]} >= {None, "reportAssignmentType"}, r.plain
         r = await run.call("write", {"path": "ok.py", "content": 'y: int = "no"\n'})
         assert introduced(r) == [("ok.py", 1, "error", "reportAssignmentType")], r.plain
+
+
+async def test_a_references_search_is_not_taken_for_a_round_of_analysis(py_root):
+    # basedpyright reports each references search as work-done progress; on a token of the server's own it
+    # read as an analysis round ("a begin after the change, nothing in progress"), so a write whose round had
+    # not begun yet could end its wait on a references query running beside it
+    async with tether.open_run(py_root) as run:
+        args = {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        r = await run.call("lsp", args)
+        assert not r.is_error, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        begins = conn.begins
+        for _ in range(3):
+            r = await run.call("lsp", args)
+            assert not r.is_error and r.data["total"] >= 5, r.plain
+        assert conn.begins == begins, f"{conn.begins - begins} progress begins counted for 3 references"

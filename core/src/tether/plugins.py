@@ -22,6 +22,7 @@ cache: the metadata is read.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -120,7 +121,7 @@ class EntryPoint:
 def discovered_entry_points() -> tuple[EntryPoint, ...]:
     """Entry points of the ``tether`` group, read once per process, remembered across processes."""
     cache = _cache_file()
-    fingerprint = _fingerprint()
+    fingerprint = _fingerprint() if cache is not None else []
     remembered = _remembered(cache, fingerprint)
     if remembered is not None:
         return remembered
@@ -193,15 +194,17 @@ def _remember(cache: Path | None, fingerprint: list[Any], found: tuple[EntryPoin
     if cache is None or max(stamps, default=0) > time.time_ns() - QUIET_NS:
         return
     saved = {"fingerprint": fingerprint, "entry_points": [[ep.name, ep.module, ep.attr] for ep in found]}
+    partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
         partial.write_text(json.dumps(saved), encoding="utf-8")
         os.replace(partial, cache)
         for old in sorted(cache.parent.glob("entry-points-*.json"), key=_mtime, reverse=True)[CACHE_FILES:]:
             old.unlink(missing_ok=True)
     except OSError:
         log.debug("could not remember the entry points in %s", cache, exc_info=True)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)  # a full disk must not leave half a file behind
 
 
 def _mtime(path: Path) -> float:

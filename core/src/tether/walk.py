@@ -34,9 +34,11 @@ SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 GIT_TIMEOUT = 30.0
 CACHE_WALKS = 16  # listings kept (one per root and start folder)
 CACHE_PATHS = 400_000  # files kept across them, about 100 bytes each
-# a stamp this recent when the listing began may hide a change made during the listing within the same
-# tick of a coarse file system clock (FAT and some network file systems: up to 2 s): not reused then
-RACY_NS = 2_000_000_000
+# a stamp this recent when the listing began may hide a change made during the listing, within one tick
+# of the file system's clock: the listing is not reused then. Clocks that stamp in nanoseconds tick every
+# 1-10 ms (Linux's coarse clock); where every stamp is a whole second (FAT: 2 s, ext3: 1 s), 2 s
+RACY_NS = 100_000_000
+COARSE_RACY_NS = 2_000_000_000
 IGNORE_FILES = (".gitignore", ".ignore")
 # (mtime_ns, ctime_ns, size, inode), or None where nothing exists
 Stamp = tuple[int, int, int, int] | None
@@ -221,8 +223,10 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
         rules = {path: was for path, was in stamps.items() if path not in folder_stamps}
         for folder in _not_git_ignored(start, [f for f in left_out if not skipped_folder(f)], rules):
             _add_folders(stamps, _subtree_stamps(f"{base}/{folder}", skipped_folder, folder))
-    recent = began - RACY_NS
-    trusted = all(s is None or s[0] < recent for s in stamps.values())
+    times = [s[0] for s in stamps.values() if s is not None]
+    coarse = all(t % 1_000_000_000 == 0 for t in times)
+    recent = began - (COARSE_RACY_NS if coarse else RACY_NS)
+    trusted = all(t < recent for t in times)
     return _Listing(via, tuple(regular), ignored, stamps if trusted else None, there), regular
 
 

@@ -31,6 +31,9 @@ TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
 ROUNDS_KEPT = 8  # round times kept per server, for the budget of a write (write_diagnostics.budget)
 
 
+OWN_PROGRESS = "tether-progress-"  # the prefix of the work-done tokens tether gives its requests
+
+
 class ServerDied(Exception):
     """The server process exited (or was killed) while we needed it."""
 
@@ -331,6 +334,8 @@ class Connection:
         @client.feature("$/progress")
         def _progress(params: Any) -> None:
             token = str(message_field(params, "token"))
+            if token.startswith(OWN_PROGRESS):
+                return  # a request's own progress (see own_token), not an analysis round
             kind = message_field(message_field(params, "value"), "kind")
             if kind == "begin":
                 conn.progress_tokens.add(token)
@@ -450,6 +455,12 @@ class Connection:
         if self.server.cancel_requests:
             protocol.notify("$/cancelRequest", self.lsp.CancelParams(id=msg_id))
         raise RequestTimeout(method, timeout)
+
+    def own_token(self) -> str:
+        """A work-done token for one request: a server reports that request's progress on it (basedpyright's
+        references search: a begin and an end per call), where it would otherwise create a token that reads
+        as a round of analysis."""
+        return f"{OWN_PROGRESS}{next(self._ids)}"
 
     def notify(self, method: str, params: Any) -> None:
         if self.alive:

@@ -267,6 +267,9 @@ class Supervisor:
         raise AssertionError("unreachable")
 
     async def request(self, conn: Connection, method: str, params: Any) -> Any:
+        """A query of a tool (never the handshake): its own progress is reported on a token of ours."""
+        if hasattr(params, "work_done_token") and params.work_done_token is None:
+            params.work_done_token = conn.own_token()
         return await conn.request(method, params, self.option("lsp_request_timeout"))
 
     async def reload(self, root: Path | None = None) -> list[str]:
