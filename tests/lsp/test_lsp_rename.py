@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 import tether
 import tether.atomic
@@ -204,3 +206,31 @@ async def test_rename_counts_lines_as_the_server_does_not_at_form_feeds_or_line_
         assert {(x["file"], x["line"]) for x in r.data["locations"]} == {("f.py", 1), ("f.py", 7)}, r.plain
         r = await run.call("read", {"path": "f.py"})
         assert "     7\t    return h2(2)" in r.plain, r.plain
+
+
+async def test_leftovers_of_references_and_rename_include_gitignored_files_outside_the_program(py_root):
+    """A .gitignore'd script outside pyright's include is a file the model can see and edit: the
+    leftover search of references and of lsp_rename names the old name written there."""
+    (py_root / "pyproject.toml").write_text(
+        '[project]\nname = "sample"\nversion = "0"\n\n[tool.basedpyright]\ninclude = ["pkg"]\n'
+    )
+    (py_root / ".gitignore").write_text("scripts/\n")
+    (py_root / "scripts").mkdir()
+    (py_root / "scripts" / "report.py").write_text('from pkg.util import greet\n\nprint(greet("r"))\n')
+    git = ["git", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], cwd=py_root, check=True)
+    subprocess.run([*git, "add", "."], cwd=py_root, check=True)
+    async with tether.open_run(py_root) as run:
+        refs = await run.call(
+            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
+        assert not refs.is_error, refs.plain
+        assert {"file": "scripts/report.py", "line": 3} in refs.data["outside_program"], refs.plain
+        assert not any(loc["file"] == "scripts/report.py" for loc in refs.data["locations"]), refs.plain
+        r = await run.call(
+            "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+        )
+        assert not r.is_error, r.plain
+    assert "scripts/report.py" not in {f["file"] for f in r.data["files"]}, r.plain
+    assert {"file": "scripts/report.py", "line": 3} in r.data["not_renamed"], r.plain
+    assert 'scripts/report.py:3: print(greet("r"))' in r.plain, r.plain

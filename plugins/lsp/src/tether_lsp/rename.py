@@ -126,7 +126,8 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         if left:
             lines.append(
                 f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
-                f"(files outside {conn.server.id}'s program, such as tests outside pyright's or tsconfig's include, or "
+                f"(files outside {conn.server.id}'s program, .gitignore'd ones included, such as tests outside pyright's or "
+                "tsconfig's include, or "
                 "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
             )
             lines += occurrence_lines(left)
