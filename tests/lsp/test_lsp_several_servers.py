@@ -182,3 +182,50 @@ async def test_workspace_symbols_follow_the_order_of_lsp_servers(py_root):
                 (s["file"], s["line"], s["column"]) for s in r.data["symbols"] if s["name"] == "Greeter"
             ]
             assert greeters == [("pkg/util.py", 6, column)], r.plain
+
+
+async def test_code_actions_are_bounded_and_one_servers_crash_waits_for_the_others(py_root, monkeypatch):
+    """The actions are capped (the rest counted), a failed server's error is one bounded line, and an
+    unexpected error of one server is raised only once the other server's request is done: nothing of
+    the call is left running behind its answer."""
+    from tether.tools import ToolError
+    from tether_lsp import queries
+    from tether_lsp.supervisor import Supervisor
+
+    (py_root / "pkg/extra.py").write_text(
+        'import os\n\nfrom pkg.util import greet\n\nvalue: int = greet("x")\n'
+    )
+    ask = {"action": "code_actions", "file": "pkg/extra.py", "line": 1, "symbol": "os"}
+    on = Supervisor._on
+    ruff_fails: list[BaseException] = []
+    finished: list[str] = []
+
+    async def spy(self, avail, path, fn):
+        if avail.server.id == "ruff" and ruff_fails:
+            raise ruff_fails[0]
+        answer = await on(self, avail, path, fn)
+        finished.append(avail.server.id)
+        return answer
+
+    monkeypatch.setattr(Supervisor, "_on", spy)
+    monkeypatch.setattr(queries, "CODE_ACTIONS_CAP", 2)
+    async with tether.open_run(py_root, options=BOTH) as run:
+        r = await run.call("lsp", ask)
+        assert not r.is_error, r.plain
+        total = r.data["total"]
+        assert total > 2 and len(r.data["actions"]) == 2 and r.data["not_shown"] == total - 2, r.plain
+        assert f"[{total - 2} more not shown (showing 2 of {total})" in r.plain, r.plain
+        assert r.plain.count("\n") < 6, r.plain
+
+        ruff_fails.append(ToolError("ruff broke: " + "x" * 5000 + "\nsecond line of a long report"))
+        r = await run.call("lsp", ask)
+        assert not r.is_error, r.plain
+        (none,) = [line for line in r.plain.splitlines() if line.startswith("none from ruff: ")]
+        assert len(none) < 300 and none.endswith("..."), none
+        assert "second line" not in r.plain, r.plain
+
+        ruff_fails[0] = RuntimeError("an unexpected failure")
+        finished.clear()
+        r = await run.call("lsp", ask)
+        assert r.is_error, r.plain
+        assert finished == ["basedpyright"], "basedpyright's request was still running behind the answer"

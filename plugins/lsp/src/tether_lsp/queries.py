@@ -43,6 +43,8 @@ REFERENCES_CAP = 50
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
 HOVER_CHARS = 6000
+CODE_ACTIONS_CAP = 30
+FAILURE_CHARS = 200  # of a server's error, said beside another server's code actions
 LOCAL_SCOPES = {"function", "method", "constructor"}  # an outline does not list what is declared inside these
 OUTLINE_KINDS = LOCAL_SCOPES | {
     "class",
@@ -241,6 +243,7 @@ async def code_actions(
     """The code actions of every server of the file for the symbol, merged in the servers' order, each
     said with its server; a server that has none, or failed, is said too when another one has some."""
     where = f"'{symbol}' at {rel}:{line}"
+    asked: list[Any] = []  # the connections that answered, for their "still analysing" notes
 
     async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
         lsp = conn.lsp
@@ -270,6 +273,7 @@ async def code_actions(
                 actions.append(
                     {"title": title, "kind": getattr(kind, "value", kind), "server": conn.server.id}
                 )
+        asked.append(conn)
         return actions
 
     answers = await sup.with_every(path, ask)
@@ -279,19 +283,28 @@ async def code_actions(
         if len(failed) == len(answers):
             raise failed[0]
         return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
+    shown = actions[:CODE_ACTIONS_CAP]
     lines = [f"{len(actions)} code action(s) for {where}:"]
     lines += [
         f"{n}. {a['title']}" + (f" [{a['kind']}]" if a["kind"] else "") + f" ({a['server']})"
-        for n, a in enumerate(actions, 1)
+        for n, a in enumerate(shown, 1)
     ]
-    lines += [
-        f"none from {server.id}: {found.message}"
-        if isinstance(found, ToolError)
-        else f"none from {server.id}"
-        for server, found in answers
-        if isinstance(found, ToolError) or not found
-    ]
-    return ToolResult.text("\n".join(lines), {"actions": actions})
+    if len(actions) > len(shown):
+        lines.append(
+            f"[{len(actions) - len(shown)} more not shown (showing {len(shown)} of {len(actions)}); "
+            "name a narrower symbol to see fewer]"
+        )
+    for server, found in answers:
+        if isinstance(found, ToolError):
+            why = found.message.splitlines()[0] if found.message else ""
+            cut = why[:FAILURE_CHARS] + ("..." if len(why) > FAILURE_CHARS else "")
+            lines.append(f"none from {server.id}" + (f": {cut}" if cut else ""))
+        elif not found:
+            lines.append(f"none from {server.id}")
+    lines += [note for conn in asked if (note := analysing_note(conn))]
+    return ToolResult.text(
+        "\n".join(lines), {"actions": shown, "total": len(actions), "not_shown": len(actions) - len(shown)}
+    )
 
 
 def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, Any]]:
@@ -580,10 +593,11 @@ def _searches(conn: Any) -> bool:
 
 def open_some_file(conn: Any) -> Any:
     """Open the source file nearest to the server's root (its first extension first, e.g. src/index.ts) so
-    that a server which searches only the projects of open files (tsserver: "No Project") has one."""
+    that a server which searches only the projects of open files (tsserver: "No Project") has one. The
+    files are the watcher's, scanned at the server's start and by the query's refresh (off the loop)."""
     order = {ext: n for n, ext in enumerate(conn.server.extensions)}
     files = sorted(
-        conn.watcher.files or conn.watcher.scan(),
+        conn.watcher.files,
         key=lambda p: (order.get(p.suffix, len(order)), len(p.relative_to(conn.root).parts), str(p)),
     )
     for path in files:

@@ -215,7 +215,8 @@ class Supervisor:
     async def with_every(
         self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]
     ) -> list[tuple[ServerDef, T | ToolError]]:
-        """``fn``'s answer from every server of the file, asked at the same time; a server's failure is its answer."""
+        """``fn``'s answer from every server of the file, asked at the same time; a server's failure is its answer.
+        Any other exception is raised once every server is done (none is left running)."""
 
         async def one(avail: Availability) -> tuple[ServerDef, T | ToolError]:
             try:
@@ -223,7 +224,11 @@ class Supervisor:
             except ToolError as exc:
                 return avail.server, exc
 
-        return list(await asyncio.gather(*(one(a) for a in await self.serving(path))))
+        done = await asyncio.gather(*(one(a) for a in await self.serving(path)), return_exceptions=True)
+        for answer in done:
+            if isinstance(answer, BaseException):
+                raise answer
+        return [answer for answer in done if not isinstance(answer, BaseException)]
 
     async def _on(self, avail: Availability, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
         """Run ``fn`` against one server with the file open and everything re-synced.
