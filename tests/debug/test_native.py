@@ -487,6 +487,56 @@ async def test_c_attach_the_kernel_refuses_is_one_paragraph_naming_the_fix(
         target.wait(timeout=10)
 
 
+async def test_c_attach_to_a_process_another_tracer_holds_names_that_tracer(
+    c_loop, open_debug, no_leftover_processes
+):
+    """lldb says "lost connection" here too; the kernel shows why (TracerPid), and that is what is said."""
+    import asyncio
+    import time
+
+    strace, sleep = shutil.which("strace"), shutil.which("sleep")
+    if strace is None or sleep is None:
+        pytest.skip("needs strace to hold a process as its tracer")
+    target = subprocess.Popen([sleep, "300"])
+    tracer = subprocess.Popen([strace, "-p", str(target.pid)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while f"TracerPid:\t{tracer.pid}" not in Path(f"/proc/{target.pid}/status").read_text():
+            assert time.monotonic() < deadline and tracer.poll() is None, "strace never attached"
+            await asyncio.sleep(0.05)
+        async with open_debug(c_loop, debug_launch_timeout=60) as debug:
+            refused = await debug.err(action="attach", pid=target.pid)
+            assert refused.data["error"] == "attach_failed"
+            assert (
+                f"process {target.pid} is already traced by pid {tracer.pid} (strace), and a process can have "
+                "only one tracer. Detach that one" in refused.plain
+            )
+            assert "EPERM" not in refused.plain and "CAP_SYS_PTRACE" not in refused.plain
+            assert "\n" not in refused.plain
+            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+        assert target.poll() is None
+    finally:
+        tracer.kill()
+        tracer.wait(timeout=10)
+        target.kill()
+        target.wait(timeout=10)
+
+
+def test_a_lost_connection_without_evidence_says_both_causes():
+    """No other tracer, and a debugger that may trace: lldb's two words could be either cause."""
+    from tether_debug.running import lost_connection
+
+    sleep = subprocess.Popen(["sleep", "300"])
+    try:
+        said = lost_connection(sleep.pid, None)
+    finally:
+        sleep.kill()
+        sleep.wait(timeout=10)
+    assert "what it says when the kernel refuses ptrace, or when its debug server failed" in said
+    assert "If ptrace is refused:" in said and f"run `lldb -p {sleep.pid}`" in said
+    assert "already traced" not in said and "EPERM here" not in said
+
+
 async def test_c_sigsegv_is_reported_as_the_signal(c_project, open_debug, no_leftover_processes):
     async with open_debug(c_project) as debug:
         await debug.ok(action="launch", program="crash")
@@ -687,6 +737,131 @@ async def test_a_go_build_over_the_launch_bound_is_stopped_and_said(
         assert not list(debug.run.private_dir().glob("debug-build-*"))
 
 
+def _tagged(run) -> list:
+    """The live processes that carry the run's tag (what it started, and what they started)."""
+    import psutil
+    from tether.procs import TAG
+
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.environ().get(TAG, "").startswith(run.id) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.info["name"])
+        except psutil.Error:
+            pass
+    return found
+
+
+async def test_a_go_launch_cancelled_mid_build_stops_the_build_and_leaves_no_binary(
+    go_more, open_debug, no_leftover_processes
+):
+    import asyncio
+    import time
+
+    async with open_debug(go_more, debug_launch_timeout=300) as debug:
+        # -a rebuilds the standard library too: seconds of compiling, cancelled while go's compilers run
+        launch = asyncio.create_task(debug(action="launch", program="loop", env={"GOFLAGS": "-a"}))
+        deadline = time.monotonic() + 120
+        while "compile" not in _tagged(debug.run):
+            assert time.monotonic() < deadline and not launch.done(), "go build never started compiling"
+            await asyncio.sleep(0.05)
+        launch.cancel()
+        await asyncio.gather(launch, return_exceptions=True)
+        # while the run is still open: nothing of the build runs on, nothing it wrote is left
+        assert _tagged(debug.run) == []
+        assert not [p for p in debug.run.private_dir().rglob("*") if p.name != ".owner"]
+        assert (await debug.ok(action="status")).plain.startswith("no debug session is running")
+
+
+NOEXEC_LAUNCH = """
+import asyncio, json, pathlib, sys
+import tether
+
+async def main():
+    root = pathlib.Path(sys.argv[1])
+    options = {"debug_launch_timeout": 120, "debug_stop_timeout": 60}
+    async with tether.open_run(root, conversation_id="c", options=options) as run:
+        said = {}
+        await run.call("debug", {"action": "breakpoints", "file": "loop/main.go", "lines": [12]})
+        said["loop"] = (await run.call("debug", {"action": "launch", "program": "loop"})).plain
+        said["scratch"] = [p.name for p in root.glob(".tether-debug-build-*")]
+        await run.call("debug", {"action": "terminate"})
+        said["left"] = [p.name for p in root.glob(".tether-debug-build-*")]
+        said["lib"] = (await run.call("debug", {"action": "launch", "program": "lib"})).plain
+    print(json.dumps(said))
+
+asyncio.run(main())
+"""
+
+
+def test_a_go_program_builds_and_runs_where_the_temporary_directory_is_noexec(go_more, tmp_path):
+    """TMPDIR on a noexec mount: the program is built where it can run, and a library is told by content."""
+    import json
+    import sys
+
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("needs root and unshare to mount a noexec temporary directory")
+    noexec = tmp_path / "noexec"
+    noexec.mkdir()
+    mount = 'mount -t tmpfs -o noexec tmpfs "$1" && TMPDIR="$1" exec "$2" -c "$3" "$4"'
+    done = subprocess.run(
+        [
+            unshare,
+            "--mount",
+            "sh",
+            "-c",
+            mount,
+            "sh",
+            str(noexec),
+            sys.executable,
+            NOEXEC_LAUNCH,
+            str(go_more),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert "stopped (breakpoint) at loop/main.go:12" in said["loop"], said["loop"]
+    assert len(said["scratch"]) == 1 and said["left"] == []  # in the root while it runs, gone after
+    assert "'lib' is a library package (no package main)" in said["lib"]
+
+
+async def test_go_trimpath_in_the_launch_env_still_binds_breakpoints(
+    go_more, open_debug, no_leftover_processes
+):
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        await debug.ok(action="breakpoints", file="loop/main.go", lines=[12])
+        stopped = await debug.ok(action="launch", program="loop", env={"GOFLAGS": "-trimpath"})
+        assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == ("loop/main.go", 12)
+        await debug.ok(action="terminate")
+
+
+async def test_go_tests_run_in_their_package_directory_as_under_go_test(
+    go_more, open_debug, no_leftover_processes
+):
+    files = {
+        "datat/data.go": "package datat\n",
+        "datat/testdata/in.txt": "from testdata\n",
+        "datat/data_test.go": (
+            'package datat\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestData(t *testing.T) {\n'
+            '\tb, err := os.ReadFile("testdata/in.txt")\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n'
+            "\tt.Log(string(b))\n}\n"
+        ),
+    }
+    for name, text in files.items():
+        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
+        (go_more / name).write_text(text)
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        ended = await debug.ok(action="launch", program="datat", test=True, args=["-test.v"])
+        assert "from testdata" in ended.data["output"] and "PASS" in ended.data["output"], ended.plain
+        # a cwd the model names still wins
+        elsewhere = await debug.ok(action="launch", program="datat", test=True, cwd="lib")
+        assert "no such file or directory" in elsewhere.data["output"], elsewhere.plain
+
+
 async def test_go_tests_of_a_package_without_any_are_refused(go_more, open_debug, no_leftover_processes):
     async with open_debug(go_more, debug_launch_timeout=60) as debug:
         none = await debug.err(action="launch", program="loop", test=True)
@@ -702,11 +877,20 @@ async def test_go_build_in_a_run_that_does_not_trust_its_root_downloads_nothing(
     (tmp_path / "main.go").write_text(
         'package main\n\nimport "example.com/nosuch"\n\nfunc main() { nosuch.F() }\n'
     )
+    (tmp_path / "typo" / "main.go").parent.mkdir()
+    (tmp_path / "typo" / "main.go").write_text(
+        'package main\n\nfunc main() {\n\tvar x int = "s"\n\t_ = x\n}\n'
+    )
     async with open_debug(tmp_path, trust=False, debug_launch_timeout=60) as debug:
-        # -mod=mod would look the module up; the untrusted run's GOPROXY=off forbids it
-        failed = await debug.err(action="launch", program=".", env={"GOFLAGS": "-mod=mod"})
+        # -mod=mod would look the module up; the untrusted run's GOPROXY=off forbids it, also over
+        # a GOPROXY of the launch's own env
+        env = {"GOFLAGS": "-mod=mod", "GOPROXY": "https://proxy.golang.org"}
+        failed = await debug.err(action="launch", program=".", env=env)
+        # a build error of the code itself is not blamed on the variables
+        typo = await debug.err(action="launch", program="typo")
     assert "module lookup disabled by GOPROXY=off" in failed.plain
     assert "GOTOOLCHAIN=local GOPROXY=off GOVCS=*:off: nothing is downloaded" in failed.plain
+    assert "cannot use" in typo.plain and "does not trust its root" not in typo.plain
 
 
 async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(

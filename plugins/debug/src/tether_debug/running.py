@@ -174,11 +174,12 @@ async def launch(
     timeout = launch_timeout(run)
     try:
         if adapter.build is not None:
-            new.scratch = Path(tempfile.mkdtemp(prefix="debug-build-", dir=run.private_dir()))
+            new.scratch = _scratch(run)
             build = adapter.build(request, new.scratch)
             if build is not None:  # built here, so a build error is the build's own answer
                 await new.build(build, run, timeout)
-                request = attrs.evolve(request, program=build.output, test=False)
+                cwd = build.run_in if args.cwd is None and build.run_in is not None else request.cwd
+                request = attrs.evolve(request, program=build.output, test=False, cwd=cwd)
         await new.start(availability.located, run.root, run, timeout)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout
@@ -254,20 +255,13 @@ async def attach(
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
     except (SessionError, DapError) as exc:
-        await new.close()
+        debugger = new.proc.pid if new.proc is not None and new.proc.returncode is None else None
         message = exc.message if isinstance(exc, DapError) else str(exc)
-        if by_pid and message.strip() == LLDB_LOST:
-            # lldb-19's whole answer when ptrace refused its server (EPERM), seen here under strace
-            message = (
-                "lldb's debug server could not attach (lldb says only 'lost connection', its answer when "
-                "the kernel refuses ptrace with EPERM)"
-            )
-        if by_pid and ("not permitted" in message or "ptrace" in message.lower()):
-            message += (
-                ". The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
-                "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE for the debugger; containers and "
-                "sandboxes may drop it). Launch the program under the debugger instead (action='launch')."
-            )
+        if by_pid and message.strip() == LLDB_LOST:  # read before the adapter is gone
+            message = lost_connection(number, debugger)
+        elif by_pid and ("not permitted" in message or "ptrace" in message.lower()):
+            message += f". {PTRACE_FORBIDDEN}"
+        await new.close()
         raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
     except BaseException:
         await asyncio.shield(new.close())
@@ -277,7 +271,79 @@ async def attach(
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
 
 
-LLDB_LOST = "lost connection"
+def _scratch(run: Run) -> Path:
+    """A new directory for the program a build writes: in the run's private directory, or, where that
+    is on a noexec mount (a program there cannot run), in the root; removed when the session closes."""
+    places = (
+        (run.private_dir(), "debug-build-", "the run's temporary directory"),
+        (run.root, ".tether-debug-build-", "the root"),
+    )
+    for base, prefix, said in places:
+        if os.statvfs(base).f_flag & os.ST_NOEXEC:
+            continue
+        try:
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        except OSError as exc:
+            raise SessionError(
+                f"could not make a directory for the build's program in {said}: {exc.strerror}"
+            ) from None
+    raise SessionError(
+        "the temporary directory and the root are both on noexec mounts, so a program built there cannot "
+        "run; set TMPDIR to a directory on a mount that allows executables, or build the program yourself "
+        "(`go build -gcflags='all=-N -l'`) somewhere it can run and launch that binary"
+    )
+
+
+LLDB_LOST = "lost connection"  # lldb-19's whole answer when its debug server could not attach
+PTRACE_FORBIDDEN = (
+    "The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
+    "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE for the debugger; containers and "
+    "sandboxes may drop it). Launch the program under the debugger instead (action='launch')."
+)
+CAP_SYS_PTRACE = 19
+
+
+def _status(pid: int) -> dict[str, str]:
+    """/proc/<pid>/status as fields (empty when it cannot be read: gone, or not Linux)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in text.splitlines())}
+
+
+def lost_connection(pid: int, debugger: int | None) -> str:
+    """What lldb's bare "lost connection" on attaching to ``pid`` means, told by what the kernel shows.
+
+    Another tracer (TracerPid), or a debugger without CAP_SYS_PTRACE facing another user's process
+    (an EPERM, seen under strace); with neither, both causes are said, as lldb cannot tell them apart.
+    """
+    target = _status(pid)
+    tracer = int(target.get("TracerPid", "0") or 0)
+    if tracer:
+        name = _status(tracer).get("Name", "unknown")
+        return (
+            f"lldb's debug server could not attach: process {pid} is already traced by pid {tracer} ({name}), "
+            "and a process can have only one tracer. Detach that one (end it, or detach in it) and attach "
+            "again, or launch the program under the debugger instead (action='launch')."
+        )
+    own = _status(debugger if debugger is not None else os.getpid())
+    capabilities = int(own.get("CapEff", "0") or "0", 16)
+    uid = target.get("Uid", "").split()[:1]
+    if target and own and not capabilities & (1 << CAP_SYS_PTRACE) and uid != own.get("Uid", "").split()[:1]:
+        return (
+            "lldb's debug server could not attach (lldb says only 'lost connection'; the kernel refuses ptrace "
+            "with EPERM here: the process belongs to another user and the debugger lacks CAP_SYS_PTRACE). "
+            + PTRACE_FORBIDDEN
+        )
+    return (
+        "lldb's debug server could not attach (lldb says only 'lost connection': what it says when the kernel "
+        "refuses ptrace, or when its debug server failed). If ptrace is refused: "
+        + PTRACE_FORBIDDEN
+        + f" If the debug server failed: run `lldb -p {pid}` in a shell to see its own error."
+    )
+
+
 YAMA_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 
 

@@ -212,6 +212,7 @@ class Session:
         self._envelope_decided = False
         self._inside: sandbox.Envelope | None = None
         self.scratch: Path | None = None  # where a build writes the program; removed at close
+        self.building: asyncio.subprocess.Process | None = None  # the build, stopped at close
 
     # -- starting ---------------------------------------------------------------------------------
 
@@ -239,7 +240,7 @@ class Session:
         if envelope is not None:
             argv = list(envelope.wrap(argv))
         untrusted = {} if run.trusted else build.untrusted_env
-        env = run.child_env({**os.environ, **untrusted, **build.env})
+        env = run.child_env({**os.environ, **build.env, **untrusted})  # the launch's env cannot lift them
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -254,25 +255,36 @@ class Session:
         except OSError as exc:
             raise SessionError(f"could not run `{build.shown}`: {exc}") from None
         run.track_process(proc)
+        self.building = proc
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout)
         except TimeoutError:
-            await run.stop_process(proc)
             raise SessionError(
                 f"`{build.shown}` did not finish within {timeout:g} s (debug_launch_timeout sets the bound)"
             ) from None
+        finally:
+            # stopped, with the compilers it started, on a timeout and on a cancel alike: else it runs
+            # on and writes the binary back into the directory close() removes
+            if proc.returncode is None:
+                await asyncio.shield(run.stop_process(proc))
+        if proc.returncode is not None and proc.returncode < 0:
+            raise SessionError(f"`{build.shown}` was killed by {signal.Signals(-proc.returncode).name}")
         if proc.returncode != 0:
             text = out.decode(errors="replace").replace(f"{run.root}{os.sep}", "")
             said = f"the build failed (`{build.shown}`, exit status {proc.returncode}):\n{_bounded(text, build.shown)}"
-            if untrusted:
+            if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
                 said += (
                     "\n(this run does not trust its root, so the build ran with "
                     + " ".join(f"{k}={v}" for k, v in untrusted.items())
                     + ": nothing is downloaded; the run option trust lifts it)"
                 )
             raise SessionError(said)
-        if not (build.output.is_file() and os.access(build.output, os.X_OK)):
-            raise SessionError(build.no_output)
+        # a library package builds an archive, not a program: told by its content (a noexec mount
+        # would make the mode bits say the same of a program)
+        with contextlib.suppress(OSError), build.output.open("rb") as fh:
+            if not fh.read(8).startswith(b"!<arch>"):
+                return
+        raise SessionError(build.no_output)
 
     async def start(self, located: Located, root: Path, run: Any, start_timeout: float) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
@@ -830,6 +842,9 @@ class Session:
                 await asyncio.wait_for(proc.wait(), 1.0)
             except TimeoutError:
                 pass
+        building = self.building
+        if building is not None and building.returncode is None:  # a second cancel cut its own stop short
+            await self._run.stop_process(building)
         if self.scratch is not None:
             await asyncio.to_thread(shutil.rmtree, self.scratch, True)
 
