@@ -60,6 +60,7 @@ SECTIONS = [
         "tether_debug.hookspecs",
         [
             "tether_debug.adapters:AdapterDef",
+            "tether_debug.adapters:Build",
             "tether_debug.adapters:LaunchRequest",
             "tether_debug.adapters:Located",
         ],

@@ -336,3 +336,115 @@ def test_a_work_tree_made_above_the_start_folder_is_seen(tmp_path, git_home, lis
     git(root, "init", "-q")  # sub itself does not change
     after = entries(walk(root, root / "sub"))
     assert after == fresh(root, root / "sub") and after[-1][2] == "git"
+
+
+def test_a_nested_venv_that_stops_being_one_is_seen(tmp_path, git_home, listings):
+    """A venv inside a folder git lists no file from is left out for its content (pyvenv.cfg): its own
+    stamp is kept, so removing that file (which changes it) is seen."""
+    root = tmp_path / "p"
+    put(root, "a.py")
+    git(root, "init", "-q")
+    git(root, "add", "a.py")
+    git(root, "commit", "-qm", "a")
+    put(root, "tools/env/pyvenv.cfg", "home = /usr\n")
+    put(root, "tools/env/x.py")
+    age(tmp_path)
+    before = entries(walk(root))
+    assert entries(walk(root)) == before and len(listings) == 1
+    (root / "tools/env/pyvenv.cfg").unlink()
+    after = entries(walk(root))
+    assert after == fresh(root) != before
+    assert names(root, walk(root)) == git_keeps(root) == {"a.py", "tools/env/x.py"}
+
+
+INCLUDES = [
+    ("an included file names another excludes file", "include.path", True),
+    ("an included file is created", "include.path", False),
+    ("a conditionally included file names another", "includeIf.gitdir:{root}/.path", True),
+]
+
+
+@pytest.mark.parametrize(("key", "made"), [(k, m) for _, k, m in INCLUDES], ids=[n for n, _, _ in INCLUDES])
+def test_a_change_in_a_config_file_git_includes_is_seen(tmp_path, git_home, listings, key, made):
+    root = tmp_path / "p"
+    put(root, "a.py")
+    put(root, "b.log")
+    git(root, "init", "-q")
+    git(root, "add", "a.py")
+    (git_home / "ex1").write_text("*.log\n")
+    (git_home / "ex2").write_text("*.tmp\n")
+    included = root / ".git" / "inc.cfg"  # a relative include.path is relative to the including file
+    git(root, "config", key.format(root=root), "inc.cfg")
+    (git_home / ".gitconfig").write_text("[core]\n\texcludesFile = " + str(git_home / "ex1") + "\n")
+    if made:
+        included.write_text(f"[core]\n\texcludesFile = {git_home / 'ex1'}\n")
+    age(tmp_path)
+    before = entries(walk(root))
+    assert entries(walk(root)) == before and len(listings) == 1
+    assert names(root, walk(root)) == {"a.py"}
+    included.write_text(f"[core]\n\texcludesFile = {git_home / 'ex2'}\n")
+    after = entries(walk(root))
+    assert after == fresh(root) != before
+    assert names(root, walk(root)) == git_keeps(root) == {"a.py", "b.log"}
+
+
+@pytest.mark.parametrize("kind", ["git", "plain"])
+@pytest.mark.parametrize("linked", ["root", "start"])
+def test_a_symlinked_folder_is_watched_where_it_really_is(tmp_path, git_home, listings, kind, linked):
+    root = tree(tmp_path, kind)
+    link = tmp_path / "link"
+    if linked == "root":
+        link.symlink_to(root)
+        top, start, real = link, link, root
+    else:
+        (root / "sub" / "inner").mkdir()
+        put(root, "sub/inner/i.py")
+        (root / "in").symlink_to("sub/inner")
+        age(tmp_path)
+        top, start, real = root, root / "in", root / "sub" / "inner"
+    before = entries(walk(top, start))
+    assert entries(walk(top, start)) == before and len(listings) == 1
+    put(real, "new.py")
+    after = entries(walk(top, start))
+    assert after == fresh(top, start) != before
+    assert os.path.join(start, "new.py") in {f[0] for f in after}  # named as asked for, not resolved
+
+
+class _ClearedMeanwhile(dict):
+    """A memo that another walk's thread clears right after this one saw a key in it."""
+
+    def __contains__(self, key):
+        found = super().__contains__(key)
+        self.clear()
+        return found
+
+
+@pytest.mark.parametrize("memo", ["_excludes", "_not_ignored"])
+def test_a_git_answer_forgotten_by_another_thread_meanwhile_is_asked_again(
+    tmp_path, git_home, listings, monkeypatch, memo
+):
+    root = tree(tmp_path, "git")
+    expected = fresh(root)
+    assert getattr(tether.walk, memo)  # the answer is remembered
+    monkeypatch.setattr(tether.walk, memo, _ClearedMeanwhile(getattr(tether.walk, memo)))
+    tether.walk._cache.clear()  # the listing is made again, with the remembered answers
+    assert entries(walk(root)) == expected
+
+
+def test_a_whole_second_stamp_among_nanosecond_ones_waits_two_seconds(
+    tmp_path, git_home, listings, monkeypatch
+):
+    """The racy window is chosen per stamp: a file copied with its date kept, or on a second mount with
+    a coarser clock, stamps whole seconds while the rest of the tree stamps nanoseconds."""
+    root = project(tmp_path / "p")
+    began = (time.time_ns() // 10**9) * 10**9
+    monkeypatch.setattr(tether.walk, "time", types.SimpleNamespace(time_ns=lambda: began))
+    stamp_all(tmp_path, began - tether.walk.COARSE_RACY_NS * 3 + 7)  # nanoseconds, long ago
+    os.utime(root / "sub", ns=(began - 10**9, began - 10**9))  # a whole second, one second before
+    walk(root)
+    walk(root)
+    assert len(listings) == 2
+    os.utime(root / "sub", ns=(began - 3 * 10**9, began - 3 * 10**9))
+    walk(root)
+    walk(root)
+    assert len(listings) == 3

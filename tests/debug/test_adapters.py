@@ -93,7 +93,8 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
 
     # tether builds as delve would, then delve runs the binary (mode exec)
     package = built(tmp_path)
-    assert package.argv == ("go", "build", "-o", str(out / tmp_path.name), "-gcflags", "all=-N -l", ".")
+    flags = ("-gcflags", "all=-N -l", "-trimpath=false")  # the sources' full paths, whatever GOFLAGS says
+    assert package.argv == ("go", "build", "-o", str(out / tmp_path.name), *flags, ".")
     assert package.shown == "go build -gcflags='all=-N -l' ."
     assert built(tmp_path, test=True).argv[:3] == ("go", "test", "-c")
     (tmp_path / "main_test.go").write_text("package main\n")
@@ -105,6 +106,7 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     binary = tmp_path / "prog.test"
     binary.write_bytes(b"\x7fELF" + b"\0" * 100 + b"\xff Go buildinf:")
     assert build(binary) is None  # a binary is run as it is
+    assert build(binary, test=True) is None  # a test binary too: not rebuilt as a package
     config = delve.launch_config(
         LaunchRequest(binary, ["-test.v"], tmp_path, Located(("dlv",)), cwd=tmp_path)
     )

@@ -829,6 +829,39 @@ def test_a_go_program_builds_and_runs_where_the_temporary_directory_is_noexec(go
     assert "'lib' is a library package (no package main)" in said["lib"]
 
 
+async def test_go_trimpath_in_the_launch_env_still_binds_breakpoints(
+    go_more, open_debug, no_leftover_processes
+):
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        await debug.ok(action="breakpoints", file="loop/main.go", lines=[12])
+        stopped = await debug.ok(action="launch", program="loop", env={"GOFLAGS": "-trimpath"})
+        assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == ("loop/main.go", 12)
+        await debug.ok(action="terminate")
+
+
+async def test_go_tests_run_in_their_package_directory_as_under_go_test(
+    go_more, open_debug, no_leftover_processes
+):
+    files = {
+        "datat/data.go": "package datat\n",
+        "datat/testdata/in.txt": "from testdata\n",
+        "datat/data_test.go": (
+            'package datat\n\nimport (\n\t"os"\n\t"testing"\n)\n\nfunc TestData(t *testing.T) {\n'
+            '\tb, err := os.ReadFile("testdata/in.txt")\n\tif err != nil {\n\t\tt.Fatal(err)\n\t}\n'
+            "\tt.Log(string(b))\n}\n"
+        ),
+    }
+    for name, text in files.items():
+        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
+        (go_more / name).write_text(text)
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        ended = await debug.ok(action="launch", program="datat", test=True, args=["-test.v"])
+        assert "from testdata" in ended.data["output"] and "PASS" in ended.data["output"], ended.plain
+        # a cwd the model names still wins
+        elsewhere = await debug.ok(action="launch", program="datat", test=True, cwd="lib")
+        assert "no such file or directory" in elsewhere.data["output"], elsewhere.plain
+
+
 async def test_go_tests_of_a_package_without_any_are_refused(go_more, open_debug, no_leftover_processes):
     async with open_debug(go_more, debug_launch_timeout=60) as debug:
         none = await debug.err(action="launch", program="loop", test=True)
@@ -844,11 +877,20 @@ async def test_go_build_in_a_run_that_does_not_trust_its_root_downloads_nothing(
     (tmp_path / "main.go").write_text(
         'package main\n\nimport "example.com/nosuch"\n\nfunc main() { nosuch.F() }\n'
     )
+    (tmp_path / "typo" / "main.go").parent.mkdir()
+    (tmp_path / "typo" / "main.go").write_text(
+        'package main\n\nfunc main() {\n\tvar x int = "s"\n\t_ = x\n}\n'
+    )
     async with open_debug(tmp_path, trust=False, debug_launch_timeout=60) as debug:
-        # -mod=mod would look the module up; the untrusted run's GOPROXY=off forbids it
-        failed = await debug.err(action="launch", program=".", env={"GOFLAGS": "-mod=mod"})
+        # -mod=mod would look the module up; the untrusted run's GOPROXY=off forbids it, also over
+        # a GOPROXY of the launch's own env
+        env = {"GOFLAGS": "-mod=mod", "GOPROXY": "https://proxy.golang.org"}
+        failed = await debug.err(action="launch", program=".", env=env)
+        # a build error of the code itself is not blamed on the variables
+        typo = await debug.err(action="launch", program="typo")
     assert "module lookup disabled by GOPROXY=off" in failed.plain
     assert "GOTOOLCHAIN=local GOPROXY=off GOVCS=*:off: nothing is downloaded" in failed.plain
+    assert "cannot use" in typo.plain and "does not trust its root" not in typo.plain
 
 
 async def test_go_bad_condition_unsupported_hit_count_and_no_exception_filters(

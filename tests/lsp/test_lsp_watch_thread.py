@@ -1,11 +1,13 @@
 """The file watcher's scan of the tree runs in a thread, never on the event loop (a big tree must not
-stall every other call of the run), and still tells the server about a file changed behind its back;
-what it tells is the project's files, not what .gitignore leaves out."""
+stall every other call of the run), and still tells the server about a file changed behind its back:
+every file the server may analyse, .gitignore'd and symlinked ones included."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,13 +19,13 @@ from tether_lsp.watching import Watcher
 
 async def test_the_watchers_scan_runs_off_the_loop_and_sees_a_shell_edit(py_root, monkeypatch):
     threads: list[threading.Thread] = []
-    traverse = Watcher._traverse  # every scan starts with it (then, when the files changed, the walk)
+    scan = Watcher.scan
 
     def spy(self):
         threads.append(threading.current_thread())
-        return traverse(self)
+        return scan(self)
 
-    monkeypatch.setattr(Watcher, "_traverse", spy)
+    monkeypatch.setattr(Watcher, "scan", spy)
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
         first = await run.call(
             "lsp", {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}
@@ -38,53 +40,83 @@ async def test_the_watchers_scan_runs_off_the_loop_and_sees_a_shell_edit(py_root
 
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git-work-tree", "plain-folder"])
-async def test_the_server_hears_of_the_projects_files_not_of_gitignored_ones(py_root, monkeypatch, in_git):
-    """What the project's .gitignore leaves out (build output, generated code) is not the project's
-    sources: a shell's change to it is not sent; a change to a source (tracked, or new and not ignored)
-    is. In a git work tree git answers; in a plain folder the same rules are read by the ignore crate."""
+async def test_the_server_hears_of_every_file_it_analyses_ignored_or_symlinked_and_no_deleted_for_open_ones(
+    py_root, monkeypatch, in_git
+):
+    """basedpyright reads no .gitignore: a generated module an import reaches is in its program, and the
+    server relies on our watched-file events, so a shell's change to an ignored file is sent (the source
+    importing it is checked again), as is one to a symlinked source. A file tether writes or opens under
+    an ignored path is never sent as Deleted while it exists; one a shell removes is."""
     (py_root / ".gitignore").write_text("generated/\n*_pb2.py\n")
     (py_root / "generated").mkdir()
     (py_root / "generated" / "out.py").write_text("OUT = 1\n")
-    (py_root / "pkg" / "msg_pb2.py").write_text("MSG = 1\n")
+    (py_root / "pkg" / "msg_pb2.py").write_text("def make() -> int:\n    return 1\n")
+    (py_root / "pkg" / "uses.py").write_text("from pkg.msg_pb2 import make\n\nx: int = make()\n")
+    shared = py_root.parent / "shared"
+    shared.mkdir()
+    (shared / "linked.py").write_text("LINKED = 1\n")
+    (py_root / "pkg" / "linked.py").symlink_to(shared / "linked.py")
     if in_git:
         git = ["git", "-c", "init.defaultBranch=main"]
         subprocess.run([*git, "init", "-q"], cwd=py_root, check=True)
-        subprocess.run([*git, "add", "pkg", "pyproject.toml", ".gitignore"], cwd=py_root, check=True)
-    sent: dict[str, int] = {}  # file -> its last change's type (1 created, 2 changed, 3 deleted)
+        subprocess.run([*git, "add", "."], cwd=py_root, check=True)
+    sent: list[tuple[str, int]] = []  # (file, type): 1 created, 2 changed, 3 deleted
     notify = Connection.notify
 
     def spy(self, method, params):
         if method == "workspace/didChangeWatchedFiles":
-            sent.update((run_rel(py_root, change.uri), change.type) for change in params.changes)
+            sent.extend((run_rel(py_root, change.uri), int(change.type)) for change in params.changes)
         return notify(self, method, params)
 
     monkeypatch.setattr(Connection, "notify", spy)
-    hover = {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}
+    diagnose = {"action": "diagnostics", "file": "pkg/uses.py"}
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
-        first = await run.call("lsp", hover)
-        assert not first.is_error, first.plain
-        for ignored in ("generated/out.py", "pkg/msg_pb2.py"):
-            with (py_root / ignored).open("a") as f:
-                f.write("MORE = 2\n")
-        (py_root / "generated" / "new.py").write_text("NEW = 1\n")
-        with (py_root / "pkg" / "other.py").open("a") as f:
-            f.write("\nADDED = 1\n")
-        (py_root / "pkg" / "fresh.py").write_text("FRESH = 1\n")
-        again = await run.call("lsp", hover)  # its refresh tells the server
-        assert not again.is_error, again.plain
-        told = dict(sent)
-        # a rule added later counts from then on: the newly ignored file leaves the server's view
+
+        async def until(wanted: str, present: bool) -> str:
+            deadline = time.monotonic() + 90  # each call refreshes; a busy machine may need several
+            while True:
+                answer = await run.call("lsp", diagnose)
+                assert not answer.is_error, answer.plain
+                if (wanted in answer.plain) == present or time.monotonic() > deadline:
+                    return answer.plain
+                await asyncio.sleep(0.5)
+
+        first = await run.call("lsp", diagnose)
+        assert "reportAssignmentType" not in first.plain, first.plain
+        # a shell regenerates the ignored module (protoc): make() now returns str
+        (py_root / "pkg" / "msg_pb2.py").write_text("def make() -> str:\n    return 'a'\n")
+        with (py_root / "generated" / "out.py").open("a") as f:
+            f.write("MORE = 2\n")
+        with (shared / "linked.py").open("a") as f:
+            f.write("MORE = 2\n")
+        stale = await until("reportAssignmentType", True)
+        assert "reportAssignmentType" in stale, (
+            f"the ignored module's change never reached the server: {stale}"
+        )
+        told = set(sent)
+        assert {("pkg/msg_pb2.py", 2), ("generated/out.py", 2), ("pkg/linked.py", 2)} <= told, told
+
+        # the model writes the ignored module back, then opens it: never a Deleted for it
         sent.clear()
-        with (py_root / ".gitignore").open("a") as f:
-            f.write("pkg/fresh.py\n")
-        for source in ("pkg/fresh.py", "pkg/other.py"):
-            with (py_root / source).open("a") as f:
-                f.write("LATER = 3\n")
-        third = await run.call("lsp", hover)
-        assert not third.is_error, third.plain
-    assert {"pkg/other.py", "pkg/fresh.py"} <= told.keys(), told
-    assert not told.keys() & {"generated/out.py", "generated/new.py", "pkg/msg_pb2.py"}, told
-    assert sent == {"pkg/other.py": 2, "pkg/fresh.py": 3}, sent
+        wrote = await run.call(
+            "write", {"path": "pkg/msg_pb2.py", "content": "def make() -> int:\n    return 1\n"}
+        )
+        assert not wrote.is_error, wrote.plain
+        fixed = await until("reportAssignmentType", False)
+        assert "reportAssignmentType" not in fixed, fixed
+        hover = await run.call(
+            "lsp", {"action": "hover", "file": "pkg/msg_pb2.py", "line": 1, "symbol": "make"}
+        )
+        assert "int" in hover.plain, hover.plain
+        again = await run.call("lsp", diagnose)
+        assert not again.is_error, again.plain
+        assert not [change for change in sent if change[1] == 3], sent
+
+        # a file a shell removes is sent as Deleted
+        (py_root / "generated" / "out.py").unlink()
+        await run.call("lsp", diagnose)
+    assert ("generated/out.py", 3) in sent, sent
+    assert ("pkg/msg_pb2.py", 3) not in sent, sent
 
 
 def run_rel(root, uri: str) -> str:

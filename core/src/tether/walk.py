@@ -10,9 +10,9 @@ files and folders, ``node_modules``, ``__pycache__`` and virtual environments (a
 
 A repeated walk of a folder nothing changed in reuses the last listing (`_WalkCache`): it is valid
 while every folder it looked into keeps its modification time (an entry added, removed or renamed
-changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, the git config files
-and the global excludes file. Each file is still stat-ed on every walk, so a file's size, mtime and
-inode are always current.
+changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, every git config file
+git read (included ones too) and the global excludes file. A symlinked folder is watched where it
+really is. Each file is still stat-ed on every walk, so a file's size, mtime and inode are always current.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ class Walk:
 
 def walk(root: Path, start: Path | None = None, wanted: Callable[[str], bool] = lambda name: True) -> Walk:
     """The files under ``start`` (a folder inside ``root``, default the root) whose name ``wanted`` accepts."""
-    start = start or root
-    base = str(start)
-    key = (str(root), base, _environment())
+    base = str(start or root)
+    # listed and stamped where the folders really are (git, too, sees a symlinked folder's target)
+    root, start = root.resolve(), (start or root).resolve()
+    key = (str(root), str(start), _environment())
     listing = _cache.get(key)
     fresh: dict[str, os.stat_result] = {}
     if listing is None:
@@ -167,9 +168,9 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     The listing's stamps: each folder the listing went into (an entry added, removed or renamed in it
     changes its mtime) and the ignore files in them; each folder left out (whether it is empty counts);
     the ignore files of every folder above the start, and whether a ``.git`` is there; git's index,
-    ``info/exclude`` and config, the global git config files and the global excludes file. It is never
-    reused where git's own files cannot be told, or where a stamp is so recent that a change made during
-    the listing may not have moved it.
+    ``info/exclude``, every config file git read (and each one they include) and the global excludes
+    file. It is never reused where git's own files cannot be told, or where a stamp is so recent that a
+    change made during the listing may not have moved it.
     """
     began = time.time_ns()
     # whether a .git is there (not its stamp: git writes in it all the time), before anything is listed
@@ -177,7 +178,8 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     in_git = any(there.values()) or "GIT_DIR" in os.environ  # else git would only say it is no work tree
     repo = _repository_files(start) if in_git else []
     configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}  # with the repository's config
-    excludes = _ask_excludes(start, configs)
+    top = next((f for f in (start, *start.parents) if there[f"{f}/.git"]), start)  # where git runs
+    excludes = _ask_excludes(start, configs, top)
     try:
         base = str(start)
         listed = _git_files(start) if in_git and not _has_ignore_files(root, start) else None
@@ -204,9 +206,10 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
                 regular[rel] = st
         ignored, folders, left_out = _left_out(base, regular)
     finally:
-        excludes_file = excludes()
-    if repo is None or excludes_file is None:
+        asked = excludes()
+    if repo is None or asked is None:
         return _Listing(via, tuple(regular), ignored, None), regular
+    excludes_file, read = asked
     for folder in folders:
         path = f"{base}/{folder}" if folder else base
         went_into.setdefault(path, _stamp(path))
@@ -214,6 +217,7 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
         f"{folder}/{name}": _stamp(f"{folder}/{name}") for folder in start.parents for name in IGNORE_FILES
     }
     stamps.update(configs)
+    stamps.update(read)
     default = f"{_config_home()}/git/ignore"
     stamps.update({path: _stamp(path) for path in {*repo[:2], excludes_file or default, default}})
     stamps.update({f"{base}/{f}": _stamp(f"{base}/{f}") for f in left_out if f != ".git"})
@@ -223,11 +227,19 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
         rules = {path: was for path, was in stamps.items() if path not in folder_stamps}
         for folder in _not_git_ignored(start, [f for f in left_out if not skipped_folder(f)], rules):
             _add_folders(stamps, _subtree_stamps(f"{base}/{folder}", skipped_folder, folder))
-    times = [s[0] for s in stamps.values() if s is not None]
-    coarse = all(t % 1_000_000_000 == 0 for t in times)
-    recent = began - (COARSE_RACY_NS if coarse else RACY_NS)
-    trusted = all(t < recent for t in times)
+    trusted = _settled(stamps.values(), began)
     return _Listing(via, tuple(regular), ignored, stamps if trusted else None, there), regular
+
+
+def _settled(stamps: Iterable[Stamp], began: int) -> bool:
+    """Whether each stamp is older than one tick of its clock before ``began``: a whole-second stamp
+    (FAT, ext3, or a file copied with its date kept) by 2 s, a nanosecond one by 100 ms. Changes are told
+    by this machine's clock; a network file system whose server's clock is behind may stamp a change made
+    now as older than it is (git has the same limit against its index's stamp)."""
+    for s in stamps:
+        if s is not None and s[0] >= began - (COARSE_RACY_NS if s[0] % 1_000_000_000 == 0 else RACY_NS):
+            return False
+    return True
 
 
 def _add_folders(stamps: dict[str, Stamp], folders: dict[str, Stamp]) -> None:
@@ -257,42 +269,77 @@ def _config_files() -> list[str]:
     return [*found, os.environ["GIT_CONFIG_GLOBAL"]] if "GIT_CONFIG_GLOBAL" in os.environ else found
 
 
-_excludes: dict[tuple, str] = {}  # the global excludes file, by start folder, environment and config stamps
+# the global excludes file and the config files git read, by start folder, environment and config stamps
+_excludes: dict[tuple, tuple[str, dict[str, Stamp]]] = {}
 
 
-def _ask_excludes(start: Path, configs: dict[str, Stamp]) -> Callable[[], str | None]:
-    """Ask git, while the listing goes on, which global excludes file ``start`` sees (``core.excludesFile``).
-    Calling the result gives its path, "" where none is set, None where git cannot say. A known answer is
-    reused while the config files and the environment stay the same."""
+def _ask_excludes(
+    start: Path, configs: dict[str, Stamp], top: Path
+) -> Callable[[], tuple[str, dict[str, Stamp]] | None]:
+    """Ask git, while the listing goes on, which global excludes file ``start`` sees (``core.excludesFile``),
+    and which config files it read for that (included ones too; ``top``: the work tree's top, where git
+    names the repository's files from). Calling the result gives the path ("" where none is set) and the
+    stamps of the files read, None where git cannot say. A known answer is reused while the config files,
+    the ones they include and the environment stay the same."""
     key = (str(start), _environment(), tuple(configs.items()))
-    if key in _excludes:
-        known = _excludes[key]
+    known = _excludes.get(key)  # another walk's thread may clear it meanwhile
+    if known is not None and all(_stamp(p) == was for p, was in known[1].items()):
         return lambda: known
+    began = time.time_ns()
+    asks: list[subprocess.Popen[bytes]] = []
     try:
-        proc = subprocess.Popen(
-            ["git", "config", "--path", "--get", "core.excludesFile"],
-            cwd=start,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        for args in (["--path", "--get", "core.excludesFile"], ["--list", "--show-origin", "-z"]):
+            asks.append(
+                subprocess.Popen(
+                    ["git", "config", *args], cwd=start, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                )
+            )
     except OSError:
+        _stop(asks)
         return lambda: None
 
-    def answer() -> str | None:
-        try:
-            out, _ = proc.communicate(timeout=GIT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    def answer() -> tuple[str, dict[str, Stamp]] | None:
+        outs = []
+        for proc in asks:
+            try:
+                outs.append(proc.communicate(timeout=GIT_TIMEOUT)[0])
+            except subprocess.TimeoutExpired:
+                _stop(asks)
+                return None
+        if asks[0].returncode not in (0, 1) or asks[1].returncode != 0:  # 1: not set
             return None
-        if proc.returncode not in (0, 1):  # 1: not set
-            return None
-        if len(_excludes) > 64:
-            _excludes.clear()
-        _excludes[key] = found = os.fsdecode(out).strip()
+        read = {path: _stamp(path) for path in _read_configs(outs[1], top)}
+        found = (os.fsdecode(outs[0]).strip(), read)
+        if _settled(read.values(), began):  # else one may have changed while git read it
+            if len(_excludes) > 64:
+                _excludes.clear()
+            _excludes[key] = found
         return found
 
     return answer
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.kill()
+        proc.communicate()
+
+
+def _read_configs(listed: bytes, top: Path) -> set[str]:
+    """The config files in ``git config --list --show-origin -z`` output, and the files their
+    ``include.path`` and ``includeIf.<condition>.path`` name (those may not exist yet, or their
+    condition may not hold now)."""
+    fields = listed.split(b"\0")
+    out: set[str] = set()
+    for origin, entry in zip(fields[::2], fields[1::2], strict=False):
+        if not origin.startswith(b"file:"):  # command line, blob, standard input
+            continue
+        where = top / os.fsdecode(origin.removeprefix(b"file:"))
+        out.add(str(where))
+        name, _, value = os.fsdecode(entry).partition("\n")
+        if name.startswith(("include.", "includeif.")) and name.endswith(".path") and value:
+            out.add(str(where.parent / os.path.expanduser(value)))
+    return out
 
 
 def _repository_files(start: Path) -> list[str] | None:
@@ -332,8 +379,8 @@ def _not_git_ignored(start: Path, folders: list[str], rules: dict[str, Stamp]) -
     if not folders:
         return []
     key = (str(start), tuple(folders), tuple(rules.items()))
-    if key in _not_ignored:
-        return _not_ignored[key]
+    if (known := _not_ignored.get(key)) is not None:  # another walk's thread may clear it meanwhile
+        return known
     try:
         proc = subprocess.run(
             ["git", "-c", "core.quotePath=false", "check-ignore", "-z", "--stdin"],
@@ -356,16 +403,19 @@ def _not_git_ignored(start: Path, folders: list[str], rules: dict[str, Stamp]) -
 
 
 def _subtree_stamps(top: str, skipped_folder: Callable[[str], bool], rel: str) -> dict[str, Stamp]:
-    """The stamps of ``top`` and every folder below it that is not hidden, vendored or a venv."""
+    """The stamps of ``top`` and every folder below it that is not hidden or vendored; a venv's own stamp
+    but not below it (it stops being one when its ``pyvenv.cfg`` goes, which changes that stamp)."""
     out: dict[str, Stamp] = {}
     todo = [(top, rel)]
     while todo:
         path, rel = todo.pop()
         out[path] = _stamp(path)
+        if skipped_folder(rel):
+            continue
         try:
             with os.scandir(path) as entries:
                 for e in entries:
-                    if e.is_dir(follow_symlinks=False) and not skipped_folder(f"{rel}/{e.name}"):
+                    if _is_dir(e) and not (e.name.startswith(".") or e.name in SKIP_DIRS):
                         todo.append((e.path, f"{rel}/{e.name}"))
         except OSError:
             continue

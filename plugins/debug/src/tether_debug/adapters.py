@@ -76,8 +76,10 @@ class Build:
         output: the executable it writes; the adapter is then given a request for it.
         shown: the command as one would type it in the root (for messages).
         env: variables added to its environment (the launch's env: the adapter's own build had them).
-        untrusted_env: added in a run that does not trust its root (nothing fetched, nothing run).
+        untrusted_env: set in a run that does not trust its root, over ``env`` (nothing fetched).
         no_output: what to say when it succeeds but writes no executable (a library package).
+        run_in: where the program runs when the launch names no ``cwd`` (None: the root); a Go
+            test binary runs in its package directory, as under ``go test``.
     """
 
     argv: tuple[str, ...]
@@ -86,6 +88,7 @@ class Build:
     env: dict[str, str] = attrs.field(factory=dict)
     untrusted_env: dict[str, str] = attrs.field(factory=dict)
     no_output: str = "the build wrote no executable"
+    run_in: Path | None = None
 
 
 @attrs.frozen
@@ -424,7 +427,9 @@ def _delve_handles(program: Path) -> bool:
 # names is fetched, no module proxy or VCS is asked (a build runs no code of the project, but a
 # download runs someone's server)
 GO_UNTRUSTED_ENV = {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
-GO_DEBUG_FLAGS = ("-gcflags", "all=-N -l")  # delve's own: no optimisation, no inlining
+# delve's own: no optimisation, no inlining; and the sources' full paths, which the breakpoints name
+# (-trimpath in the launch's GOFLAGS would strip them, and no breakpoint would bind)
+GO_DEBUG_FLAGS = ("-gcflags", "all=-N -l", "-trimpath=false")
 
 
 def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
@@ -436,14 +441,16 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     """
     program = request.program
     assert program is not None
+    if _binary_kind(program) == "go":
+        return None  # a Go binary (one `go test -c` wrote, test=true or not) is run as it is
     if program.name.endswith("_test.go"):
         program = program.parent  # a test file: the tests of its package
     test = request.test or program != request.program or (program.is_dir() and _only_tests(program))
     if not test and not (program.is_dir() or program.suffix == ".go"):
         return None
-    relative = program.relative_to(request.root).as_posix() if program.is_relative_to(request.root) else None
-    target = str(program) if relative is None else ("." if relative == "." else f"./{relative}")
-    name = (program.stem if program.suffix == ".go" else program.name) or "main"
+    relative = program.relative_to(request.root).as_posix()  # the program is confined to the root
+    target = "." if relative == "." else f"./{relative}"
+    name = program.stem if program.suffix == ".go" else program.name
     output = directory / (f"{name}.test" if test else name)
     flags = ("-o", str(output), *GO_DEBUG_FLAGS)
     argv = ("go", "test", "-c", *flags, target) if test else ("go", "build", *flags, target)
@@ -463,6 +470,7 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
         env=dict(request.env),
         untrusted_env=GO_UNTRUSTED_ENV,
         no_output=no_output,
+        run_in=program if test else None,
     )
 
 

@@ -178,7 +178,8 @@ async def launch(
             build = adapter.build(request, new.scratch)
             if build is not None:  # built here, so a build error is the build's own answer
                 await new.build(build, run, timeout)
-                request = attrs.evolve(request, program=build.output, test=False)
+                cwd = build.run_in if args.cwd is None and build.run_in is not None else request.cwd
+                request = attrs.evolve(request, program=build.output, test=False, cwd=cwd)
         await new.start(availability.located, run.root, run, timeout)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout

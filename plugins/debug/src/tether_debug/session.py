@@ -240,7 +240,7 @@ class Session:
         if envelope is not None:
             argv = list(envelope.wrap(argv))
         untrusted = {} if run.trusted else build.untrusted_env
-        env = run.child_env({**os.environ, **untrusted, **build.env})
+        env = run.child_env({**os.environ, **build.env, **untrusted})  # the launch's env cannot lift them
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -272,7 +272,7 @@ class Session:
         if proc.returncode != 0:
             text = out.decode(errors="replace").replace(f"{run.root}{os.sep}", "")
             said = f"the build failed (`{build.shown}`, exit status {proc.returncode}):\n{_bounded(text, build.shown)}"
-            if untrusted:
+            if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
                 said += (
                     "\n(this run does not trust its root, so the build ran with "
                     + " ".join(f"{k}={v}" for k, v in untrusted.items())

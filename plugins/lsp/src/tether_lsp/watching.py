@@ -2,10 +2,12 @@
 
 The server is told about files changed behind its back (by a shell, another program) with
 workspace/didChangeWatchedFiles, and about open documents that changed with didChange. What it hears
-about is the project's files as `tether.walk` lists them (git ls-files, or the same ignore rules
-outside git): a change to a .gitignore'd file is not sent. The tree is scanned (mtime and size)
-before every query while that is cheap, in a thread so the event loop goes on; in a tree where it is
-not, a background task polls instead.
+about is every file of the server's languages under its root, .gitignore'd ones included: a server
+analyses what its imports reach (pyright reads no .gitignore, so a generated *_pb2.py is in its
+program) and relies on these events, so an ignored file left out would stay stale for the whole run.
+The model-facing listings use tether.walk's ignore rules; this one must not. The tree is scanned
+(mtime and size) before every query while that is cheap, in a thread so the event loop goes on; in a
+tree where it is not, a background task polls instead.
 """
 
 from __future__ import annotations
@@ -16,17 +18,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tether.walk import IGNORE_FILES, SKIP_DIRS, walk
+from tether.walk import SKIP_DIRS
 
 if TYPE_CHECKING:
     from tether_lsp.connection import Connection
 
-SCAN_CAP = 20_000  # source files; a bigger project is only partly watched (said in status)
-# files the traversal looks at (ignored ones included: build output, vendored trees), then it stops
-TRAVERSE_CAP = 5 * SCAN_CAP
+# files of the server's languages, ignored ones included; a bigger tree is only partly watched (said in status)
+SCAN_CAP = 20_000
 SYNC_SCAN_BUDGET = 0.015  # s: a scan slower than this moves to a background poller
 POLL_INTERVAL = 1.0  # s between background scans of a large tree
-Rules = frozenset[tuple[str, int, int]]  # the ignore files under the root: path, mtime, size
 
 
 def file_stat(path: Path) -> tuple[int, int] | None:
@@ -43,15 +43,8 @@ class Watcher:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.files: dict[Path, tuple[int, int]] = {}  # mtime and size, by path
-        self.truncated = False  # the last scan stopped at SCAN_CAP files (or TRAVERSE_CAP)
+        self.truncated = False  # the last scan stopped at SCAN_CAP files
         self.poller: asyncio.Task[Any] | None = None
-        # the traversal's files and ignore files when the project was last walked, the walk's files
-        # then (at most SCAN_CAP), and whether it listed more
-        self._walked: tuple[tuple[frozenset[Path], Rules] | None, frozenset[Path], bool] = (
-            None,
-            frozenset(),
-            False,
-        )
 
     async def refresh(self) -> None:
         """Tell the server about every file changed on disk behind its back (mtime/size).
@@ -82,14 +75,12 @@ class Watcher:
             elif old != stat:
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Changed))
         for path in self.files.keys() - current.keys():
-            events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
+            # gone from disk, not merely out of the scan's reach: a document tether opened in a hidden
+            # folder (sync_doc follows it), a file past SCAN_CAP
+            if file_stat(path) is None:
+                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
         self.files = current
-        if events:
-            self.conn.last_mark = self.conn.mark()
-            self.conn.edits.update(e.uri for e in events)
-            self.conn.notify(
-                "workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events)
-            )
+        self._send(events)
 
     async def _poll(self) -> None:
         while self.conn.alive:
@@ -118,48 +109,30 @@ class Watcher:
                 self.files[path] = stat
                 kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
+        self._send(events)
+
+    def _send(self, events: list[Any]) -> None:
+        """Notify the server of watched-file events; the next wait for diagnostics counts from here."""
         if events:
             self.conn.last_mark = self.conn.mark()
             self.conn.edits.update(e.uri for e in events)
             self.conn.notify(
-                "workspace/didChangeWatchedFiles", lsp.DidChangeWatchedFilesParams(changes=events)
+                "workspace/didChangeWatchedFiles", self.conn.lsp.DidChangeWatchedFilesParams(changes=events)
             )
 
     def _timed_scan(self) -> tuple[dict[Path, tuple[int, int]], float]:
-        """The scan and the seconds its traversal took (its own, not the wait for a thread of a busy loop;
-        nor the walk it may need, paid once per file added or removed or ignore file changed, not per query)."""
+        """The scan and the seconds it took (its own, not the wait for a thread of a busy loop)."""
         start = time.perf_counter()
-        seen, rules = self._traverse()
-        spent = time.perf_counter() - start
-        return self._of_project(seen, rules), spent
+        current = self.scan()
+        return current, time.perf_counter() - start
 
     def scan(self) -> dict[Path, tuple[int, int]]:
-        """mtime and size of the server's source files under its root that are the project's files as
-        `tether.walk` lists them (git's answer: a folder or file that .gitignore excludes, such as build
-        output, is not the project's sources, nor are hidden files, node_modules or virtual environments):
-        at most SCAN_CAP of them; ``truncated`` says whether this scan stopped there."""
-        return self._of_project(*self._traverse())
-
-    def _of_project(self, seen: dict[Path, tuple[int, int]], rules: Rules) -> dict[Path, tuple[int, int]]:
-        """The project's files among ``seen``. The walk runs git (a process of its own, too slow before
-        every query), so it is asked again only when the files the traversal sees, or the ignore files
-        (``rules``), changed."""
-        walked, listed, cut = self._walked
-        if (seen.keys(), rules) != walked:
-            exts = self.conn.server.extensions
-            found = walk(self.conn.run.root, self.conn.root, wanted=lambda name: name.endswith(exts)).files
-            listed = frozenset(Path(f.path) for f in found[:SCAN_CAP])
-            cut = len(found) > SCAN_CAP
-            self._walked = ((frozenset(seen), rules), listed, cut)  # one assignment: scans run in threads
-        self.truncated = cut or len(seen) >= TRAVERSE_CAP
-        return {path: stat for path, stat in seen.items() if path in listed}
-
-    def _traverse(self) -> tuple[dict[Path, tuple[int, int]], Rules]:
-        """mtime and size of every file with one of the server's extensions under its root, except in
-        what the walk always leaves out (hidden, node_modules, __pycache__, virtual environments), at
-        most TRAVERSE_CAP of them; and the path, mtime and size of the ignore files on the way."""
+        """mtime and size of every file with one of the server's extensions under its root, ignored ones
+        included (the server analyses a .gitignore'd generated module an import reaches); a symlink is
+        followed to its file. Left out: hidden entries, SKIP_DIRS (node_modules, __pycache__, ...) and
+        virtual environments (a folder holding pyvenv.cfg). At most SCAN_CAP files; ``truncated`` says
+        whether this scan stopped there."""
         out: dict[Path, tuple[int, int]] = {}
-        rules: list[tuple[str, int, int]] = []
         exts = self.conn.server.extensions
         stack = [str(self.conn.root)]
         while stack:
@@ -172,9 +145,6 @@ class Watcher:
                 for entry in entries:
                     name = entry.name
                     try:
-                        if name in IGNORE_FILES:
-                            st = entry.stat()
-                            rules.append((entry.path, st.st_mtime_ns, st.st_size))
                         if name.startswith("."):
                             continue
                         if entry.is_dir(follow_symlinks=False):
@@ -183,8 +153,10 @@ class Watcher:
                         elif name.endswith(exts):
                             st = entry.stat()
                             out[Path(entry.path)] = (st.st_mtime_ns, st.st_size)
-                            if len(out) >= TRAVERSE_CAP:
-                                return out, frozenset(rules)
+                            if len(out) >= SCAN_CAP:
+                                self.truncated = True
+                                return out
                     except OSError:
                         continue
-        return out, frozenset(rules)
+        self.truncated = False
+        return out
