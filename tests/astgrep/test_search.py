@@ -409,23 +409,26 @@ import tether
 
 async def main():
     async with tether.open_run(sys.argv[1], options={"astgrep_workers": 2}) as run:
-        await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
         pool = run.resource("tether_astgrep_parsers")
-        dead, stopped = (p.pid for p in pool.worker_procs)
-        os.kill(stopped, signal.SIGSTOP)  # it takes no more work: the next search's chunks stay queued
-        os.kill(dead, signal.SIGSTOP)
-        search = asyncio.create_task(run.call("ast_grep", {"pattern": "g($X, 1)", "max_results": 1}))
-        queue = None
-        deadline = time.monotonic() + 60
-        while not (queue is not None and queue.full()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-            queue = getattr(pool._pool, "_call_queue", None)
-        os.kill(dead, signal.SIGKILL)
-        try:  # reaped by this process's code, not by multiprocessing (a library, a SIGCHLD handler)
-            reaped = os.waitpid(dead, 0)[0] == dead
-        except ChildProcessError:  # the pool's thread was first
-            reaped = False
-        broken = await search
+        for attempt in range(8):  # until this code, not the pool's thread, reaps the killed worker
+            await run.call("ast_grep", {"pattern": f"g($X, {attempt})", "max_results": 1})
+            dead, stopped = (p.pid for p in pool.worker_procs)
+            os.kill(stopped, signal.SIGSTOP)  # it takes no more work: the next search's chunks stay queued
+            os.kill(dead, signal.SIGSTOP)
+            search = asyncio.create_task(run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1}))
+            queue = None
+            deadline = time.monotonic() + 60
+            while not (queue is not None and queue.full()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+                queue = getattr(pool._pool, "_call_queue", None)
+            os.kill(dead, signal.SIGKILL)
+            try:  # reaped by this process's code, not by multiprocessing (a library, a SIGCHLD handler)
+                reaped = os.waitpid(dead, 0)[0] == dead
+            except ChildProcessError:  # the pool's thread was first
+                reaped = False
+            broken = await search
+            if reaped:
+                break
         after = await run.call("ast_grep", {"pattern": "g($X, 2)", "max_results": 1})
     deadline = time.monotonic() + 60
     def managers():
