@@ -3,7 +3,25 @@ plugin: `tether_run`, `no_leftover_processes`); helpers live in tests/support.py
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis, for every property test of the repository (loaded here, before any test module builds its
+# @settings on top of it). On a machine whose cores other test runs share, generating inputs and running
+# one example both take many times as long as when idle: the "too_slow" health check and the 200 ms
+# deadline would then fail a test for the machine's load, not for the code, so both are off; what each
+# test checks (its examples, their sizes) stays as it is. A failure prints the blob that replays it
+# (@reproduce_failure). Under CI ($CI set, as .ci/run and CI services do) examples are derandomized and
+# the example database is off, so a run is reproducible: a red CI run is red again on the same commit,
+# and a rerun cannot turn it green by drawing other inputs. Local runs stay random, so new inputs keep
+# being explored there.
+settings.register_profile(
+    "tether", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("tether-ci", settings.get_profile("tether"), derandomize=True, database=None)
+settings.load_profile("tether-ci" if os.environ.get("CI") else "tether")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tether.plugins import QUIET_NS
+from tether.plugins import ENV_NO_CACHE, QUIET_NS
 
 FIND = (
     "import json, sys\n"
@@ -35,7 +35,9 @@ class Site:
     def __init__(self, tmp_path: Path) -> None:
         self.path = tmp_path / "site"
         self.path.mkdir()
-        self.cache = tmp_path / "cache"
+        self.cache = tmp_path / "cache"  # the user's cache directory: it exists, as the cache asks
+        self.cache.mkdir()
+        self.env: dict[str, str] = {}
 
     def install(self, name: str, value: str) -> Path:
         dist = self.path / f"tether_test_{name}-0.0.0.dist-info"
@@ -51,8 +53,7 @@ class Site:
         for path in [self.path, *self.path.rglob("*")]:
             os.utime(path, (past, past))
         newest = self._run(
-            "from tether.plugins import _fingerprint\n"
-            "print(max(st[0] for item in _fingerprint() for st in item[1:] if st is not None))\n"
+            "from tether.plugins import _fingerprint, _newest_change\nprint(_newest_change(_fingerprint()))\n"
         )
         wait = (int(newest) + QUIET_NS - time.time_ns()) / 1e9
         assert wait < 30, "the interpreter's own sys.path folders keep changing"
@@ -63,6 +64,7 @@ class Site:
             **{k: v for k, v in os.environ.items() if k not in ("TETHER_PLUGINS", "TETHER_BLOCK_PLUGINS")},
             "XDG_CACHE_HOME": str(self.cache),
             "PYTHONPATH": str(self.path),
+            **self.env,
         }
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=self.path
@@ -70,8 +72,21 @@ class Site:
         assert out.returncode == 0, out.stderr
         return out.stdout
 
-    def find(self) -> dict:
-        answer = json.loads(self._run(FIND))
+    def remembered(self) -> dict:
+        """Settle, then find twice: the second find uses the answer the first remembered. Retried a few
+        times: uv hard-links installed files from its cache, so another environment installing or
+        removing the same package changes their change time, and the next process must read again."""
+        for _ in range(5):
+            self.settle()
+            self.find()
+            answer = self.find()
+            if not answer["read_metadata"]:
+                return answer
+        raise AssertionError("a quiet installation was never remembered")
+
+    def find(self, before: str = "") -> dict:
+        """What a fresh interpreter found (after running ``before``), and whether it read the metadata."""
+        answer = json.loads(self._run(before + FIND))
         assert answer["found"] == answer["truth"]  # whether remembered or read, never another answer
         return answer
 
@@ -89,27 +104,31 @@ def test_a_quiet_installation_is_remembered_and_every_change_to_it_is_seen(site)
     site.settle()
     first = site.find()
     assert site.names(first) == ["t_one"] and first["read_metadata"]
-    again = site.find()
-    assert site.names(again) == ["t_one"] and not again["read_metadata"]  # remembered
+    assert site.names(site.remembered()) == ["t_one"]
 
     # a distribution installed
     two = site.install("t_two", "tether_test_typo:Plugin")
     assert site.names(site.find()) == ["t_one", "t_two"]
-    site.settle()
-    site.find()
-    assert not site.find()["read_metadata"]
+    assert site.names(site.remembered()) == ["t_one", "t_two"]
 
-    # an entry_points.txt edited in place, even one dated back as if nothing happened
-    (two / "entry_points.txt").write_text("[tether]\nt_renamed = tether_test_typo\n")
-    past = time.time() - 60
-    os.utime(two / "entry_points.txt", (past, past))
-    assert site.names(site.find()) == ["t_one", "t_renamed"]
+    # an entry_points.txt edited in place, even one of the same size dated back as if nothing happened
+    entry_points = two / "entry_points.txt"
+    before = entry_points.stat()
+    entry_points.write_text("[tether]\nt_owt = tether_test_typo:Plugin\n")
+    os.utime(entry_points, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = entry_points.stat()
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        before.st_mtime_ns,
+        before.st_size,
+        before.st_ino,
+    )
+    assert site.names(site.find()) == ["t_one", "t_owt"]
 
     # an entry_points.txt added to a distribution that had none
-    (two / "entry_points.txt").unlink()
+    entry_points.unlink()
     site.settle()
     assert site.names(site.find()) == ["t_one"]
-    (two / "entry_points.txt").write_text("[tether]\nt_back = tether_test_typo\n")
+    entry_points.write_text("[tether]\nt_back = tether_test_typo\n")
     assert site.names(site.find()) == ["t_back", "t_one"]
 
     # a distribution removed
@@ -126,8 +145,7 @@ def test_nothing_is_remembered_while_the_installation_is_changing(site):
 
 def test_a_damaged_or_unwritable_cache_is_no_cache(site):
     site.install("t_one", "tether_test_procfam")
-    site.settle()
-    site.find()
+    site.remembered()
     (remembered,) = site.cache.rglob("entry-points-*.json")
     remembered.write_text('{"fingerprint": ')
     answer = site.find()
@@ -136,3 +154,78 @@ def test_a_damaged_or_unwritable_cache_is_no_cache(site):
     site.cache.write_text("a file where the cache folder would be")
     answer = site.find()
     assert site.names(answer) == ["t_one"] and answer["read_metadata"]
+
+
+def test_a_deleted_working_folder_is_read_as_empty(site, tmp_path):
+    # `python -c` and Jupyter put '' (the working folder) on sys.path; it may be gone
+    gone = str(tmp_path / "gone")
+    leave = (
+        f"import os, sys\nos.mkdir({gone!r})\nos.chdir({gone!r})\nos.rmdir({gone!r})\nassert '' in sys.path\n"
+    )
+    site.install("t_one", "tether_test_procfam")
+    site.settle()
+    assert site.names(site.find(leave)) == ["t_one"]
+    assert site.names(site.find(leave)) == ["t_one"]
+
+
+@pytest.mark.parametrize("home", ["relcache", ""])
+def test_no_cache_in_a_relative_folder(site, tmp_path, home):
+    # a relative XDG_CACHE_HOME is ignored (the XDG spec); a home that is not absolute ("~" itself, with
+    # no HOME and no passwd entry) means no cache, never a literal ./~/.cache in the working folder
+    site.env = {"XDG_CACHE_HOME": "relcache", "HOME": str(tmp_path / "home")}
+    (tmp_path / "home" / ".cache").mkdir(parents=True)
+    if not home:
+        site.env = {"XDG_CACHE_HOME": "relcache", "HOME": "~"}
+    site.install("t_one", "tether_test_procfam")
+    if home:
+        assert site.names(site.remembered()) == ["t_one"]
+        assert len(list((tmp_path / "home" / ".cache").rglob("entry-points-*.json"))) == 1
+    else:
+        site.settle()
+        for _ in range(2):
+            assert site.find()["read_metadata"]
+        assert not list((tmp_path / "home").rglob("entry-points-*.json"))
+    assert not any(p.name in ("relcache", "~") for p in site.path.rglob("*"))
+
+
+def test_no_cache_when_turned_off_or_the_cache_folder_is_not_there_or_not_ours(site, tmp_path):
+    site.install("t_one", "tether_test_procfam")
+    site.settle()
+    site.env = {ENV_NO_CACHE: "1"}
+    for _ in range(2):
+        assert site.find()["read_metadata"]
+    assert not list(site.cache.rglob("*"))
+
+    # no ~/.cache: not made (under sudo with HOME kept it would belong to root)
+    site.env = {"XDG_CACHE_HOME": "", "HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    for _ in range(2):
+        assert site.find()["read_metadata"]
+    assert not (tmp_path / "home" / ".cache").exists()
+
+    # a cache folder of another user's: neither read nor written
+    site.env = {}
+    site.remembered()
+    owner = f"import os\nos.geteuid = lambda: os.stat({str(site.cache)!r}).st_uid + 1\n"
+    (remembered,) = site.cache.rglob("entry-points-*.json")
+    written = remembered.stat().st_mtime_ns
+    remembered.write_text('{"fingerprint": [], "entry_points": []}')  # planted: would say nothing is there
+    os.utime(remembered, ns=(written, written))
+    answer = site.find(owner)
+    assert site.names(answer) == ["t_one"] and answer["read_metadata"]
+    assert remembered.read_text() == '{"fingerprint": [], "entry_points": []}'
+
+
+def test_a_killed_writers_leftover_is_removed_by_the_next_writer(site):
+    site.install("t_one", "tether_test_procfam")
+    site.settle()
+    (site.cache / "tether").mkdir()
+    stale = site.cache / "tether" / "entry-points-0123.json.99999.tmp"
+    fresh = site.cache / "tether" / "entry-points-0123.json.99998.tmp"  # perhaps being written now
+    stale.write_text('{"fingerp')
+    fresh.write_text('{"fingerp')
+    past = time.time() - 120
+    os.utime(stale, (past, past))
+    site.remembered()
+    assert len(list(site.cache.rglob("entry-points-*.json"))) == 1
+    assert not stale.exists() and fresh.exists()

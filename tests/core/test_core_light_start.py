@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from tether.testing import assert_light_entry_point
 
@@ -75,3 +76,29 @@ def test_the_listing_is_the_same_when_the_call_machinery_is_already_loaded(tmp_p
     warm = _tools(tmp_path, *CALL_ONLY)
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout == cold.stdout
+
+
+def test_tether_tools_reads_no_distribution_metadata_once_the_plugins_are_remembered(tmp_path, monkeypatch):
+    # importlib.metadata (email, zipfile, csv, ...) is only needed to find the installed plugins, and
+    # they are remembered; the first listing remembers them once the environment has been quiet 2 s
+    # (uv hard-links installed files, so another environment installing the same package may change
+    # their change time: the listing is retried until one was remembered, within a generous bound)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("TETHER_NO_PLUGIN_CACHE", raising=False)
+    listing = (
+        "import contextlib, io\n"
+        "from tether.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['tools', '--root', {str(tmp_path)!r}]) == 0"
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        assert_light_entry_point("tether.cli", forbidden=(), then=listing)
+        try:
+            assert_light_entry_point("tether.cli", forbidden=("importlib.metadata",), then=listing)
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise

@@ -450,3 +450,16 @@ def test_a_whole_second_stamp_among_nanosecond_ones_waits_two_seconds(
     walk(root)
     walk(root)
     assert len(listings) == 3
+
+
+@pytest.mark.parametrize("kind", ["git", "plain"])
+def test_an_excludes_file_named_from_home_is_watched(tmp_path, git_home, listings, kind):
+    """git expands ``~/`` in ``core.excludesFile``; the walker stamps the file it names."""
+    root = tree(tmp_path, kind)
+    (git_home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/global-excludes\n")
+    age(tmp_path)
+    before = entries(walk(root))
+    assert entries(walk(root)) == before and len(listings) == 1
+    (git_home / "global-excludes").write_text("")  # x.tmp and sub/y.tmp are no longer ignored
+    after = entries(walk(root))
+    assert after == fresh(root) != before

@@ -773,6 +773,35 @@ async def test_a_go_launch_cancelled_mid_build_stops_the_build_and_leaves_no_bin
         assert (await debug.ok(action="status")).plain.startswith("no debug session is running")
 
 
+async def test_a_go_build_killed_by_a_signal_is_said_as_one(go_more, open_debug, no_leftover_processes):
+    import asyncio
+    import signal
+    import time
+
+    import psutil
+
+    async with open_debug(go_more, debug_launch_timeout=300) as debug:
+        launch = asyncio.create_task(debug(action="launch", program="loop", env={"GOFLAGS": "-a"}))
+        deadline = time.monotonic() + 120
+        while not (
+            go := [
+                p
+                for p in psutil.process_iter(["cmdline"])
+                if (p.info["cmdline"] or [])[:2] == ["go", "build"]
+                and str(debug.run.private_dir()) in " ".join(p.info["cmdline"])
+            ]
+        ):
+            assert time.monotonic() < deadline and not launch.done(), "go build never started"
+            await asyncio.sleep(0.05)
+        go[0].send_signal(signal.SIGKILL)  # what the OOM killer does
+        killed = await launch
+        assert (
+            killed.is_error and "`go build -gcflags='all=-N -l' ./loop` was killed by SIGKILL" in killed.plain
+        )
+        assert _tagged(debug.run) == []  # its compilers did not run on
+        assert not list(debug.run.private_dir().glob("debug-build-*"))
+
+
 NOEXEC_LAUNCH = """
 import asyncio, json, pathlib, sys
 import tether
@@ -860,6 +889,32 @@ async def test_go_tests_run_in_their_package_directory_as_under_go_test(
         # a cwd the model names still wins
         elsewhere = await debug.ok(action="launch", program="datat", test=True, cwd="lib")
         assert "no such file or directory" in elsewhere.data["output"], elsewhere.plain
+
+
+async def test_go_program_in_a_nested_module_builds_in_that_module(
+    go_more, open_debug, no_leftover_processes
+):
+    files = {
+        "tools/go.mod": "module example.com/tools\n\ngo 1.19\n",
+        "tools/cmd/hello/main.go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hello from tools")\n}\n',
+        "tools/cmd/bad/main.go": 'package main\n\nfunc main() {\n\tvar x int = "s"\n\t_ = x\n}\n',
+    }
+    for name, text in files.items():
+        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
+        (go_more / name).write_text(text)
+    async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
+        await debug.ok(action="breakpoints", file="tools/cmd/hello/main.go", lines=[6])
+        stopped = await debug.ok(action="launch", program="tools/cmd/hello")
+        assert (stopped.data["stopped"]["file"], stopped.data["stopped"]["line"]) == (
+            "tools/cmd/hello/main.go",
+            6,
+        )
+        ended = await debug.ok(action="continue")
+        assert "hello from tools" in ended.data["output"]
+        bad = await debug.err(action="launch", program="tools/cmd/bad")
+    # go's own words, its paths relative to the root, the command as run from it
+    assert "`cd tools && go build -gcflags='all=-N -l' ./cmd/bad`" in bad.plain
+    assert "tools/cmd/bad/main.go:4:14: cannot use" in bad.plain and str(go_more) not in bad.plain
 
 
 async def test_go_tests_of_a_package_without_any_are_refused(go_more, open_debug, no_leftover_processes):

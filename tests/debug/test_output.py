@@ -3,6 +3,7 @@ launcher frames of a Python traceback trimmed even when another stream's line ca
 
 from __future__ import annotations
 
+import pytest
 from tether_debug.render import trim_launcher_frames
 from tether_debug.session import LINE_KEEP, OutputBuffer
 
@@ -82,4 +83,37 @@ def test_launcher_frames_are_counted_across_another_streams_line():
         '  File "/project/loop.py", line 22, in <module>',
         "    main()",
         "KeyError: 'uncaught one'",
+    ]
+
+
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3/runpy.py", line 198, in _run_module_as_main',
+    "    return _run_code(code, main_globals, None,",
+    "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/usr/lib/python3/runpy.py", line 88, in _run_code',
+    "    exec(code, run_globals)",
+    '  File "/venv/debugpy/__main__.py", line 71, in <module>',
+    "    cli.main()",
+    '  File "/venv/debugpy/server/cli.py", line 508, in main',
+    "    run()",
+    '  File "/project/loop.py", line 22, in <module>',
+    "    main()",
+    '  File "/project/loop.py", line 18, in main',
+    '    raise KeyError("uncaught one")',
+    "KeyError: 'uncaught one'",
+]
+
+
+@pytest.mark.parametrize("at", range(len(TRACEBACK) + 1))
+def test_another_streams_line_anywhere_in_the_traceback_leaves_it_trimmed_and_whole(at):
+    """debugpy reads stdout and stderr on two threads: a stdout line may come between any two of
+    the traceback's lines, also between a launcher frame and its source line."""
+    text = "\n".join([*TRACEBACK[:at], "done 90", *TRACEBACK[at:]])
+    lines = trim_launcher_frames(text).splitlines()
+    assert lines.count("done 90") == 1
+    assert [line for line in lines if line != "done 90"] == [
+        "Traceback (most recent call last):",
+        "  [4 launcher frames (runpy, debugpy) not shown]",
+        *TRACEBACK[10:],
     ]

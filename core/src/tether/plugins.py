@@ -12,12 +12,15 @@ Reading the entry points means importing `importlib.metadata` (email, zipfile, c
 every installed distribution's metadata: about a tenth of a cold `tether tools`. The answer depends
 only on the distributions on ``sys.path``, so it is remembered in the user's cache directory
 (``$XDG_CACHE_HOME/tether``, else ``~/.cache/tether``) together with what it was read from: each
-``sys.path`` entry, each distribution folder in it and its ``entry_points.txt`` (modification time,
-size, inode). A process that finds all of these unchanged uses the remembered answer; any change (a
-package installed, removed or upgraded, an ``entry_points.txt`` edited) reads the metadata again. As
-git does for its index, nothing is remembered while one of them changed in the last two seconds (a
-change within the same clock tick would not show). A cache that cannot be read or written is no
-cache: the metadata is read.
+``sys.path`` entry, each distribution folder in it and its ``entry_points.txt`` (modification and
+change time, size, inode). A process that finds all of these unchanged uses the remembered answer; any
+change (a package installed, removed or upgraded, an ``entry_points.txt`` edited, even one dated back)
+reads the metadata again. As git does for its index, nothing is remembered while one of them changed
+in the last two seconds (a change within the same clock tick would not show). A cache that cannot be
+read or written is no cache: the metadata is read. There is no cache when ``TETHER_NO_PLUGIN_CACHE``
+is set, when the home folder is not an absolute path, or when the cache directory (a relative
+``XDG_CACHE_HOME`` is ignored, as the XDG spec says) does not exist or belongs to another user (as
+under ``sudo`` with ``HOME`` kept: nothing root-owned is made in a user's cache).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import importlib
 import json
 import logging
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -46,8 +50,10 @@ from tether.tools import Tool
 ENTRY_POINT_GROUP = "tether"
 ENV_LOAD = "TETHER_PLUGINS"
 ENV_BLOCK = "TETHER_BLOCK_PLUGINS"
+ENV_NO_CACHE = "TETHER_NO_PLUGIN_CACHE"  # set (to anything but empty): the entry points are always read
 QUIET_NS = 2_000_000_000  # what changed more recently than this is not remembered by its modification time
 CACHE_FILES = 16  # the most recently written answers kept (one per interpreter and sys.path)
+STALE_TMP_S = 60  # a half-written answer this old is a killed writer's: removed by the next writer
 DIST_FOLDERS = (".dist-info", ".egg-info")  # and an egg's EGG-INFO: where importlib.metadata finds them
 
 log = logging.getLogger("tether")
@@ -141,13 +147,26 @@ def discovered_entry_points() -> tuple[EntryPoint, ...]:
 
 
 def _cache_file() -> Path | None:
+    if os.environ.get(ENV_NO_CACHE):
+        return None
     if any(f is not PathFinder and hasattr(f, "find_distributions") for f in sys.meta_path):
         return None  # a finder of its own may offer distributions that no folder on sys.path shows
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the XDG spec says to ignore it
+        home = os.path.expanduser("~")  # "~" itself when there is no HOME and no passwd entry
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    try:
+        st = os.stat(base)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return None  # not made here: under sudo with HOME kept it would belong to root
     import hashlib
 
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     key = hashlib.sha256(json.dumps([sys.executable, sys.path]).encode()).hexdigest()[:24]
-    return Path(home) / "tether" / f"entry-points-{key}.json"
+    return Path(base) / "tether" / f"entry-points-{key}.json"
 
 
 def _stat(path: str) -> list[int] | None:
@@ -155,14 +174,15 @@ def _stat(path: str) -> list[int] | None:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_mtime_ns, st.st_size, st.st_ino]
+    # the change time too: a rewrite of the same size dated back keeps the modification time
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino]
 
 
 def _fingerprint() -> list[Any]:
     """What the entry points are read from: every sys.path entry, and each distribution folder in it."""
     out: list[Any] = []
     for entry in sys.path:
-        folder = entry or os.getcwd()
+        folder = entry or "."  # as importlib.metadata reads it: a deleted working folder holds nothing
         out.append([entry, _stat(folder)])
         try:
             with os.scandir(folder) as it:
@@ -175,6 +195,11 @@ def _fingerprint() -> list[Any]:
             dist = os.path.join(folder, name)
             out.append([name, _stat(dist), _stat(os.path.join(dist, "entry_points.txt"))])
     return out
+
+
+def _newest_change(fingerprint: list[Any]) -> int:
+    """The latest modification or change time (ns) in ``fingerprint``; 0 when it holds none."""
+    return max((max(st[0], st[1]) for item in fingerprint for st in item[1:] if st is not None), default=0)
 
 
 def _remembered(cache: Path | None, fingerprint: list[Any]) -> tuple[EntryPoint, ...] | None:
@@ -190,17 +215,19 @@ def _remembered(cache: Path | None, fingerprint: list[Any]) -> tuple[EntryPoint,
 
 
 def _remember(cache: Path | None, fingerprint: list[Any], found: tuple[EntryPoint, ...]) -> None:
-    stamps = [st[0] for item in fingerprint for st in item[1:] if st is not None]
-    if cache is None or max(stamps, default=0) > time.time_ns() - QUIET_NS:
+    if cache is None or _newest_change(fingerprint) > time.time_ns() - QUIET_NS:
         return
     saved = {"fingerprint": fingerprint, "entry_points": [[ep.name, ep.module, ep.attr] for ep in found]}
     partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        cache.parent.mkdir(exist_ok=True, mode=0o700)
         partial.write_text(json.dumps(saved), encoding="utf-8")
         os.replace(partial, cache)
         for old in sorted(cache.parent.glob("entry-points-*.json"), key=_mtime, reverse=True)[CACHE_FILES:]:
             old.unlink(missing_ok=True)
+        for old in cache.parent.glob("entry-points-*.json.*.tmp"):
+            if _mtime(old) < time.time() - STALE_TMP_S:  # a writer killed before its os.replace
+                old.unlink(missing_ok=True)
     except OSError:
         log.debug("could not remember the entry points in %s", cache, exc_info=True)
         with contextlib.suppress(OSError):

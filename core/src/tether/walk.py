@@ -286,30 +286,28 @@ def _ask_excludes(
     if known is not None and all(_stamp(p) == was for p, was in known[1].items()):
         return lambda: known
     began = time.time_ns()
-    asks: list[subprocess.Popen[bytes]] = []
     try:
-        for args in (["--path", "--get", "core.excludesFile"], ["--list", "--show-origin", "-z"]):
-            asks.append(
-                subprocess.Popen(
-                    ["git", "config", *args], cwd=start, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-                )
-            )
+        proc = subprocess.Popen(
+            ["git", "config", "--list", "--show-origin", "-z"],
+            cwd=start,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
     except OSError:
-        _stop(asks)
         return lambda: None
 
     def answer() -> tuple[str, dict[str, Stamp]] | None:
-        outs = []
-        for proc in asks:
-            try:
-                outs.append(proc.communicate(timeout=GIT_TIMEOUT)[0])
-            except subprocess.TimeoutExpired:
-                _stop(asks)
-                return None
-        if asks[0].returncode not in (0, 1) or asks[1].returncode != 0:  # 1: not set
+        try:
+            out, _ = proc.communicate(timeout=GIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             return None
-        read = {path: _stamp(path) for path in _read_configs(outs[1], top)}
-        found = (os.fsdecode(outs[0]).strip(), read)
+        told = _told(out, top) if proc.returncode == 0 else None
+        if told is None:
+            return None
+        read = {path: _stamp(path) for path in told[1]}
+        found = (told[0], read)
         if _settled(read.values(), began):  # else one may have changed while git read it
             if len(_excludes) > 64:
                 _excludes.clear()
@@ -319,27 +317,27 @@ def _ask_excludes(
     return answer
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        proc.kill()
-        proc.communicate()
-
-
-def _read_configs(listed: bytes, top: Path) -> set[str]:
-    """The config files in ``git config --list --show-origin -z`` output, and the files their
-    ``include.path`` and ``includeIf.<condition>.path`` name (those may not exist yet, or their
-    condition may not hold now)."""
+def _told(listed: bytes, top: Path) -> tuple[str, set[str]] | None:
+    """From ``git config --list --show-origin -z`` (its relative paths are from ``top``): the
+    excludes file (the last ``core.excludesFile``, its ``~`` expanded as git does; "" where none is
+    set), and the config files read with those their ``include.path`` and ``includeIf.<cond>.path``
+    name (which may not exist yet, or whose condition may not hold now). None where git's
+    ``%(prefix)`` is in the excludes file."""
     fields = listed.split(b"\0")
-    out: set[str] = set()
+    excludes, read = "", set()
     for origin, entry in zip(fields[::2], fields[1::2], strict=False):
+        name, _, value = os.fsdecode(entry).partition("\n")
+        if name == "core.excludesfile":
+            excludes = value
         if not origin.startswith(b"file:"):  # command line, blob, standard input
             continue
         where = top / os.fsdecode(origin.removeprefix(b"file:"))
-        out.add(str(where))
-        name, _, value = os.fsdecode(entry).partition("\n")
+        read.add(str(where))
         if name.startswith(("include.", "includeif.")) and name.endswith(".path") and value:
-            out.add(str(where.parent / os.path.expanduser(value)))
-    return out
+            read.add(str(where.parent / os.path.expanduser(value)))
+    if excludes.startswith("%(prefix)/"):
+        return None
+    return (str(top / os.path.expanduser(excludes)) if excludes else "", read)
 
 
 def _repository_files(start: Path) -> list[str] | None:

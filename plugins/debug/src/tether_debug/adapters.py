@@ -72,12 +72,14 @@ class Build:
     """A command that builds the program before the adapter starts, and the executable it writes.
 
     Attributes:
-        argv: the command, run in the root (inside the run's envelope when there is one).
+        argv: the command, run in ``cwd`` (inside the run's envelope when there is one).
         output: the executable it writes; the adapter is then given a request for it.
         shown: the command as one would type it in the root (for messages).
         env: variables added to its environment (the launch's env: the adapter's own build had them).
         untrusted_env: set in a run that does not trust its root, over ``env`` (nothing fetched).
         no_output: what to say when it succeeds but writes no executable (a library package).
+        cwd: where it runs (None: the root); for Go the program's module. Paths in its output
+            are said relative to the root.
         run_in: where the program runs when the launch names no ``cwd`` (None: the root); a Go
             test binary runs in its package directory, as under ``go test``.
     """
@@ -89,6 +91,7 @@ class Build:
     untrusted_env: dict[str, str] = attrs.field(factory=dict)
     no_output: str = "the build wrote no executable"
     run_in: Path | None = None
+    cwd: Path | None = None
 
 
 @attrs.frozen
@@ -448,7 +451,16 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     test = request.test or program != request.program or (program.is_dir() and _only_tests(program))
     if not test and not (program.is_dir() or program.suffix == ".go"):
         return None
-    relative = program.relative_to(request.root).as_posix()  # the program is confined to the root
+    # go builds a package of the module it runs in: the program's own, at or above it in the root
+    module = next(
+        (
+            d
+            for d in (program if program.is_dir() else program.parent, *program.parents)
+            if d.is_relative_to(request.root) and (d / "go.mod").is_file()
+        ),
+        request.root,
+    )
+    relative = program.relative_to(module).as_posix()  # the program is confined to the root
     target = "." if relative == "." else f"./{relative}"
     name = program.stem if program.suffix == ".go" else program.name
     output = directory / (f"{name}.test" if test else name)
@@ -466,11 +478,13 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     return Build(
         argv=argv,
         output=output,
-        shown=f"{kind} -gcflags='all=-N -l' {target}",
+        shown=("" if module == request.root else f"cd {module.relative_to(request.root).as_posix()} && ")
+        + f"{kind} -gcflags='all=-N -l' {target}",
         env=dict(request.env),
         untrusted_env=GO_UNTRUSTED_ENV,
         no_output=no_output,
         run_in=program if test else None,
+        cwd=module,
     )
 
 

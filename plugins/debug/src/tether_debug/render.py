@@ -163,8 +163,8 @@ TRACEBACK_HEAD = "Traceback (most recent call last):"
 def trim_launcher_frames(output: str) -> str:
     """An uncaught Python exception's traceback without the runpy/debugpy frames that launched the program.
 
-    debugpy reads stdout and stderr apart, so a stdout line may come between two of the frames: it
-    is kept, after the one line that counts them all.
+    debugpy reads stdout and stderr apart, so a stdout line may come between any two of the frames'
+    lines, also between a frame and its source line: it is kept, after the one line that counts them all.
     """
     if TRACEBACK_HEAD not in output:
         return output
@@ -177,15 +177,16 @@ def trim_launcher_frames(output: str) -> str:
         if LAUNCHER_FRAME.fullmatch(line):
             dropped += 1
             i += 1
-            while i < len(lines) and lines[i].startswith("    "):  # the frame's source line (and ^^^ marks)
-                i += 1
+            while i < len(lines):  # the frame's source line and ^^^ marks, maybe with another stream's lines
+                if lines[i].startswith("    "):
+                    i += 1
+                elif _other_stream(lines[i]) and _next_indented(lines, i).startswith("    "):
+                    aside.append(lines[i])
+                    i += 1
+                else:
+                    break
             continue
-        if (
-            dropped
-            and not line.startswith("  ")
-            and line != TRACEBACK_HEAD
-            and _launcher_frame_next(lines, i)
-        ):
+        if dropped and _other_stream(line) and LAUNCHER_FRAME.fullmatch(_next_indented(lines, i)):
             aside.append(line)
             i += 1
             continue
@@ -201,10 +202,14 @@ def trim_launcher_frames(output: str) -> str:
     return "\n".join(kept)
 
 
-def _launcher_frame_next(lines: list[str], start: int) -> bool:
-    """Whether the next traceback line (indented) from ``start`` on is a launcher frame."""
-    following = next((line for line in lines[start:] if line.startswith("  ")), None)
-    return following is not None and LAUNCHER_FRAME.fullmatch(following) is not None
+def _other_stream(line: str) -> bool:
+    """Whether a line met inside a traceback is another stream's (a traceback's own lines are indented)."""
+    return not line.startswith("  ") and line != TRACEBACK_HEAD
+
+
+def _next_indented(lines: list[str], start: int) -> str:
+    """The next traceback line (indented) from ``start`` on, or "" when none follows."""
+    return next((line for line in lines[start:] if line.startswith("  ")), "")
 
 
 def cap_output(text: str, dropped: int) -> tuple[str, bool]:

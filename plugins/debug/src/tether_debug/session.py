@@ -247,7 +247,7 @@ class Session:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
-                cwd=str(run.root),
+                cwd=str(build.cwd or run.root),
                 env=env,
                 # no session of its own (unlike the adapter): under load, a new session's scheduler
                 # group made go build take 1.5-2x as long; the run's tag finds what it started
@@ -264,13 +264,20 @@ class Session:
             ) from None
         finally:
             # stopped, with the compilers it started, on a timeout and on a cancel alike: else it runs
-            # on and writes the binary back into the directory close() removes
-            if proc.returncode is None:
+            # on and writes the binary back into the directory close() removes; killed by a signal,
+            # its compilers may outlive it
+            if proc.returncode is None or proc.returncode < 0:
                 await asyncio.shield(run.stop_process(proc))
         if proc.returncode is not None and proc.returncode < 0:
             raise SessionError(f"`{build.shown}` was killed by {signal.Signals(-proc.returncode).name}")
         if proc.returncode != 0:
-            text = out.decode(errors="replace").replace(f"{run.root}{os.sep}", "")
+            text = out.decode(errors="replace")
+            if (
+                build.cwd is not None and build.cwd != run.root
+            ):  # go's paths relative to its cwd: to the root's
+                within = build.cwd.relative_to(run.root).as_posix()
+                text = re.sub(r"^(?:\./)?(?=[^\s:/][^\s:]*\.go:)", f"{within}/", text, flags=re.MULTILINE)
+            text = text.replace(f"{run.root}{os.sep}", "")
             said = f"the build failed (`{build.shown}`, exit status {proc.returncode}):\n{_bounded(text, build.shown)}"
             if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
                 said += (
