@@ -3,6 +3,7 @@ plugin: `tether_run`, `no_leftover_processes`); helpers live in tests/support.py
 
 from __future__ import annotations
 
+import faulthandler
 import os
 
 import pytest
@@ -22,6 +23,14 @@ settings.register_profile(
 )
 settings.register_profile("tether-ci", settings.get_profile("tether"), derandomize=True, database=None)
 settings.load_profile("tether-ci" if os.environ.get("CI") else "tether")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the last test, a process that does not end (a thread the interpreter waits for at exit, such
+    as a process pool's manager after its worker was reaped elsewhere) is out of reach of both
+    pytest-timeout and faulthandler_timeout, which time tests only. Give the exit 300 s: then every
+    thread's stack goes to stderr and the process exits non-zero, instead of running into CI's limit."""
+    faulthandler.dump_traceback_later(300, exit=True)
 
 
 @pytest.fixture

@@ -403,6 +403,75 @@ def test_a_reused_pid_of_a_dead_worker_is_not_killed(tmp_path):
     assert report["total"] == 200, "the search after the drop should run on fresh workers"
 
 
+_REAPED_ELSEWHERE = """
+import asyncio, json, os, signal, sys, threading, time
+import tether
+
+async def main():
+    async with tether.open_run(sys.argv[1], options={"astgrep_workers": 2}) as run:
+        pool = run.resource("tether_astgrep_parsers")
+        for attempt in range(8):  # until this code, not the pool's thread, reaps the killed worker
+            await run.call("ast_grep", {"pattern": f"g($X, {attempt})", "max_results": 1})
+            dead, stopped = (p.pid for p in pool.worker_procs)
+            os.kill(stopped, signal.SIGSTOP)  # it takes no more work: the next search's chunks stay queued
+            os.kill(dead, signal.SIGSTOP)
+            search = asyncio.create_task(run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1}))
+            queue = None
+            deadline = time.monotonic() + 60
+            while not (queue is not None and queue.full()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+                queue = getattr(pool._pool, "_call_queue", None)
+            os.kill(dead, signal.SIGKILL)
+            try:  # reaped by this process's code, not by multiprocessing (a library, a SIGCHLD handler)
+                reaped = os.waitpid(dead, 0)[0] == dead
+            except ChildProcessError:  # the pool's thread was first
+                reaped = False
+            broken = await search
+            if reaped:
+                break
+        after = await run.call("ast_grep", {"pattern": "g($X, 2)", "max_results": 1})
+    deadline = time.monotonic() + 60
+    def managers():
+        return [t for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"]
+    while managers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    print(json.dumps({"queued": bool(queue and queue.full()), "reaped": reaped, "broken": broken.plain.splitlines()[0],
+                      "after": None if after.is_error else after.data["total"], "managers": len(managers())}), flush=True)
+
+asyncio.run(main())
+os._exit(0)  # a manager thread left running would make the interpreter's exit wait for it forever
+"""
+
+
+def test_a_worker_reaped_elsewhere_leaves_no_pool_thread_running(tmp_path):
+    """A worker killed and reaped by other code of the process while a search's chunks are queued.
+
+    multiprocessing then takes it for alive forever (its waitpid finds no such child), and the pool's
+    manager thread looped for good, 100% CPU, trying to queue a stop sentinel for it: the process
+    could never exit. The search says it lost a worker; the next one runs on fresh workers; after the
+    run's close no thread of the pool is left.
+    """
+    root = tmp_path / "big"
+    body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))
+    for n in range(200):
+        put(root, f"m{n}.py", body)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _REAPED_ELSEWHERE, str(root)],
+            capture_output=True,
+            text=True,
+            timeout=100,
+            env={**os.environ, "TETHER_PLUGINS": "astgrep"},
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the process did not end: the pool's shutdown hung ({exc.stdout!r})")
+    report = json.loads(out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}")
+    assert report.get("queued") and report["reaped"], (out.stdout, out.stderr)
+    assert "lost a worker process" in report["broken"], report
+    assert report["after"] == 200, report
+    assert report["managers"] == 0, "the worker pool's manager thread outlived the run's close"
+
+
 def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"

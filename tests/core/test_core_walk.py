@@ -95,6 +95,7 @@ def test_both_paths_keep_what_git_keeps(tmp_path, git_home, monkeypatch):
     fast = walk(root)
     assert fast.via == "git" and names(root, fast) == expected
     monkeypatch.setattr(tether.walk, "_git_files", lambda start: None)
+    tether.walk.clear_cache()  # else a listing older than the racy window is reused: git's, not the crate's
     crate = walk(root)
     assert crate.via == "ignore" and names(root, crate) == expected
     # a.log, other.log, local.py, build/, x.tmp, y.tmp, excluded.py; hidden: .git/, .gitignore, sub/.gitignore
@@ -106,6 +107,7 @@ def test_a_sub_folder_start_still_obeys_the_rules_above_it(tmp_path, git_home, m
     expected = {p for p in git_keeps(root) if p.startswith("sub/")}
     assert names(root, walk(root, root / "sub")) == expected == {"sub/keep.log", "sub/b.py"}
     monkeypatch.setattr(tether.walk, "_git_files", lambda start: None)
+    tether.walk.clear_cache()  # else a listing older than the racy window is reused: git's, not the crate's
     assert names(root, walk(root, root / "sub")) == expected
 
 

@@ -13,6 +13,7 @@ import collections
 import functools
 import logging
 import os
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -274,6 +275,7 @@ class ParserPool:
 
         procs, self.worker_procs = self.worker_procs, []
         await asyncio.to_thread(lambda: [kill_tree(p, 1.0) for p in procs])
+        _note_ended(pool)
         try:
             await asyncio.wait_for(
                 asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT
@@ -333,14 +335,41 @@ class ParserPool:
     # -- closing -----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        pool, self._pool = self._pool, None
+        pool = self._pool
         if pool is not None:
+            _note_ended(pool)
             try:
                 await asyncio.wait_for(
                     asyncio.to_thread(pool.shutdown, True, cancel_futures=True), SHUTDOWN_TIMEOUT
                 )
-            except Exception:
+                self._pool = None
+            except Exception:  # stuck: stop the workers, so that the shutdown under way can end
                 log.debug("worker pool shutdown failed", exc_info=True)
+                await self._drop_pool()
+
+
+def _note_ended(pool: Any) -> None:
+    """Tell the pool's multiprocessing handles which workers have ended (before its shutdown).
+
+    A worker that other code of this process reaped (a waitpid of its own, a SIGCHLD handler, a test)
+    stays alive for multiprocessing forever: its waitpid finds no such child and reads that as "not
+    started yet". The executor's manager thread then loops at 100% CPU trying to queue a stop sentinel
+    for it whenever the call queue is full (a search's chunks were waiting), and the interpreter's exit,
+    or the event loop's close, waits for that thread forever (CPython 3.11's
+    concurrent.futures.process shutdown_workers). multiprocessing offers no public way to say a child is
+    gone, hence its private handles here.
+    """
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        popen = getattr(proc, "_popen", None)
+        if popen is None or popen.returncode is not None:
+            continue
+        try:
+            pid, status = os.waitpid(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped elsewhere: its exit status is lost
+            popen.returncode = -signal.SIGKILL
+            continue
+        if pid == proc.pid:
+            popen.returncode = os.waitstatus_to_exitcode(status)
 
 
 def _cores() -> int:
