@@ -97,6 +97,13 @@ def build_wheel(out, version: str):
     return wheel
 
 
+def write_tree(root, files: dict[str, str]) -> None:
+    """Write each ``files`` entry (a path relative to ``root``: its text), making the folders it needs."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 async def edit(run, path: str, old: str, new: str):
     """An `edit` call that must succeed; its result (with the write's diagnostics) is returned."""
     r = await run.call("edit", {"path": path, "old_string": old, "new_string": new})

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import require_binary
+from support import require_binary, write_tree
 
 C_SOURCE = """\
 #include <stdio.h>
@@ -576,9 +576,7 @@ def go_more(go_project) -> Path:
         "lib/lib.go": "package lib\n\nfunc Double(i int) int {\n\treturn i * 2\n}\n",
         "lib/lib_test.go": 'package lib\n\nimport "testing"\n\nfunc TestDouble(t *testing.T) {\n\tif Double(2) != 4 {\n\t\tt.Fatal("bad")\n\t}\n}\n',
     }
-    for name, text in files.items():
-        (go_project / name).parent.mkdir(parents=True, exist_ok=True)
-        (go_project / name).write_text(text)
+    write_tree(go_project, files)
     build = ["go", "test", "-c", "-gcflags=all=-N -l", "-o", "lib.test", "./lib"]
     subprocess.run(build, cwd=go_project, check=True, timeout=300, capture_output=True)
     return go_project
@@ -699,9 +697,7 @@ async def test_go_env_cwd_args_reach_the_build_and_the_program_and_restart_rebui
         "envy/plain.go": '//go:build !extra\n\npackage main\n\nvar tag = "plain"\n',
         "envy/extra.go": '//go:build extra\n\npackage main\n\nvar tag = "extra"\n',
     }
-    for name, text in files.items():
-        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
-        (go_more / name).write_text(text)
+    write_tree(go_more, files)
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
         await debug.ok(action="breakpoints", file="envy/main.go", lines=[10])
         stopped = await debug.ok(
@@ -880,9 +876,7 @@ async def test_go_tests_run_in_their_package_directory_as_under_go_test(
             "\tt.Log(string(b))\n}\n"
         ),
     }
-    for name, text in files.items():
-        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
-        (go_more / name).write_text(text)
+    write_tree(go_more, files)
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
         ended = await debug.ok(action="launch", program="datat", test=True, args=["-test.v"])
         assert "from testdata" in ended.data["output"] and "PASS" in ended.data["output"], ended.plain
@@ -899,9 +893,7 @@ async def test_go_program_in_a_nested_module_builds_in_that_module(
         "tools/cmd/hello/main.go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hello from tools")\n}\n',
         "tools/cmd/bad/main.go": 'package main\n\nfunc main() {\n\tvar x int = "s"\n\t_ = x\n}\n',
     }
-    for name, text in files.items():
-        (go_more / name).parent.mkdir(parents=True, exist_ok=True)
-        (go_more / name).write_text(text)
+    write_tree(go_more, files)
     async with open_debug(go_more, debug_stop_timeout=60, debug_launch_timeout=120) as debug:
         await debug.ok(action="breakpoints", file="tools/cmd/hello/main.go", lines=[6])
         stopped = await debug.ok(action="launch", program="tools/cmd/hello")

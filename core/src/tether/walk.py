@@ -379,21 +379,11 @@ def _not_git_ignored(start: Path, folders: list[str], rules: dict[str, Stamp]) -
     key = (str(start), tuple(folders), tuple(rules.items()))
     if (known := _not_ignored.get(key)) is not None:  # another walk's thread may clear it meanwhile
         return known
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "core.quotePath=false", "check-ignore", "-z", "--stdin"],
-            input=b"".join(os.fsencode(f) + b"\0" for f in folders),
-            cwd=start,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    stdin = b"".join(os.fsencode(f) + b"\0" for f in folders)
+    out = _git(start, ["check-ignore", "-z", "--stdin"], stdin=stdin, ok=(0, 1))  # 1: none is ignored
+    if out is None:
         return folders
-    if proc.returncode not in (0, 1):  # 1: none is ignored
-        return folders
-    ignored = {os.fsdecode(n).rstrip("/") for n in proc.stdout.split(b"\0") if n}
+    ignored = {os.fsdecode(n).rstrip("/") for n in out.split(b"\0") if n}
     if len(_not_ignored) > 64:
         _not_ignored.clear()
     _not_ignored[key] = kept = [f for f in folders if f not in ignored]
@@ -440,21 +430,15 @@ def _has_ignore_files(root: Path, start: Path) -> bool:
     return any((f / ".ignore").is_file() for f in folders)
 
 
-def _git_files(start: Path) -> list[str] | None:
-    """``git ls-files`` in ``start`` (paths relative to it): tracked and not-ignored untracked files;
-    None outside a work tree, or when a ``.ignore`` file asks for rules git does not apply."""
+def _git(
+    start: Path, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)
+) -> bytes | None:
+    """The output of ``git args`` run in ``start``, paths unquoted and no optional lock taken (a walk must
+    not hold up the user's own git); None when git cannot run, runs past GIT_TIMEOUT or exits other than ``ok``."""
     try:
         proc = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.quotePath=false",
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
+            ["git", "-c", "core.quotePath=false", *args],
+            input=stdin,
             cwd=start,
             capture_output=True,
             timeout=GIT_TIMEOUT,
@@ -463,11 +447,17 @@ def _git_files(start: Path) -> list[str] | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
+    return proc.stdout if proc.returncode in ok else None
+
+
+def _git_files(start: Path) -> list[str] | None:
+    """``git ls-files`` in ``start`` (paths relative to it): tracked and not-ignored untracked files;
+    None outside a work tree, or when a ``.ignore`` file asks for rules git does not apply."""
+    out = _git(start, ["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+    if out is None:
         return None
-    names = {
-        os.fsdecode(n) for n in proc.stdout.split(b"\0") if n
-    }  # a file both tracked and changed comes twice
+    # a file both tracked and changed comes twice
+    names = {os.fsdecode(n) for n in out.split(b"\0") if n}
     if any(n == ".ignore" or n.endswith("/.ignore") for n in names):
         return None
     return list(names)
