@@ -89,11 +89,16 @@ async def test_a_request_that_times_out_says_so_and_the_server_stays_usable(py_r
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error
         set_options(run, lsp_request_timeout=0.0001)
-        t0 = time.monotonic()
-        r = await run.call(
-            "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
-        )
-        assert time.monotonic() - t0 < 2
+        # On a loaded machine the event loop may wake only after the server's answer is in: that answer
+        # is given, as it may be. A later attempt times out; the wait never gets near the default 30 s.
+        for _attempt in range(20):
+            t0 = time.monotonic()
+            r = await run.call(
+                "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+            )
+            assert time.monotonic() - t0 < 15
+            if r.is_error:
+                break
         assert r.is_error
         assert "basedpyright timed out: textDocument/references got no answer within 0.0001 s" in r.plain
         assert "lsp_request_timeout" in r.plain and r.data["error"] == "timeout"
