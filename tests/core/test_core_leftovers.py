@@ -204,3 +204,35 @@ def test_a_daemon_that_cleared_its_environment_dies_when_serve_is_sigkilled(tmp_
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait()
     assert wait_gone([daemon], 20) == [], "the daemon outlived the SIGKILLed server"
+
+
+SPAWNS_WHEN_STOPPED = """
+import signal, subprocess, sys, time
+spawned = []
+def spawn(*_):
+    spawned.append(1)
+signal.signal(signal.SIGTERM, spawn)
+print("ready", flush=True)
+while True:
+    if spawned:  # told to stop: start children until killed, as a build tool cleaning up might
+        subprocess.Popen(["sleep", "300"])
+    time.sleep(0.02)
+"""
+
+
+async def test_stop_process_also_stops_children_started_during_the_grace_before_sigkill(tmp_path):
+    """The first look at what to stop is a snapshot: what a stopping process starts after it is found too."""
+    import asyncio
+
+    from tether.procs import tagged
+
+    async with tether.open_run(tmp_path) as run:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", SPAWNS_WHEN_STOPPED, stdout=asyncio.subprocess.PIPE, env=run.child_env()
+        )
+        run.track_process(proc)
+        assert (await asyncio.wait_for(proc.stdout.readline(), 60)) == b"ready\n"
+        await run.stop_process(proc, grace=0.5)
+        await proc.wait()
+        left = tagged(run.id)
+        assert left == [], [p.cmdline() for p in left]

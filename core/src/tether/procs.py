@@ -253,19 +253,33 @@ class Tracked:
             return
         handle, tag, group = entry
         procs = tree(handle) + (tagged(tag, self.since) if tag else [])
-        stop(procs, {group} if group else set(), grace, self.spare)
+        self._stop_with_tag(procs, {group} if group else set(), grace, tag)
 
     def stop_all(self, grace: float) -> None:
         procs = [p for handle, _, _ in self.procs.values() for p in tree(handle)]
         procs += tagged(self.run_tag, self.since)
         procs += [p for orphan in self.note_adopted() for p in tree(orphan)]
         groups = {g for _, _, g in self.procs.values() if g}
-        stop(procs, groups, grace, self.spare)
+        self._stop_with_tag(procs, groups, grace, self.run_tag)
         for d in self.dirs:
             shutil.rmtree(d, ignore_errors=True)
         self.procs.clear()
         self.dirs.clear()
         self.adopted.clear()
+
+    def _stop_with_tag(self, procs: list, groups: set, grace: float, tag: str | None) -> None:
+        """`stop`, then look again for what carries ``tag`` until nothing does (a few rounds at most).
+
+        The first look is a snapshot: a process that ignores SIGTERM may start children during the
+        grace before its SIGKILL, and a child between fork and exec when its parent was killed runs on
+        (a `go build` killed by the OOM killer leaves its compilers so).
+        """
+        stop(procs, groups, grace, self.spare)
+        for _ in range(3):
+            more = tagged(tag, self.since) if tag else []
+            if not more:
+                return
+            stop(more, (), grace, self.spare)
 
 
 class Keeper:
