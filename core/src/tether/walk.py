@@ -12,7 +12,7 @@ A repeated walk of a folder nothing changed in reuses the last listing (`_WalkCa
 while every folder it looked into keeps its modification time (an entry added, removed or renamed
 changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, every git config file
 git read (included ones too) and the global excludes file. A symlinked folder is watched where it
-really is. Each file is still stat-ed on every walk, so a file's size, mtime and inode are always current.
+really is. Each file is still stat-ed on every walk, so a file's stamp (size, mtime, ctime, inode) is always current.
 """
 
 from __future__ import annotations
@@ -50,6 +50,18 @@ class FileEntry:
     size: int
     mtime_ns: int
     inode: int
+    # moved by every write, and by setting the mtime (`touch -r`, `cp -p`, `rsync -t`): nobody can put it back
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: str, st: os.stat_result) -> FileEntry:
+        return cls(path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """What changes when the file's content may have: a result read from it is valid while this holds,
+        if it was `settled` when read."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
 
 
 @attrs.define
@@ -84,7 +96,7 @@ def walk(root: Path, start: Path | None = None, wanted: Callable[[str], bool] = 
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-        out.files.append(FileEntry(path, st.st_size, st.st_mtime_ns, st.st_ino))
+        out.files.append(FileEntry.of(path, st))
     return out
 
 
@@ -232,14 +244,16 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
 
 
 def _settled(stamps: Iterable[Stamp], began: int) -> bool:
-    """Whether each stamp is older than one tick of its clock before ``began``: a whole-second stamp
-    (FAT, ext3, or a file copied with its date kept) by 2 s, a nanosecond one by 100 ms. Changes are told
-    by this machine's clock; a network file system whose server's clock is behind may stamp a change made
-    now as older than it is (git has the same limit against its index's stamp)."""
-    for s in stamps:
-        if s is not None and s[0] >= began - (COARSE_RACY_NS if s[0] % 1_000_000_000 == 0 else RACY_NS):
-            return False
-    return True
+    return settled((s[0] for s in stamps if s is not None), began)
+
+
+def settled(times: Iterable[int], began: int) -> bool:
+    """Whether each file system time (ns) is older than one tick of its clock before ``began`` (when the
+    listing or read began): else a change made after it, within the same tick, may leave the time as it was.
+    A whole-second time (FAT, ext3, or a file copied with its date kept) by 2 s, a nanosecond one by 100 ms.
+    Changes are told by this machine's clock; a network file system whose server's clock is behind may stamp
+    a change made now as older than it is (git has the same limit against its index's stamp)."""
+    return all(t < began - (COARSE_RACY_NS if t % 1_000_000_000 == 0 else RACY_NS) for t in times)
 
 
 def _add_folders(stamps: dict[str, Stamp], folders: dict[str, Stamp]) -> None:
