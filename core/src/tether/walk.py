@@ -11,8 +11,9 @@ files and folders, ``node_modules``, ``__pycache__`` and virtual environments (a
 A repeated walk of a folder nothing changed in reuses the last listing (`_WalkCache`): it is valid
 while every folder it looked into keeps its modification time (an entry added, removed or renamed
 changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, every git config file
-git read (included ones too) and the global excludes file. A symlinked folder is watched where it
-really is. Each file is still stat-ed on every walk, so a file's stamp (size, mtime, ctime, inode) is always current.
+git read (included ones too), git's HEAD (the branch an ``onbranch:`` include follows) and the global
+excludes file. A symlinked folder is watched where it really is. Each file is still stat-ed on every
+walk, so a file's stamp (size, mtime, ctime, inode) is always current.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     The listing's stamps: each folder the listing went into (an entry added, removed or renamed in it
     changes its mtime) and the ignore files in them; each folder left out (whether it is empty counts);
     the ignore files of every folder above the start, and whether a ``.git`` is there; git's index,
-    ``info/exclude``, every config file git read (and each one they include) and the global excludes
+    ``info/exclude``, every config file git read (and each one they include), HEAD and the global excludes
     file. It is never reused where git's own files cannot be told, or where a stamp is so recent that a
     change made during the listing may not have moved it.
     """
@@ -189,7 +190,8 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     there = {f"{folder}/.git": os.path.lexists(folder / ".git") for folder in (start, *start.parents)}
     in_git = any(there.values()) or "GIT_DIR" in os.environ  # else git would only say it is no work tree
     repo = _repository_files(start) if in_git else []
-    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}  # with the repository's config
+    # with the repository's config and HEAD (which branch's includes apply)
+    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}
     top = next((f for f in (start, *start.parents) if there[f"{f}/.git"]), start)  # where git runs
     excludes = _ask_excludes(start, configs, top)
     try:
@@ -355,7 +357,7 @@ def _told(listed: bytes, top: Path) -> tuple[str, set[str]] | None:
 
 
 def _repository_files(start: Path) -> list[str] | None:
-    """Git's index, ``info/exclude`` and config of the repository holding ``start``: found as git finds them
+    """Git's index, ``info/exclude``, config and HEAD of the repository holding ``start``: found as git finds them
     (a ``.git`` folder, or a ``.git`` file naming the folder, as in a linked worktree, with its
     ``commondir``); None where the environment chooses them instead."""
     if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")):
@@ -377,7 +379,9 @@ def _repository_files(start: Path) -> list[str] | None:
                 common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             return None
-        return [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
+        # HEAD: the branch an `includeIf "onbranch:..."` include follows (a linked worktree's own)
+        files = [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
+        return [*files, str(git_dir / "HEAD")]
     return None
 
 
