@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from time import time_ns
 
 import psutil
 import pytest
 import tether
 from tether.testing import assert_light_entry_point, assert_model_error
+from tether.walk import COARSE_RACY_NS, RACY_NS
 
 
 async def call(root: Path, tool: str = "ast_grep", **args):
@@ -267,14 +269,110 @@ def test_cache_is_bounded():
         cache.put(
             ("p", k),
             [
-                (FileEntry(f"/f{i}", 1, 1, 1), FileResult(f"/f{i}", "searched", ((0, 1, 1, ()),) * 5))
+                (FileEntry(f"/f{i}", 1, 1, 1, 1), FileResult(f"/f{i}", "searched", ((0, 1, 1, ()),) * 5))
                 for i in range(4)
             ],
+            began=10**12,
         )
     assert len(cache._data) <= 3 and sum(cache._weight.values()) <= 100
-    assert cache.get(("p", 9), FileEntry("/f0", 1, 1, 1)) is not None
-    assert cache.get(("p", 9), FileEntry("/f0", 2, 1, 1)) is None  # size changed: stale
-    assert cache.get(("p", 0), FileEntry("/f0", 1, 1, 1)) is None  # evicted
+    assert cache.get(("p", 9), FileEntry("/f0", 1, 1, 1, 1)) is not None
+    assert cache.get(("p", 9), FileEntry("/f0", 2, 1, 1, 1)) is None  # size changed: stale
+    assert cache.get(("p", 9), FileEntry("/f0", 1, 1, 1, 2)) is None  # ctime moved: stale
+    assert cache.get(("p", 0), FileEntry("/f0", 1, 1, 1, 1)) is None  # evicted
+
+
+NOW = 1_700_000_000_123_456_789  # when a search began to read, in nanoseconds
+TICK, COARSE = RACY_NS, COARSE_RACY_NS  # the walk's racy windows: 100 ms, 2 s for whole seconds
+
+
+@pytest.mark.parametrize(
+    ("mtime", "ctime", "kept"),
+    [
+        (NOW - 3600 * 10**9, NOW - 10**6, False),  # mtime put back an hour, written a millisecond before
+        (NOW - 10**6, NOW - 10**6, False),
+        (NOW + 10**9, NOW - 10**6, False),  # dated in the future
+        (NOW - 5 * TICK, NOW - 5 * TICK, True),  # older than a tick
+        (NOW - 3600 * 10**9, NOW - 5 * TICK, True),
+        (NOW // 10**9 * 10**9 - 10**9, NOW - 5 * TICK, False),  # a whole-second mtime a second before
+        (NOW // 10**9 * 10**9 - COARSE - 10**9, NOW - 5 * TICK, True),
+    ],
+)
+def test_a_result_read_within_a_tick_of_its_files_stamp_is_not_kept(mtime, ctime, kept):
+    """A file may change again within the tick of its clock in which it was read without its stamp moving:
+    a result read then would be served for content the search never saw. The same stamp again stands for
+    that change (the file system cannot tell it)."""
+    from tether_astgrep.engine import FileResult
+    from tether_astgrep.files import FileEntry
+    from tether_astgrep.parsers import ResultCache
+
+    cache = ResultCache()
+    f = FileEntry("/f", 5, mtime, 7, ctime)
+    cache.put("p", [(f, FileResult("/f", "searched", ((0, 4, 1, ()),)))], began=NOW)
+    assert (cache.get("p", FileEntry("/f", 5, mtime, 7, ctime)) is not None) is kept
+
+
+def cached(pool) -> set[str]:
+    return {path for files in pool.cache._data.values() for path in files}
+
+
+@pytest.fixture
+def later(monkeypatch):
+    """Set when the searches begin (as `time.time_ns()`): ``later(ns)``."""
+    import types
+
+    from tether_astgrep import parsers
+
+    def at(ns: int) -> None:
+        monkeypatch.setattr(parsers, "time", types.SimpleNamespace(time_ns=lambda: ns))
+
+    return at
+
+
+@pytest.mark.parametrize("how", ["os.utime", "cp -p"])
+async def test_a_same_size_rewrite_with_its_mtime_put_back_is_searched_again(project, later, how):
+    """An editor's or a tool's rewrite to the same size that restores the mtime (`touch -r`, `cp -p`,
+    `rsync -t`, a checkout) keeps size, mtime and inode; the ctime moves."""
+    a = put(project, "a.py", "f(1)\ng(2)\n")
+    before = a.stat()
+    later(time_ns() + 10**10)  # the file is long settled when the searches read it
+    async with tether.open_run(project) as run:
+        first = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert [(m["start"]["line"], m["captures"]["A"]) for m in first.data["matches"]] == [(1, "1")]
+        assert cached(run.resource("tether_astgrep_parsers")) == {str(a)}
+        if how == "os.utime":
+            with a.open("r+b") as fh:  # in place: the same inode
+                fh.write(b"g(1)\nf(2)\n")
+            os.utime(a, ns=(before.st_atime_ns, before.st_mtime_ns))
+        else:
+            other = put(project.parent, "other.py", "g(1)\nf(2)\n")
+            subprocess.run(["touch", "-r", str(a), str(other)], check=True)
+            subprocess.run(["cp", "-p", str(other), str(a)], check=True)
+        now = a.stat()
+        assert (now.st_size, now.st_mtime_ns, now.st_ino) == (
+            before.st_size,
+            before.st_mtime_ns,
+            before.st_ino,
+        )
+        second = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert [(m["start"]["line"], m["captures"]["A"]) for m in second.data["matches"]] == [(2, "2")]
+
+
+async def test_a_file_written_just_before_the_search_read_it_is_not_cached(project, later):
+    """`rsync -t` writes a file and puts its old mtime back: only its ctime says it was written just now,
+    within the tick in which the search reads it, and a second write in that tick would not move it."""
+    a = put(project, "a.py", "f(1)\n")
+    hour_ago = time_ns() - 3600 * 10**9
+    os.utime(a, ns=(hour_ago, hour_ago))
+    ctime = a.stat().st_ctime_ns
+    async with tether.open_run(project) as run:
+        pool = run.resource("tether_astgrep_parsers")
+        later(ctime + 10**6)
+        first = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert [m["captures"]["A"] for m in first.data["matches"]] == ["1"]
+        assert cached(pool) == set()
+        later(ctime + 10**9)  # a second later it is settled: kept
+        assert (await run.call("ast_grep", {"pattern": "f($A)"})).data == first.data
+        assert cached(pool) == {str(a)}
 
 
 async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_leftover_processes):

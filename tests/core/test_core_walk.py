@@ -390,6 +390,42 @@ def test_a_change_in_a_config_file_git_includes_is_seen(tmp_path, git_home, list
     assert names(root, walk(root)) == git_keeps(root) == {"a.py", "b.log"}
 
 
+@pytest.mark.parametrize("switch", ["git switch", "git symbolic-ref"])
+@pytest.mark.parametrize("where", ["main", "linked"])
+def test_a_branch_switch_that_changes_which_excludes_file_applies_is_seen(
+    tmp_path, git_home, listings, switch, where
+):
+    """An ``includeIf "onbranch:..."`` include follows the branch HEAD names (in a linked worktree, its own
+    HEAD). Between branches of the same tree a switch may rewrite HEAD alone (symbolic-ref does)."""
+    root = tmp_path / "p"
+    put(root, "a.py")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "a.py")
+    git(root, "commit", "-qm", "a")
+    git(root, "branch", "other")
+    (git_home / "ex1").write_text("*.log\n")
+    (git_home / "ex2").write_text("*.tmp\n")
+    (git_home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {git_home / 'ex1'}\n")
+    git(root, "config", "includeIf.onbranch:other.path", "other.cfg")  # beside the repository's config
+    (root / ".git" / "other.cfg").write_text(f"[core]\n\texcludesFile = {git_home / 'ex2'}\n")
+    top = root
+    if where == "linked":
+        top = tmp_path / "wt"
+        git(root, "worktree", "add", "-q", "-b", "side", str(top))
+    put(top, "b.log")
+    age(tmp_path)
+    before = entries(walk(top))
+    assert entries(walk(top)) == before and len(listings) == 1
+    assert names(top, walk(top)) == {"a.py"}
+    if switch == "git switch":
+        git(top, "switch", "-q", "other")
+    else:
+        git(top, "symbolic-ref", "HEAD", "refs/heads/other")
+    after = entries(walk(top))
+    assert after == fresh(top) != before
+    assert names(top, walk(top)) == git_keeps(top) == {"a.py", "b.log"}
+
+
 @pytest.mark.parametrize("kind", ["git", "plain"])
 @pytest.mark.parametrize("linked", ["root", "start"])
 def test_a_symlinked_folder_is_watched_where_it_really_is(tmp_path, git_home, listings, kind, linked):

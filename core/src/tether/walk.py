@@ -11,8 +11,9 @@ files and folders, ``node_modules``, ``__pycache__`` and virtual environments (a
 A repeated walk of a folder nothing changed in reuses the last listing (`_WalkCache`): it is valid
 while every folder it looked into keeps its modification time (an entry added, removed or renamed
 changes it), and so do the ignore files it obeyed, git's index, ``info/exclude``, every git config file
-git read (included ones too) and the global excludes file. A symlinked folder is watched where it
-really is. Each file is still stat-ed on every walk, so a file's size, mtime and inode are always current.
+git read (included ones too), git's HEAD (the branch an ``onbranch:`` include follows) and the global
+excludes file. A symlinked folder is watched where it really is. Each file is still stat-ed on every
+walk, so a file's stamp (size, mtime, ctime, inode) is always current.
 """
 
 from __future__ import annotations
@@ -50,6 +51,18 @@ class FileEntry:
     size: int
     mtime_ns: int
     inode: int
+    # moved by every write, and by setting the mtime (`touch -r`, `cp -p`, `rsync -t`): nobody can put it back
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: str, st: os.stat_result) -> FileEntry:
+        return cls(path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int]:
+        """What changes when the file's content may have: a result read from it is valid while this holds,
+        if it was `settled` when read."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
 
 
 @attrs.define
@@ -84,7 +97,7 @@ def walk(root: Path, start: Path | None = None, wanted: Callable[[str], bool] = 
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-        out.files.append(FileEntry(path, st.st_size, st.st_mtime_ns, st.st_ino))
+        out.files.append(FileEntry.of(path, st))
     return out
 
 
@@ -168,7 +181,7 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     The listing's stamps: each folder the listing went into (an entry added, removed or renamed in it
     changes its mtime) and the ignore files in them; each folder left out (whether it is empty counts);
     the ignore files of every folder above the start, and whether a ``.git`` is there; git's index,
-    ``info/exclude``, every config file git read (and each one they include) and the global excludes
+    ``info/exclude``, every config file git read (and each one they include), HEAD and the global excludes
     file. It is never reused where git's own files cannot be told, or where a stamp is so recent that a
     change made during the listing may not have moved it.
     """
@@ -177,7 +190,8 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
     there = {f"{folder}/.git": os.path.lexists(folder / ".git") for folder in (start, *start.parents)}
     in_git = any(there.values()) or "GIT_DIR" in os.environ  # else git would only say it is no work tree
     repo = _repository_files(start) if in_git else []
-    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}  # with the repository's config
+    # with the repository's config and HEAD (which branch's includes apply)
+    configs = {c: _stamp(c) for c in [*_config_files(), *(repo or [])[2:]]}
     top = next((f for f in (start, *start.parents) if there[f"{f}/.git"]), start)  # where git runs
     excludes = _ask_excludes(start, configs, top)
     try:
@@ -232,14 +246,16 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
 
 
 def _settled(stamps: Iterable[Stamp], began: int) -> bool:
-    """Whether each stamp is older than one tick of its clock before ``began``: a whole-second stamp
-    (FAT, ext3, or a file copied with its date kept) by 2 s, a nanosecond one by 100 ms. Changes are told
-    by this machine's clock; a network file system whose server's clock is behind may stamp a change made
-    now as older than it is (git has the same limit against its index's stamp)."""
-    for s in stamps:
-        if s is not None and s[0] >= began - (COARSE_RACY_NS if s[0] % 1_000_000_000 == 0 else RACY_NS):
-            return False
-    return True
+    return settled((s[0] for s in stamps if s is not None), began)
+
+
+def settled(times: Iterable[int], began: int) -> bool:
+    """Whether each file system time (ns) is older than one tick of its clock before ``began`` (when the
+    listing or read began): else a change made after it, within the same tick, may leave the time as it was.
+    A whole-second time (FAT, ext3, or a file copied with its date kept) by 2 s, a nanosecond one by 100 ms.
+    Changes are told by this machine's clock; a network file system whose server's clock is behind may stamp
+    a change made now as older than it is (git has the same limit against its index's stamp)."""
+    return all(t < began - (COARSE_RACY_NS if t % 1_000_000_000 == 0 else RACY_NS) for t in times)
 
 
 def _add_folders(stamps: dict[str, Stamp], folders: dict[str, Stamp]) -> None:
@@ -341,7 +357,7 @@ def _told(listed: bytes, top: Path) -> tuple[str, set[str]] | None:
 
 
 def _repository_files(start: Path) -> list[str] | None:
-    """Git's index, ``info/exclude`` and config of the repository holding ``start``: found as git finds them
+    """Git's index, ``info/exclude``, config and HEAD of the repository holding ``start``: found as git finds them
     (a ``.git`` folder, or a ``.git`` file naming the folder, as in a linked worktree, with its
     ``commondir``); None where the environment chooses them instead."""
     if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")):
@@ -363,7 +379,9 @@ def _repository_files(start: Path) -> list[str] | None:
                 common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
             return None
-        return [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
+        # HEAD: the branch an `includeIf "onbranch:..."` include follows (a linked worktree's own)
+        files = [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
+        return [*files, str(git_dir / "HEAD")]
     return None
 
 

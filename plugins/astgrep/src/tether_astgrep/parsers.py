@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,13 @@ def loader_key(grammar: Grammar) -> str:
 
 
 class ResultCache:
-    """Per (pattern, file) results, valid while the file's size, mtime and inode stay the same."""
+    """Per (pattern, file) results, valid while the file's stamp (size, mtime, ctime, inode) stays the same.
+
+    The ctime is in it because the mtime can be set back (`touch -r`, `cp -p`, `rsync -t`, a checkout of a
+    same-size blob): a same-size rewrite that restores it moves the ctime. A result is kept only if the
+    file's stamp was older than one tick of its clock when the read began (the walk's racy-window rule,
+    `tether.walk.settled`): a file changed again within that tick, after it was read, may keep its stamp.
+    """
 
     def __init__(self, max_matches: int = CACHE_MATCHES, max_patterns: int = CACHE_PATTERNS) -> None:
         self.max_matches = max_matches
@@ -59,29 +66,29 @@ class ResultCache:
         )
         self._weight: dict[Any, int] = {}
 
-    @staticmethod
-    def _stamp(f: FileEntry) -> tuple:
-        return (f.size, f.mtime_ns, f.inode)
-
     def get(self, key: Any, f: FileEntry) -> engine.FileResult | None:
         files = self._data.get(key)
         if files is None:
             return None
         hit = files.get(f.path)
-        if hit is None or hit[0] != self._stamp(f):
+        if hit is None or hit[0] != f.stamp:
             return None
         return hit[1]
 
-    def put(self, key: Any, results: Sequence[tuple[FileEntry, engine.FileResult]]) -> None:
+    def put(self, key: Any, results: Sequence[tuple[FileEntry, engine.FileResult]], began: int) -> None:
+        """Keep the results read from the files (stamped as given) after ``began`` (`time.time_ns()`)."""
+        from tether.walk import settled
+
         files = self._data.setdefault(key, {})
         self._data.move_to_end(key)
         weight = self._weight.get(key, 0)
         for f, r in results:
-            old = files.get(f.path)
+            old = files.pop(f.path, None)
             if old is not None:
                 weight -= 1 + len(old[1].matches)
-            files[f.path] = (self._stamp(f), r)
-            weight += 1 + len(r.matches)
+            if settled((f.mtime_ns, f.ctime_ns), began):
+                files[f.path] = (f.stamp, r)
+                weight += 1 + len(r.matches)
         self._weight[key] = weight
         while self._data and (
             len(self._data) > self.max_patterns or sum(self._weight.values()) > self.max_matches
@@ -194,9 +201,10 @@ class ParserPool:
             else:
                 todo.append(f)
         if todo:
+            began = time.time_ns()  # before any file is read
             fresh = await self._search_files(pattern, grammar, todo, progress)
             by_path = {f.path: f for f in todo}
-            self.cache.put(key, [(by_path[r.path], r) for r in fresh])
+            self.cache.put(key, [(by_path[r.path], r) for r in fresh], began)
             for r in fresh:
                 results[r.path] = r
         return [results[f.path] for f in files if f.path in results]

@@ -152,7 +152,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
                 )
             grammar = registry.by_id[gid]
         st = target.stat()
-        return Target(grammar, [FileEntry(str(target), st.st_size, st.st_mtime_ns, st.st_ino)], 0, shown)
+        return Target(grammar, [FileEntry.of(str(target), st)], 0, shown)
     if not target.is_dir():
         raise ToolError(f"'{shown}' is neither a file nor a folder", {"error": "bad_path"})
     if grammar is not None:
@@ -383,11 +383,12 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
 def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) -> list[tuple[str, Any]]:
     """(path, Match or None) for the matches shown: texts and positions read back from the files.
 
-    Spans index the bytes that were searched; a file whose size, mtime or inode changed since then
-    is not trusted (None: the output says to search again).
+    Spans index the bytes that were searched; a file whose stamp (size, mtime, ctime, inode) changed since
+    then is not trusted (None: the output says to search again).
     """
     import os
 
+    from tether_astgrep.files import FileEntry
     from tether_astgrep.matcher import materialize
 
     out: list[tuple[str, Any]] = []
@@ -398,11 +399,7 @@ def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) 
             try:
                 st = os.stat(path)
                 entry = entries.get(path)
-                if entry is not None and (st.st_size, st.st_mtime_ns, st.st_ino) == (
-                    entry.size,
-                    entry.mtime_ns,
-                    entry.inode,
-                ):
+                if entry is not None and FileEntry.of(path, st).stamp == entry.stamp:
                     data = Path(path).read_bytes()
             except OSError:
                 pass
