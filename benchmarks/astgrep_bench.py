@@ -3,7 +3,7 @@
 Run: uv run python benchmarks/astgrep_bench.py [--repeat N] [--corpus NAME ...]
 
 (``--corpus rxjs --corpus gocode --repeat 11``: the small corpora, whose times of tens of milliseconds
-need more runs for a stable median on a busy machine.)
+need more runs for a stable median on a busy machine; the machine's load is printed before and after.)
 
 Corpora, copied to a temporary folder so both tools see the same files:
 - the .py files of the standard library of the interpreter running this script (without site-packages);
@@ -149,6 +149,11 @@ async def tether_all_matches(run, corpus: Path, query, language: str) -> set:
     return {(Path(r.path).relative_to(corpus).as_posix(), m[0], m[1]) for r in results for m in r.matches}
 
 
+def _load() -> str:
+    """The machine's load (1, 5, 15 minutes): cold times of tens of milliseconds move with it."""
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
@@ -166,7 +171,7 @@ async def main() -> None:
             corpora[name].mkdir()
             count, size, what = make(corpora[name])
             print(f"corpus {name}: {count} files, {size / 1e6:.2f} MB ({what})")
-        print(f"{len(os.sched_getaffinity(0))} cores; repeat {args.repeat}")
+        print(f"{len(os.sched_getaffinity(0))} cores; repeat {args.repeat}; {_load()}")
         for name, corpus in corpora.items():  # warm the OS file cache for both tools
             row = next(r for r in ROWS if r[0] == name)
             run_sg(row[2], row[1], corpus)
@@ -199,6 +204,7 @@ async def main() -> None:
         print(
             "targets: cold <= 1.00x the ast-grep CLI, repeated <= 0.05x; 'same' compares (file, byte range) sets"
         )
+        print(f"at the end: {_load()}")
 
 
 if __name__ == "__main__":

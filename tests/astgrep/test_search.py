@@ -62,6 +62,22 @@ def test_registering_the_tools_imports_nothing_heavy(project):
     )
 
 
+def test_a_pattern_search_imports_no_rule_machinery(project):
+    """The rules module (and what it imports) is for rules: a fresh process's first pattern search,
+    which pays every import it makes, does without it."""
+    put(project, "a.py", "print(1)\n")
+    assert_light_entry_point(
+        "tether",
+        forbidden=("tether_astgrep.rules", "yaml", "difflib"),
+        then=(
+            "import tether\n"
+            f"with tether.open_run_sync({str(project)!r}) as run:\n"
+            "    result = run.call('ast_grep', {'pattern': 'print($A)'})\n"
+            "    assert not result.is_error and result.data['total'] > 0, result.plain"
+        ),
+    )
+
+
 async def test_tools_and_tiers(project):
     async with tether.open_run(project) as run:
         tiers = {t.name: t.tier.value for t in run.tools() if t.family == "astgrep"}

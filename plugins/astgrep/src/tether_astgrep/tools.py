@@ -198,12 +198,15 @@ async def _target_of(pool: ParserPool, args: GrepArgs | EditArgs) -> Target:
 
     The two must agree, and a rule's language must be that of the file or of some files searched.
     """
-    from tether_astgrep.rules import RuleError, rule_language
+    said = None
+    # the rules module is imported for a rule only: a pattern's first search does without it
+    if args.rule is not None:
+        from tether_astgrep.rules import RuleError, rule_language
 
-    try:
-        said = rule_language(args.rule) if args.rule is not None else None
-    except RuleError as exc:
-        raise ToolError(str(exc), {"error": "bad_rule"}) from None
+        try:
+            said = rule_language(args.rule)
+        except RuleError as exc:
+            raise ToolError(str(exc), {"error": "bad_rule"}) from None
     if said is None or args.language is not None:
         if said is not None and args.language is not None and args.language.strip().lower() != said:
             raise ToolError(
