@@ -74,7 +74,6 @@ class Build:
     Attributes:
         argv: the command, run in ``cwd`` (inside the run's envelope when there is one).
         output: the executable it writes; the adapter is then given a request for it.
-        shown: the command as one would type it in the root (for messages).
         env: variables added to its environment (the launch's env: the adapter's own build had them).
         untrusted_env: set in a run that does not trust its root, over ``env`` (nothing fetched).
         no_output: what to say when it succeeds but writes no executable (a library package).
@@ -86,7 +85,6 @@ class Build:
 
     argv: tuple[str, ...]
     output: Path
-    shown: str
     env: dict[str, str] = attrs.field(factory=dict)
     untrusted_env: dict[str, str] = attrs.field(factory=dict)
     no_output: str = "the build wrote no executable"
@@ -466,7 +464,6 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     output = directory / (f"{name}.test" if test else name)
     flags = ("-o", str(output), *GO_DEBUG_FLAGS)
     argv = ("go", "test", "-c", *flags, target) if test else ("go", "build", *flags, target)
-    kind = "go test -c" if test else "go build"
     no_output = (
         f"{target} has no test files: there are no tests to debug there."
         if test
@@ -478,8 +475,6 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     return Build(
         argv=argv,
         output=output,
-        shown=("" if module == request.root else f"cd {module.relative_to(request.root).as_posix()} && ")
-        + f"{kind} -gcflags='all=-N -l' {target}",
         env=dict(request.env),
         untrusted_env=GO_UNTRUSTED_ENV,
         no_output=no_output,
