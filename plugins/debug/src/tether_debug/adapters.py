@@ -424,10 +424,6 @@ def _delve_handles(program: Path) -> bool:
     return program.suffix == ".go" or _binary_kind(program) == "go"
 
 
-# Go: what the lsp family gives gopls in a run that does not trust its root: no toolchain a go.mod
-# names is fetched, no module proxy or VCS is asked (a build runs no code of the project, but a
-# download runs someone's server)
-GO_UNTRUSTED_ENV = {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
 # delve's own: no optimisation, no inlining; and the sources' full paths, which the breakpoints name
 # (-trimpath in the launch's GOFLAGS would strip them, and no breakpoint would bind)
 GO_DEBUG_FLAGS = ("-gcflags", "all=-N -l", "-trimpath=false")
@@ -476,7 +472,7 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
         argv=argv,
         output=output,
         env=dict(request.env),
-        untrusted_env=GO_UNTRUSTED_ENV,
+        untrusted_env=dict(binaries.GO_UNTRUSTED_ENV),  # as gopls runs there: nothing fetched
         no_output=no_output,
         run_in=program if test else None,
         cwd=module,
