@@ -231,8 +231,55 @@ async def test_stop_process_also_stops_children_started_during_the_grace_before_
             sys.executable, "-c", SPAWNS_WHEN_STOPPED, stdout=asyncio.subprocess.PIPE, env=run.child_env()
         )
         run.track_process(proc)
+        assert proc.stdout is not None
         assert (await asyncio.wait_for(proc.stdout.readline(), 60)) == b"ready\n"
         await run.stop_process(proc, grace=0.5)
         await proc.wait()
         left = tagged(run.id)
         assert left == [], [p.cmdline() for p in left]
+
+
+HOLDS_A_SCRATCH_DIR = """
+import sys, time
+import tether
+with tether.open_run_sync(sys.argv[1], load_entry_points=False) as run:
+    print(run.scratch_dir(run.root, ".scratch-"), flush=True)
+    time.sleep(300)
+"""
+
+
+def _hold_a_scratch_dir(root: Path) -> tuple[subprocess.Popen, Path]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_A_SCRATCH_DIR, str(root)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    path = Path(proc.stdout.readline().strip())
+    assert path.is_dir() and path.parent == root and path.name.startswith(".scratch-")
+    return proc, path
+
+
+def test_a_scratch_dir_is_removed_by_its_keeper_after_a_sigkill_or_by_the_next_run_if_both_died(tmp_path):
+    # the process alone is killed: its keeper removes the folder
+    proc, first = _hold_a_scratch_dir(tmp_path)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while first.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not first.exists(), "the keeper of a SIGKILLed process left its scratch directory"
+
+    # killed with its keeper (the OOM killer, a container stopped): the next run removes it
+    proc, left = _hold_a_scratch_dir(tmp_path)
+    keepers = [p for p in psutil.Process(proc.pid).children() if "procs.py" in " ".join(p.cmdline())]
+    assert len(keepers) == 1
+    keepers[0].send_signal(signal.SIGKILL)
+    psutil.wait_procs(keepers, 30)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert left.exists()
+    busy = Path(private_dir(".scratch-", str(tmp_path)))  # ours, alive: must stay
+    with tether.open_run_sync(tmp_path, load_entry_points=False) as run:
+        fresh = run.scratch_dir(tmp_path, ".scratch-")
+        assert not left.exists() and busy.exists() and fresh.exists()
+    assert not fresh.exists()  # at close
+    assert [p.name for p in tmp_path.iterdir()] == [busy.name]

@@ -173,10 +173,22 @@ def _fresh_cache():
 
 def age(top: Path, seconds: float = 60.0) -> None:
     """Every file and folder under ``top`` (``.git`` too) as if written ``seconds`` ago: older than the
-    cache's racy window, so the next listing may be reused, and any later change moves a stamp."""
-    then = time.time_ns() - int(seconds * 1e9)
+    cache's racy window, so the next listing may be reused, and any later change moves a stamp. Their
+    ctimes (which nothing can set back) are waited for: one tick of the clock."""
+    stamp_all(top, time.time_ns() - int(seconds * 1e9))
+    wait_for_ctimes(top)
+
+
+def stamp_all(top: Path, ns: int) -> None:
     for path in [top, *top.rglob("*")]:
-        os.utime(path, ns=(then, then), follow_symlinks=False)
+        os.utime(path, ns=(ns, ns), follow_symlinks=False)
+
+
+def wait_for_ctimes(top: Path) -> None:
+    """Until every ctime under ``top`` is older than the racy window (ctimes cannot be set back)."""
+    settled = max(p.lstat().st_ctime_ns for p in [top, *top.rglob("*")]) + tether.walk.RACY_NS
+    while time.time_ns() <= settled:
+        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -282,11 +294,6 @@ def test_a_sub_folder_walk_sees_a_change_above_it(tmp_path, git_home, listings, 
     assert after == fresh(root, root / "sub") != before
 
 
-def stamp_all(top: Path, ns: int) -> None:
-    for path in [top, *top.rglob("*")]:
-        os.utime(path, ns=(ns, ns), follow_symlinks=False)
-
-
 def test_a_tree_written_just_now_is_listed_again(tmp_path, git_home, listings):
     """A folder changed within one tick of the file system's clock before the listing may change again
     within the same tick without its stamp moving: its listing is not reused."""
@@ -296,6 +303,26 @@ def test_a_tree_written_just_now_is_listed_again(tmp_path, git_home, listings):
     walk(root)
     assert len(listings) == 2
     stamp_all(tmp_path, time.time_ns() - tether.walk.RACY_NS * 5 + 7)  # older than a tick: reused
+    wait_for_ctimes(tmp_path)
+    walk(root)
+    walk(root)
+    assert len(listings) == 3
+
+
+def test_a_tree_whose_mtimes_were_put_back_just_now_is_listed_again(
+    tmp_path, git_home, listings, monkeypatch
+):
+    """`rsync -a`, `cp -rp` and `tar x` put the old mtimes back after writing: only the ctimes say the tree
+    changed just now, and a second such change within the same tick would leave every stamp as it was."""
+    root = project(tmp_path / "p")
+    stamp_all(tmp_path, time.time_ns() - 3600 * 10**9)  # an hour ago; the ctimes are now
+    newest = max(p.lstat().st_ctime_ns for p in [tmp_path, *tmp_path.rglob("*")])
+    clock = types.SimpleNamespace(time_ns=lambda: newest + 10**6)  # the listing begins a millisecond later
+    monkeypatch.setattr(tether.walk, "time", clock)
+    walk(root)
+    walk(root)
+    assert len(listings) == 2
+    clock.time_ns = lambda: newest + 5 * tether.walk.RACY_NS  # older than a tick: reused
     walk(root)
     walk(root)
     assert len(listings) == 3
@@ -304,7 +331,8 @@ def test_a_tree_written_just_now_is_listed_again(tmp_path, git_home, listings):
 def test_whole_second_stamps_are_trusted_only_two_seconds_later(tmp_path, git_home, listings, monkeypatch):
     """A file system that stamps in whole seconds (FAT, ext3) ticks once a second or two."""
     root = project(tmp_path / "p")
-    began = (time.time_ns() // 10**9) * 10**9
+    # a whole second, 10 s ahead: the ctimes the test's changes make (now) are older than a tick by then
+    began = (time.time_ns() // 10**9 + 10) * 10**9
     monkeypatch.setattr(
         tether.walk, "time", types.SimpleNamespace(time_ns=lambda: began)
     )  # when listings begin
@@ -388,6 +416,25 @@ def test_a_change_in_a_config_file_git_includes_is_seen(tmp_path, git_home, list
     after = entries(walk(root))
     assert after == fresh(root) != before
     assert names(root, walk(root)) == git_keeps(root) == {"a.py", "b.log"}
+
+
+def test_a_git_file_pointed_at_another_git_folder_is_seen(tmp_path, git_home, listings):
+    """A ``.git`` file names git's folder (a submodule's, a separate git dir's); rewritten (``git worktree
+    repair``, ``git submodule absorbgitdirs``, by hand) it names another index, excludes and config."""
+    root = tmp_path / "p"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'g1'}", str(root))
+    git(tmp_path, "init", "-q", f"--separate-git-dir={tmp_path / 'g2'}", str(tmp_path / "other"))
+    put(root, "a.py")
+    put(root, "x.py")
+    (tmp_path / "g1" / "info" / "exclude").write_text("x.py\n")
+    age(tmp_path)
+    before = entries(walk(root))
+    assert entries(walk(root)) == before and len(listings) == 1
+    assert names(root, walk(root)) == {"a.py"}
+    (root / ".git").write_text(f"gitdir: {tmp_path / 'g2'}\n")
+    after = entries(walk(root))
+    assert after == fresh(root) != before
+    assert names(root, walk(root)) == git_keeps(root) == {"a.py", "x.py"}
 
 
 @pytest.mark.parametrize("switch", ["git switch", "git symbolic-ref"])
@@ -475,7 +522,8 @@ def test_a_whole_second_stamp_among_nanosecond_ones_waits_two_seconds(
     """The racy window is chosen per stamp: a file copied with its date kept, or on a second mount with
     a coarser clock, stamps whole seconds while the rest of the tree stamps nanoseconds."""
     root = project(tmp_path / "p")
-    began = (time.time_ns() // 10**9) * 10**9
+    # a whole second, 10 s ahead: the ctimes the test's changes make (now) are older than a tick by then
+    began = (time.time_ns() // 10**9 + 10) * 10**9
     monkeypatch.setattr(tether.walk, "time", types.SimpleNamespace(time_ns=lambda: began))
     stamp_all(tmp_path, began - tether.walk.COARSE_RACY_NS * 3 + 7)  # nanoseconds, long ago
     os.utime(root / "sub", ns=(began - 10**9, began - 10**9))  # a whole second, one second before

@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 import tether
 from tether import hookimpl
 from tether.testing import assert_light_entry_point
 from tether_debug.adapters import BUILTIN, AdapterDef, Build, LaunchRequest, Located
+from tether_debug.session import build_command
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
@@ -95,7 +97,15 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     package = built(tmp_path)
     flags = ("-gcflags", "all=-N -l", "-trimpath=false")  # the sources' full paths, whatever GOFLAGS says
     assert package.argv == ("go", "build", "-o", str(out / tmp_path.name), *flags, ".")
-    assert package.shown == "go build -gcflags='all=-N -l' ."
+    # the command said in messages is what ran: its argv, the variables added, paths under the root relative
+    shown = build_command(package, {"GOFLAGS": "-tags=a b"}, tmp_path)
+    assert (
+        shown == f"GOFLAGS='-tags=a b' go build -o out/{tmp_path.name} -gcflags 'all=-N -l' -trimpath=false ."
+    )
+    nested = attrs.evolve(package, cwd=tmp_path / "tools")
+    assert build_command(nested, {}, tmp_path).startswith(f"cd tools && go build -o ../out/{tmp_path.name} ")
+    long = build_command(package, {"GOFLAGS": "x" * 2000}, tmp_path)
+    assert len(long) < 700 and long.endswith("more characters cut]")
     assert built(tmp_path, test=True).argv[:3] == ("go", "test", "-c")
     (tmp_path / "main_test.go").write_text("package main\n")
     in_test = built(tmp_path / "main_test.go")  # a test file: its package's tests

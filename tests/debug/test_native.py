@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -665,7 +666,9 @@ async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftov
         failed = await debug.err(action="launch", program="broken")
         elapsed = time.monotonic() - started
         # tether builds before delve starts: the answer is go build's own output, paths relative
-        assert "the build failed (`go build -gcflags='all=-N -l' ./broken`, exit status 2)" in failed.plain
+        # the command as it ran (its output in the run's private directory)
+        assert "the build failed (`go build -o " in failed.plain
+        assert "/broken -gcflags 'all=-N -l' -trimpath=false ./broken`, exit status 2)" in failed.plain
         assert 'broken/main.go:4:14: cannot use "s" (untyped string constant) as int value' in failed.plain
         assert str(go_more) not in failed.plain
         assert failed.data["error"] == "launch_failed"
@@ -723,29 +726,98 @@ async def test_go_env_cwd_args_reach_the_build_and_the_program_and_restart_rebui
     assert not (go_more / "envy" / "__debug_bin").exists() and not (go_more / "__debug_bin").exists()
 
 
-async def test_a_go_build_over_the_launch_bound_is_stopped_and_said(
+GO_SLOW_BUILD = """\
+package main
+
+import (
+	"fmt"
+	"net/http"
+)
+
+func main() {
+	fmt.Println(http.StatusOK)
+}
+"""
+
+
+async def test_a_go_build_over_the_launch_bound_is_stopped_mid_compile_and_said(
     go_more, open_debug, no_leftover_processes
 ):
-    async with open_debug(go_more, debug_launch_timeout=0.001) as debug:
-        slow = await debug.err(action="launch", program="loop")
-        assert "`go build -gcflags='all=-N -l' ./loop` did not finish within 0.001 s" in slow.plain
-        assert "debug_launch_timeout sets the bound" in slow.plain
+    import asyncio
+
+    write_tree(go_more, {"slow/main.go": GO_SLOW_BUILD})
+    async with open_debug(go_more, debug_launch_timeout=5) as debug:
+        # -a rebuilds net/http and the standard library under it: far more than 5 s of compiling
+        launch = asyncio.create_task(debug(action="launch", program="slow", env={"GOFLAGS": "-a"}))
+        compiling = False
+        while not launch.done():
+            compiling = compiling or "compile" in _tagged(debug.run)
+            await asyncio.sleep(0.05)
+        slow = launch.result()
+        assert compiling, "the bound ran out before go started a compiler"
+        assert (
+            slow.is_error
+            and "could not launch slow under delve: the launch did not finish within 5 s" in slow.plain
+        )
+        assert "the time ran out in the build (`GOFLAGS=-a go build -o " in slow.plain, slow.plain
+        assert "-trimpath=false ./slow`) (time taken: the build 5." in slow.plain
+        assert "debug_launch_timeout bounds the whole launch" in slow.plain
+        # while the run is still open: the build and every compiler it started are gone, and what it wrote
+        assert _tagged(debug.run) == []
         assert not list(debug.run.private_dir().glob("debug-build-*"))
 
 
-def _tagged(run) -> list:
-    """The live processes that carry the run's tag (what it started, and what they started)."""
-    import psutil
-    from tether.procs import TAG
+async def test_the_launch_bound_is_shared_a_slow_build_leaves_the_adapter_only_the_rest(
+    go_more, open_debug, no_leftover_processes, tmp_path, monkeypatch
+):
+    """A long build, then a delve slow to start: each within the bound, together over it."""
+    import asyncio
+    import re
+    import time
 
-    found = []
-    for proc in psutil.process_iter(["name"]):
-        try:
-            if proc.environ().get(TAG, "").startswith(run.id) and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc.info["name"])
-        except psutil.Error:
-            pass
-    return found
+    bound = 30.0
+    # delve reads its configuration before it listens: from a FIFO, it waits until the test writes one
+    config = tmp_path / "config"
+    (config / "dlv").mkdir(parents=True)
+    os.mkfifo(config / "dlv" / "config.yml")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    async with open_debug(go_more, debug_launch_timeout=bound) as debug:
+        began = time.monotonic()
+        # -a: a real build of seconds (the standard library under fmt, compiled again)
+        launch = asyncio.create_task(debug(action="launch", program="loop", env={"GOFLAGS": "-a"}))
+        built = None
+        while not launch.done():
+            if built is None and "dlv" in _tagged(debug.run):
+                built = time.monotonic() - began
+            if time.monotonic() - began > bound + 1:
+                # delve gets its configuration: its start alone took less than the bound
+                with contextlib.suppress(OSError):
+                    os.close(os.open(config / "dlv" / "config.yml", os.O_WRONLY | os.O_NONBLOCK))
+            await asyncio.sleep(0.05)
+        said = launch.result()
+        elapsed = time.monotonic() - began
+        assert built is not None and 1 < built < bound - 1, built
+        assert said.is_error and "the time ran out in the delve adapter's start" in said.plain, said.plain
+        took = re.search(
+            r"time taken: the build ([\d.]+) s, the delve adapter's start ([\d.]+) s", said.plain
+        )
+        assert took, said.plain
+        assert float(took.group(1)) + float(took.group(2)) >= bound - 0.5
+        assert elapsed < bound + 10  # not the build's time plus a whole bound more
+        assert "debug_launch_timeout bounds the whole launch" in said.plain
+        assert _tagged(debug.run) == []
+
+
+def _tagged(run) -> list[str]:
+    """The names of the live processes that carry the run's tag (what it started, and what they started)."""
+    import psutil
+    from tether.procs import tagged
+
+    names = []
+    for proc in tagged(run.id):
+        with contextlib.suppress(psutil.Error):
+            names.append(proc.name())
+    return names
 
 
 async def test_a_go_launch_cancelled_mid_build_stops_the_build_and_leaves_no_binary(
@@ -791,9 +863,8 @@ async def test_a_go_build_killed_by_a_signal_is_said_as_one(go_more, open_debug,
             await asyncio.sleep(0.05)
         go[0].send_signal(signal.SIGKILL)  # what the OOM killer does
         killed = await launch
-        assert (
-            killed.is_error and "`go build -gcflags='all=-N -l' ./loop` was killed by SIGKILL" in killed.plain
-        )
+        assert killed.is_error and "`GOFLAGS=-a go build -o " in killed.plain
+        assert "-trimpath=false ./loop` was killed by SIGKILL" in killed.plain
         assert _tagged(debug.run) == []  # its compilers did not run on
         assert not list(debug.run.private_dir().glob("debug-build-*"))
 
@@ -905,7 +976,7 @@ async def test_go_program_in_a_nested_module_builds_in_that_module(
         assert "hello from tools" in ended.data["output"]
         bad = await debug.err(action="launch", program="tools/cmd/bad")
     # go's own words, its paths relative to the root, the command as run from it
-    assert "`cd tools && go build -gcflags='all=-N -l' ./cmd/bad`" in bad.plain
+    assert "`cd tools && go build -o " in bad.plain and "-trimpath=false ./cmd/bad`" in bad.plain
     assert "tools/cmd/bad/main.go:4:14: cannot use" in bad.plain and str(go_more) not in bad.plain
 
 

@@ -3,6 +3,8 @@
 The families that run a project's code look here (debug's debuggee interpreter, eval's kernel
 interpreter, lsp's servers and checkers); what to do when the project has none (tether's own
 environment, PATH) and whether the run trusts its root enough to use them is theirs to decide.
+Here too is what a Go command (gopls, go vet, go build) is given in a run that does not trust its
+root, so the families that run one say it once.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no module
+# download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them). A build runs
+# no code of the project, but a download runs someone's server.
+GO_UNTRUSTED_ENV = {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
 VENVS = (".venv", "venv")
 LOCAL_BIN_DIRS = (
     ".venv/bin",

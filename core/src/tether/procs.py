@@ -14,7 +14,9 @@ sandbox (`tether.sandbox`) the pid namespace takes it down as well.
 The keeper is a small process per run (this file run as a script: stdlib and psutil only) that is
 told what the run tracks, and under a subreaper notes the orphans it adopts as they come (every
 ADOPT_POLL s). When its stdin ends, because the run closed or because the process that runs tether
-died (SIGKILL included), it stops all of it and removes the run's private directories.
+died (SIGKILL included), it stops all of it and removes the run's private and scratch directories
+(`private_dir`; one left because the keeper was killed too is removed by the next run that makes one
+of the same name in the same place).
 
 Nothing here reaps (waits for) a process: a family's asyncio child watcher may own it and must see
 its exit status. Dead processes are told apart by status instead (a zombie counts as stopped).
@@ -363,22 +365,23 @@ class Keeper:
 # -- private directories ------------------------------------------------------------------------------
 
 
-def private_dir(prefix: str) -> str:
-    """A new private temporary directory named ``prefix*``; stale ones (their owner died) are removed first.
+def private_dir(prefix: str, parent: str | None = None) -> str:
+    """A new directory named ``prefix*`` in ``parent`` (the temporary directory unless given); stale
+    ones there (their owner died) are removed first.
 
     The owner is written into the directory, so the next run can tell a directory left by a process
     that was killed along with its keeper from one that is in use.
     """
-    sweep_stale(prefix)
-    path = tempfile.mkdtemp(prefix=prefix)
+    base = tempfile.gettempdir() if parent is None else parent
+    sweep_stale(prefix, base)
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
     me = process(os.getpid())
     with open(os.path.join(path, ".owner"), "w") as fh:
         fh.write(f"{os.getpid()} {me.create_time() if me is not None else 0}\n")
     return path
 
 
-def sweep_stale(prefix: str) -> None:
-    base = tempfile.gettempdir()
+def sweep_stale(prefix: str, base: str) -> None:
     try:
         names = [n for n in os.listdir(base) if n.startswith(prefix)]
     except OSError:

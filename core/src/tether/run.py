@@ -253,11 +253,24 @@ class Run:
     def private_dir(self) -> Path:
         """The run's private temporary directory, removed at close (by the next run, if we were killed)."""
         if self._private is None:
-            from tether.procs import private_dir
+            import tempfile
 
-            self._private = Path(private_dir("tether-run-"))
-            self._keep().remove_at_close(str(self._private))
+            self._private = self.scratch_dir(Path(tempfile.gettempdir()), "tether-run-")
         return self._private
+
+    def scratch_dir(self, parent: Path, prefix: str) -> Path:
+        """A new directory named ``prefix*`` in ``parent``, removed when the run closes, also when the
+        process that runs tether is killed; if its keeper was killed with it, by the next run that makes
+        a scratch directory with the same prefix in the same parent (the directory names its owner).
+
+        For what cannot live in `private_dir` (a program built where the temporary directory is on a
+        noexec mount). A caller may remove it sooner. An OSError when it cannot be made.
+        """
+        from tether.procs import private_dir
+
+        path = Path(private_dir(prefix, str(parent)))
+        self._keep().remove_at_close(str(path))
+        return path
 
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""

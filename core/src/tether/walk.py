@@ -246,7 +246,8 @@ def _list(root: Path, start: Path) -> tuple[_Listing, dict[str, os.stat_result]]
 
 
 def _settled(stamps: Iterable[Stamp], began: int) -> bool:
-    return settled((s[0] for s in stamps if s is not None), began)
+    # the ctime too: where the mtime was put back (`rsync -a`, `cp -p`, `tar x`), only the ctime is recent
+    return settled((t for s in stamps if s is not None for t in s[:2]), began)
 
 
 def settled(times: Iterable[int], began: int) -> bool:
@@ -357,13 +358,14 @@ def _told(listed: bytes, top: Path) -> tuple[str, set[str]] | None:
 
 
 def _repository_files(start: Path) -> list[str] | None:
-    """Git's index, ``info/exclude``, config and HEAD of the repository holding ``start``: found as git finds them
-    (a ``.git`` folder, or a ``.git`` file naming the folder, as in a linked worktree, with its
-    ``commondir``); None where the environment chooses them instead."""
+    """Git's index, ``info/exclude``, config and HEAD of the repository holding ``start``: found as git
+    finds them (a ``.git`` folder, or a ``.git`` file naming the folder, as in a linked worktree or a
+    submodule, with its ``commondir``; then those two files too); None where the environment chooses them."""
     if any(k in os.environ for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")):
         return None
     for folder in (start, *start.parents):
         dot = folder / ".git"
+        pointers = []  # the files that name git's folder: one rewritten points elsewhere
         try:
             if dot.is_dir():
                 git_dir = dot
@@ -372,6 +374,7 @@ def _repository_files(start: Path) -> list[str] | None:
                 if not text.startswith("gitdir:"):
                     return None
                 git_dir = folder / text.removeprefix("gitdir:").strip()
+                pointers = [str(dot), str(git_dir / "commondir")]
             else:
                 continue
             common = git_dir
@@ -381,7 +384,7 @@ def _repository_files(start: Path) -> list[str] | None:
             return None
         # HEAD: the branch an `includeIf "onbranch:..."` include follows (a linked worktree's own)
         files = [str(git_dir / "index"), str(common / "info" / "exclude"), str(common / "config")]
-        return [*files, str(git_dir / "HEAD")]
+        return [*files, str(git_dir / "HEAD"), *pointers]
     return None
 
 

@@ -74,7 +74,6 @@ class Build:
     Attributes:
         argv: the command, run in ``cwd`` (inside the run's envelope when there is one).
         output: the executable it writes; the adapter is then given a request for it.
-        shown: the command as one would type it in the root (for messages).
         env: variables added to its environment (the launch's env: the adapter's own build had them).
         untrusted_env: set in a run that does not trust its root, over ``env`` (nothing fetched).
         no_output: what to say when it succeeds but writes no executable (a library package).
@@ -86,7 +85,6 @@ class Build:
 
     argv: tuple[str, ...]
     output: Path
-    shown: str
     env: dict[str, str] = attrs.field(factory=dict)
     untrusted_env: dict[str, str] = attrs.field(factory=dict)
     no_output: str = "the build wrote no executable"
@@ -426,10 +424,6 @@ def _delve_handles(program: Path) -> bool:
     return program.suffix == ".go" or _binary_kind(program) == "go"
 
 
-# Go: what the lsp family gives gopls in a run that does not trust its root: no toolchain a go.mod
-# names is fetched, no module proxy or VCS is asked (a build runs no code of the project, but a
-# download runs someone's server)
-GO_UNTRUSTED_ENV = {"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"}
 # delve's own: no optimisation, no inlining; and the sources' full paths, which the breakpoints name
 # (-trimpath in the launch's GOFLAGS would strip them, and no breakpoint would bind)
 GO_DEBUG_FLAGS = ("-gcflags", "all=-N -l", "-trimpath=false")
@@ -466,7 +460,6 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     output = directory / (f"{name}.test" if test else name)
     flags = ("-o", str(output), *GO_DEBUG_FLAGS)
     argv = ("go", "test", "-c", *flags, target) if test else ("go", "build", *flags, target)
-    kind = "go test -c" if test else "go build"
     no_output = (
         f"{target} has no test files: there are no tests to debug there."
         if test
@@ -478,10 +471,8 @@ def _delve_build(request: LaunchRequest, directory: Path) -> Build | None:
     return Build(
         argv=argv,
         output=output,
-        shown=("" if module == request.root else f"cd {module.relative_to(request.root).as_posix()} && ")
-        + f"{kind} -gcflags='all=-N -l' {target}",
         env=dict(request.env),
-        untrusted_env=GO_UNTRUSTED_ENV,
+        untrusted_env=dict(binaries.GO_UNTRUSTED_ENV),  # as gopls runs there: nothing fetched
         no_output=no_output,
         run_in=program if test else None,
         cwd=module,

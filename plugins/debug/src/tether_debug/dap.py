@@ -163,9 +163,10 @@ class DapClient:
         return None
 
     async def wait_event(
-        self, names: Iterable[str], after: int, timeout: float
+        self, names: Iterable[str], after: int, timeout: float | None = None
     ) -> tuple[int, dict[str, Any]] | None:
-        """The first event named in ``names`` at log index >= ``after``: (index, event); None on timeout or close."""
+        """The first event named in ``names`` at log index >= ``after``: (index, event); None on timeout
+        or close (None: no bound of its own, the caller's)."""
         wanted = frozenset(names)
 
         def find() -> tuple[int, dict[str, Any]] | None:

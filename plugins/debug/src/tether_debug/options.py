@@ -19,7 +19,7 @@ class DebugOptions:
         "seconds launch, continue, step and pause wait for the next stop", default=30.0, minimum=0
     )
     debug_launch_timeout: float = arg(
-        "seconds for the Go build, and for starting the adapter and configuring the launch",
+        "seconds for a launch or attach as a whole: the Go build, the adapter's start and its configuration together",
         default=60.0,
         minimum=0,
     )

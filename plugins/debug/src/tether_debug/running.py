@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ from tether_debug.render import (
     stop_result,
     trim_launcher_frames,
 )
-from tether_debug.session import MAX_LOGGED, Ended, Session, SessionError, Stop
+from tether_debug.session import MAX_LOGGED, Ended, LaunchBound, Session, SessionError, Stop
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
@@ -171,18 +170,18 @@ async def launch(
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
     new.program = shown
     new.root = run.root
-    timeout = launch_timeout(run)
     try:
+        bound = LaunchBound(launch_timeout(run))  # one for the build, the start and the configuration
         if adapter.build is not None:
             new.scratch = _scratch(run)
             build = adapter.build(request, new.scratch)
             if build is not None:  # built here, so a build error is the build's own answer
-                await new.build(build, run, timeout)
+                await new.build(build, run, bound)
                 cwd = build.run_in if args.cwd is None and build.run_in is not None else request.cwd
                 request = attrs.evolve(request, program=build.output, test=False, cwd=cwd)
-        await new.start(availability.located, run.root, run, timeout)
+        await new.start(availability.located, run.root, run, bound)
         await new.configure(
-            "launch", adapter.launch_config(request), supervisor.plan_for(conversation), timeout
+            "launch", adapter.launch_config(request), supervisor.plan_for(conversation), bound
         )
         outcome = await new.wait_stop(0, stop_timeout(run))
         if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
@@ -238,8 +237,8 @@ async def attach(
     new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
     new.program = f"process {number}" if by_pid else f"process on port {number}"
     new.root = run.root
-    timeout = launch_timeout(run)
     try:
+        bound = LaunchBound(launch_timeout(run))
         if by_pid:
             availability = adapter.availability(run.root)
             if not availability.usable or availability.located is None:
@@ -247,11 +246,11 @@ async def attach(
                     f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
                     data={"error": "adapter_unavailable", "adapter": adapter.id},
                 )
-            await new.start(availability.located, run.root, run, timeout)
+            await new.start(availability.located, run.root, run, bound)
             new.attached = True
         else:
-            await new.connect("127.0.0.1", number, min(timeout, 10.0))
-        await new.configure("attach", make(number), supervisor.plan_for(conversation), timeout)
+            await new.connect("127.0.0.1", number, min(bound.seconds, 10.0))
+        await new.configure("attach", make(number), supervisor.plan_for(conversation), bound)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
         outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
     except (SessionError, DapError) as exc:
@@ -273,7 +272,8 @@ async def attach(
 
 def _scratch(run: Run) -> Path:
     """A new directory for the program a build writes: in the run's private directory, or, where that
-    is on a noexec mount (a program there cannot run), in the root; removed when the session closes."""
+    is on a noexec mount (a program there cannot run), in the root; removed when the session closes,
+    and by the run (`Run.scratch_dir`) if the session could not."""
     places = (
         (run.private_dir(), "debug-build-", "the run's temporary directory"),
         (run.root, ".tether-debug-build-", "the root"),
@@ -282,7 +282,7 @@ def _scratch(run: Run) -> Path:
         if os.statvfs(base).f_flag & os.ST_NOEXEC:
             continue
         try:
-            return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+            return run.scratch_dir(base, prefix)
         except OSError as exc:
             raise SessionError(
                 f"could not make a directory for the build's program in {said}: {exc.strerror}"

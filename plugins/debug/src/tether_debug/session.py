@@ -14,11 +14,13 @@ import contextlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import sys
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +171,38 @@ class SessionError(Exception):
     """Starting or driving the adapter failed in a way the model should read (becomes a ToolError)."""
 
 
+class LaunchBound:
+    """``debug_launch_timeout``: one deadline for a launch as a whole, shared by its phases in turn
+    (the build, the adapter's start, its configuration). Running out says in which phase, and how
+    long each took."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = asyncio.get_running_loop().time() + seconds
+        self.spent: list[tuple[str, float]] = []  # the phases run so far, with their seconds
+
+    @contextlib.asynccontextmanager
+    async def phase(self, name: str, detail: str = "") -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        bound = asyncio.timeout_at(self.deadline)
+        try:
+            async with bound:
+                yield
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            self.spent.append((name, loop.time() - began))
+            took = ", ".join(f"{n} {s:.1f} s" for n, s in self.spent)
+            raise SessionError(
+                f"the launch did not finish within {self.seconds:g} s: the time ran out in {name}{detail} "
+                f"(time taken: {took}). "
+                "debug_launch_timeout bounds the whole launch (the build, the adapter's start and its "
+                "configuration together): raise that run option if this one needs longer"
+            ) from None
+        self.spent.append((name, loop.time() - began))
+
+
 class Session:
     def __init__(
         self, adapter: AdapterDef, *, conversation_id: str, ttl: float, request_timeout: float
@@ -229,8 +263,8 @@ class Session:
             self._envelope_decided = True
         return self._inside
 
-    async def build(self, build: Build, run: Any, timeout: float) -> None:
-        """Run the adapter's build of the program in the root; a failure says the build's own words.
+    async def build(self, build: Build, run: Any, bound: LaunchBound) -> None:
+        """Run the adapter's build of the program; a failure says the build's own words.
 
         It runs where the adapter will (the run's envelope), tracked like it, so it is stopped with
         the run. Its output is bounded, and paths in it are relative to the root.
@@ -239,8 +273,11 @@ class Session:
         envelope = await self._envelope(run)
         if envelope is not None:
             argv = list(envelope.wrap(argv))
-        untrusted = {} if run.trusted else build.untrusted_env
-        env = run.child_env({**os.environ, **build.env, **untrusted})  # the launch's env cannot lift them
+        added = {
+            **build.env,
+            **({} if run.trusted else build.untrusted_env),
+        }  # the launch's env cannot lift them
+        shown = build_command(build, added, run.root)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -248,28 +285,25 @@ class Session:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 cwd=str(build.cwd or run.root),
-                env=env,
+                env=run.child_env({**os.environ, **added}),
                 # no session of its own (unlike the adapter): under load, a new session's scheduler
                 # group made go build take 1.5-2x as long; the run's tag finds what it started
             )
         except OSError as exc:
-            raise SessionError(f"could not run `{build.shown}`: {exc}") from None
+            raise SessionError(f"could not run `{shown}`: {exc}") from None
         run.track_process(proc)
         self.building = proc
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        except TimeoutError:
-            raise SessionError(
-                f"`{build.shown}` did not finish within {timeout:g} s (debug_launch_timeout sets the bound)"
-            ) from None
+            async with bound.phase("the build", f" (`{shown}`)"):
+                out, _ = await proc.communicate()
         finally:
-            # stopped, with the compilers it started, on a timeout and on a cancel alike: else it runs
-            # on and writes the binary back into the directory close() removes; killed by a signal,
-            # its compilers may outlive it
+            # stopped, with the compilers it started, when the bound ran out and on a cancel alike: else
+            # it runs on and writes the binary back into the directory close() removes; killed by a
+            # signal, its compilers may outlive it
             if proc.returncode is None or proc.returncode < 0:
                 await asyncio.shield(run.stop_process(proc))
         if proc.returncode is not None and proc.returncode < 0:
-            raise SessionError(f"`{build.shown}` was killed by {signal.Signals(-proc.returncode).name}")
+            raise SessionError(f"`{shown}` was killed by {signal.Signals(-proc.returncode).name}")
         if proc.returncode != 0:
             text = out.decode(errors="replace")
             if (
@@ -278,7 +312,8 @@ class Session:
                 within = build.cwd.relative_to(run.root).as_posix()
                 text = re.sub(r"^(?:\./)?(?=[^\s:/][^\s:]*\.go:)", f"{within}/", text, flags=re.MULTILINE)
             text = text.replace(f"{run.root}{os.sep}", "")
-            said = f"the build failed (`{build.shown}`, exit status {proc.returncode}):\n{_bounded(text, build.shown)}"
+            said = f"the build failed (`{shown}`, exit status {proc.returncode}):\n{_bounded(text, shown)}"
+            untrusted = {} if run.trusted else build.untrusted_env
             if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
                 said += (
                     "\n(this run does not trust its root, so the build ran with "
@@ -293,7 +328,7 @@ class Session:
                 return
         raise SessionError(build.no_output)
 
-    async def start(self, located: Located, root: Path, run: Any, start_timeout: float) -> None:
+    async def start(self, located: Located, root: Path, run: Any, bound: LaunchBound) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
         tcp = self.adapter.transport == "tcp"
         argv = list(located.argv)
@@ -322,15 +357,14 @@ class Session:
         run.track_process(self.proc)
         self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stderr()))
         if tcp:
-            host, port = await self._read_port(start_timeout)
-            try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, port, limit=2**24), start_timeout
-                )
-            except (TimeoutError, OSError) as exc:
-                raise SessionError(
-                    f"could not connect to the {self.adapter.id} adapter at {host}:{port}: {exc}"
-                ) from None
+            async with bound.phase(f"the {self.adapter.id} adapter's start"):
+                host, port = await self._read_port()
+                try:
+                    reader, writer = await asyncio.open_connection(host, port, limit=2**24)
+                except OSError as exc:
+                    raise SessionError(
+                        f"could not connect to the {self.adapter.id} adapter at {host}:{port}: {exc}"
+                    ) from None
             if self.adapter.stdout_is_program_output:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stdout()))
         else:
@@ -360,20 +394,11 @@ class Session:
         )
         self.client.start()
 
-    async def _read_port(self, timeout: float) -> tuple[str, int]:
+    async def _read_port(self) -> tuple[str, int]:
         assert self.proc is not None and self.proc.stdout is not None
         seen = b""
-        deadline = time.monotonic() + timeout
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise SessionError(
-                    f"the {self.adapter.id} adapter did not say which port it listens on within {timeout:g} s"
-                )
-            try:
-                line = await asyncio.wait_for(self.proc.stdout.readline(), left)
-            except TimeoutError:
-                continue
+            line = await self.proc.stdout.readline()
             if not line:
                 raise SessionError(
                     f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}"
@@ -458,14 +483,22 @@ class Session:
 
     # -- protocol ----------------------------------------------------------------------------------
 
-    async def configure(self, request: str, arguments: dict[str, Any], plan: Plan, timeout: float) -> None:
+    async def configure(
+        self, request: str, arguments: dict[str, Any], plan: Plan, bound: LaunchBound
+    ) -> None:
         """``initialize`` and launch/attach sent together, then breakpoints and configurationDone at
         `initialized`, then the launch's answer.
 
         The two requests go out back to back (each adapter answers them in order; the capabilities
-        are needed only for the breakpoints). A launch the adapter refuses at once (a Go build error)
-        is answered at once: the wait for `initialized` ends with the refusal, not at the bound.
+        are needed only for the breakpoints). A launch the adapter refuses at once is answered at
+        once: the wait for `initialized` ends with the refusal, not at the bound.
         """
+        async with bound.phase(
+            f"the {request}'s configuration", " (initialize, breakpoints, configurationDone)"
+        ):
+            await self._configure(request, arguments, plan)
+
+    async def _configure(self, request: str, arguments: dict[str, Any], plan: Plan) -> None:
         assert self.client is not None
         client = self.client
         start = len(client.events)
@@ -492,7 +525,7 @@ class Session:
             if answer.done() and not answer.cancelled():
                 answer.exception()  # retrieved: the initialize failure is the one to report
             raise
-        initialized = asyncio.ensure_future(client.wait_event(("initialized",), start, timeout))
+        initialized = asyncio.ensure_future(client.wait_event(("initialized",), start))
         try:
             await asyncio.wait((initialized, answer), return_when=asyncio.FIRST_COMPLETED)
             if answer.done() and not initialized.done():
@@ -504,19 +537,16 @@ class Session:
         finally:
             initialized.cancel()
         if hit is None:
-            why = (
-                "the adapter closed the connection"
-                if client.closed
-                else f"no 'initialized' event within {timeout:g} s"
+            raise SessionError(
+                f"{request} did not complete: the adapter closed the connection. {self._stderr_text()}".strip()
             )
-            raise SessionError(f"{request} did not complete: {why}. {self._stderr_text()}".strip())
         for path, specs in plan.lines.items():
             await self.set_breakpoints(path, specs)
         if plan.functions:
             await self.set_function_breakpoints(plan.functions)
         await self.set_exceptions(plan.exceptions)
         await client.request("configurationDone", {})
-        await client.wait(answer, request, timeout)
+        await answer
 
     async def set_exceptions(self, mode: str) -> str:
         """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
@@ -857,7 +887,26 @@ class Session:
 
 
 MAX_BUILD_LINES = 60  # lines of a failed build's output shown
+MAX_BUILD_COMMAND = 600  # characters of the build's command shown
 MAX_BUILD_LINE = 500  # characters of one of them
+
+
+def build_command(build: Build, added: dict[str, str], root: Path) -> str:
+    """The build as it ran, to type in the root: a ``cd`` to where it ran, the variables the launch
+    (or the untrusted run) added, then its argv; paths under the root relative, the whole bounded."""
+    cwd = build.cwd or root
+
+    def word(arg: str) -> str:
+        path = Path(arg)
+        inside = path.is_absolute() and path.is_relative_to(root)
+        return shlex.quote(os.path.relpath(path, cwd) if inside else arg)
+
+    text = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in added.items()), *map(word, build.argv)])
+    if cwd != root:
+        text = f"cd {shlex.quote(cwd.relative_to(root).as_posix())} && {text}"
+    if len(text) <= MAX_BUILD_COMMAND:
+        return text
+    return text[:MAX_BUILD_COMMAND] + f" [{len(text) - MAX_BUILD_COMMAND:,} more characters cut]"
 
 
 def _bounded(text: str, shown: str) -> str:

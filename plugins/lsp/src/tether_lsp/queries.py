@@ -326,12 +326,23 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     timeout = sup.option("diagnostics_timeout")
 
     async def ask(conn: Any, doc: Any) -> list[Any]:
-        items = await document_diagnostics(conn, doc, timeout, sup.option("lsp_request_timeout"))
+        # files a shell changed (found by the query's refresh) may change this file's diagnostics: the
+        # answer waits for the server's round after them too
+        outside = conn.watcher.outside
+        items = await document_diagnostics(
+            conn, doc, timeout, sup.option("lsp_request_timeout"), after=outside and outside[0]
+        )
         if items is None:
+            why = f"{conn.server.id} has not checked it yet"
+            if outside is not None:
+                changed = render.names([run.relpath(p) for p in outside[1]])
+                why = f"{conn.server.id} has not yet analysed the change to {changed} made outside tether"
             raise ToolError(
-                f"diagnostics still pending for {rel} after {timeout:g} s ({conn.server.id} has not checked it yet); retry",
+                f"diagnostics still pending for {rel} after {timeout:g} s ({why}); ask again",
                 {"error": "pending"},
             )
+        if outside is not None:
+            conn.watcher.analysed(outside)
         lines = render.Lines({doc.path: doc.text})
         diags = render.diagnostics(items, doc.path, run, conn.encoding, lines, source=conn.server.id)
         if not diags and conn.indexing:

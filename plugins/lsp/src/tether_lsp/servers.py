@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-from tether.binaries import find_project_binary
+from tether.binaries import GO_UNTRUSTED_ENV, find_project_binary
 
 LANGUAGE_IDS = {
     ".py": "python",
@@ -253,9 +253,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         initialization_options={"verboseWorkDoneProgress": True},
         rounds="progress",
         workspace_symbol_limit=100,
-        # GOTOOLCHAIN=local: never fetch the toolchain a go.mod names; GOPROXY=off and GOVCS=*:off: no
-        # module download, from a proxy or straight from a repository (GOFLAGS=-mod=mod would allow them)
-        untrusted_env={"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOVCS": "*:off"},
+        untrusted_env=dict(GO_UNTRUSTED_ENV),  # nothing fetched: no toolchain, no module
     ),
     ServerDef(
         id="rust-analyzer",

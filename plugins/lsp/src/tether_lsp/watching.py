@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tether.walk import SKIP_DIRS
 
 if TYPE_CHECKING:
-    from tether_lsp.connection import Connection
+    from tether_lsp.connection import Connection, Mark
 
 # files of the server's languages, ignored ones included; a bigger tree is only partly watched (said in status)
 SCAN_CAP = 20_000
@@ -45,6 +45,9 @@ class Watcher:
         self.files: dict[Path, tuple[int, int]] = {}  # mtime and size, by path
         self.truncated = False  # the last scan stopped at SCAN_CAP files
         self.poller: asyncio.Task[Any] | None = None
+        # the changes found on disk (made outside tether) that no answer has yet seen the server analyse:
+        # the mark of the latest, and the files changed
+        self.outside: tuple[Mark, list[Path]] | None = None
 
     async def refresh(self) -> None:
         """Tell the server about every file changed on disk behind its back (mtime/size).
@@ -55,7 +58,8 @@ class Watcher:
         does not pay for the whole tree (a shell's edit is then seen within about POLL_INTERVAL).
         """
         for doc in list(self.conn.docs.values()):
-            self.conn.sync_doc(doc)
+            if self.conn.sync_doc(doc):
+                self._outside([doc.path])
         if self.poller is not None:
             return
         current, spent = await asyncio.to_thread(self._timed_scan)
@@ -66,21 +70,34 @@ class Watcher:
             self.conn.tasks.append(self.poller)
 
     def _apply_scan(self, current: dict[Path, tuple[int, int]]) -> None:
-        lsp = self.conn.lsp
-        events = []
+        kinds = self.conn.lsp.FileChangeType
+        changed: dict[Path, Any] = {}
         for path, stat in current.items():
             old = self.files.get(path)
             if old is None:
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Created))
+                changed[path] = kinds.Created
             elif old != stat:
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Changed))
+                changed[path] = kinds.Changed
         for path in self.files.keys() - current.keys():
             # gone from disk, not merely out of the scan's reach: a document tether opened in a hidden
             # folder (sync_doc follows it), a file past SCAN_CAP
             if file_stat(path) is None:
-                events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
+                changed[path] = kinds.Deleted
         self.files = current
-        self._send(events)
+        self._send([self.conn.lsp.FileEvent(uri=path.as_uri(), type=kind) for path, kind in changed.items()])
+        self._outside(list(changed))
+
+    def _outside(self, paths: list[Path]) -> None:
+        """Remember changes found on disk: an answer about the project waits for the server's round after
+        them (`analysed`)."""
+        if paths and self.conn.last_mark is not None:
+            earlier = self.outside[1] if self.outside is not None else []
+            self.outside = (self.conn.last_mark, [*earlier, *(p for p in paths if p not in earlier)])
+
+    def analysed(self, outside: tuple[Mark, list[Path]]) -> None:
+        """The server's round after ``outside`` was seen complete: later answers need not wait for it."""
+        if self.outside is outside:
+            self.outside = None
 
     async def _poll(self) -> None:
         while self.conn.alive:

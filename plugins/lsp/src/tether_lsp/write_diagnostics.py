@@ -179,23 +179,30 @@ def fresh(conn: Connection, doc: Doc) -> Published | None:
 
 
 async def document_diagnostics(
-    conn: Connection, doc: Doc, timeout: float, request_timeout: float, quiet: float | None = None
+    conn: Connection,
+    doc: Doc,
+    timeout: float,
+    request_timeout: float,
+    quiet: float | None = None,
+    after: Mark | None = None,
 ) -> list[Any] | None:
-    """The diagnostics of the document's CURRENT version from a complete round; None when they did
-    not come within ``timeout`` (``quiet``: see `_left`)."""
+    """The diagnostics of the document's CURRENT version from a complete round (one after ``after`` too,
+    when that change came later: files changed on disk that the document may import); None when they
+    did not come within ``timeout`` (``quiet``: see `_left`)."""
     if conn.pulls:
         return await conn.pull(doc, min(timeout, request_timeout))
+    mark = after if after is not None and after.at > doc.mark.at else doc.mark
     start = time.monotonic()
     deadline = start + timeout
     while True:
         pub = fresh(conn, doc)
-        if pub is not None and round_done(conn, doc.mark):
-            _time_round(conn, doc.mark)
+        if pub is not None and round_done(conn, mark):
+            _time_round(conn, mark)
             return pub.items
         remaining = _left(conn, start, deadline, quiet)
         if remaining <= 0:
             return None
-        await conn.next_event(min(remaining, _next_check(conn, doc.mark)))
+        await conn.next_event(min(remaining, _next_check(conn, mark)))
 
 
 @attrs.define

@@ -1,0 +1,131 @@
+"""A file changed on disk by something other than tether (a shell's `echo >> b.py`, a generator, git) is told
+to the server by the query's refresh, and the answer waits for the server's round after it: the FIRST
+`diagnostics` call after a shell edit reflects the file as it is on disk now, or says that it may not.
+
+Real servers on small projects of two files, a.* importing b.*, each under CPU load: basedpyright, gopls,
+typescript-language-server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import tether
+import tether.files
+from support import require_binary
+
+# per language: the files (a imports b), a change of b that breaks a's use of it, a line that is an error in a
+PROJECTS = {
+    "py": (
+        {
+            "pyproject.toml": '[project]\nname = "s"\nversion = "0"\n',
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import make\n\nx: int = make()\n",
+            "pkg/b.py": "def make() -> int:\n    return 1\n",
+        },
+        "def make() -> str:\n    return 'a'\n",
+        "y: int = 'a'\n",
+    ),
+    "go": (
+        {
+            "go.mod": "module example.com/app\n\ngo 1.19\n",
+            "pkg/a.go": "package pkg\n\nvar X int = Make()\n",
+            "pkg/b.go": "package pkg\n\nfunc Make() int { return 1 }\n",
+        },
+        'package pkg\n\nfunc Make() string { return "a" }\n',
+        'var Y int = "a"\n',
+    ),
+    "ts": (
+        {
+            "tsconfig.json": '{"compilerOptions": {"strict": true}}\n',
+            "pkg/a.ts": 'import { make } from "./b";\n\nexport const x: number = make();\n',
+            "pkg/b.ts": "export function make(): number {\n  return 1;\n}\n",
+        },
+        "export function make(): string {\n  return 'a';\n}\n",
+        'export const y: number = "a";\n',
+    ),
+}
+
+
+@pytest.fixture
+def project(request, tmp_path, samples, monkeypatch) -> tuple[str, Path]:
+    lang = request.param
+    if lang == "go":
+        gopls = require_binary("gopls", os.path.expanduser("~/go/bin/gopls"))
+        require_binary("go")
+        monkeypatch.setenv("PATH", f"{os.path.dirname(gopls)}{os.pathsep}{os.environ['PATH']}")
+    if lang == "ts":
+        require_binary("typescript-language-server", str(samples.node_bin() / "typescript-language-server"))
+        monkeypatch.setenv("PATH", f"{samples.node_bin()}{os.pathsep}{os.environ['PATH']}")
+    return lang, samples.write_tree(tmp_path / "proj", PROJECTS[lang][0])
+
+
+def errors_at(plain: str, rel: str) -> list[int]:
+    """The lines of the errors an answer lists for ``rel``."""
+    return [
+        int(line.split(":")[1])
+        for line in plain.splitlines()
+        if line.startswith(f"{rel}:") and " error" in line
+    ]
+
+
+@pytest.mark.usefixtures("cpu_stress")
+@pytest.mark.parametrize("project", ["py", "go", "ts"], indirect=True)
+async def test_the_first_diagnostics_after_a_shell_edit_are_of_the_file_on_disk_now(project):
+    lang, root = project
+    files, breaking, bad_line = PROJECTS[lang]
+    a, b = f"pkg/a.{lang}", f"pkg/b.{lang}"
+    diagnose = {"action": "diagnostics", "file": a}
+    async with tether.open_run(root, plugins=[tether.files]) as run:
+
+        async def once() -> list[int]:
+            answer = await run.call("lsp", diagnose)
+            assert not answer.is_error, answer.plain
+            return errors_at(answer.plain, a)
+
+        assert await once() == []
+        # a shell changes the imported file: a's use of it breaks, and ONE call says so
+        (root / b).write_text(breaking)
+        assert await once() == [3], "the answer was the server's result from before the shell's edit of " + b
+        # and the shell's revert: ONE call no longer shows the old error
+        (root / b).write_text(files[b])
+        assert await once() == [], "the answer still showed the error the shell's revert fixed"
+        # the asked file itself, changed by a shell (`echo >> a`)
+        with (root / a).open("a") as f:
+            f.write(bad_line)
+        assert await once() == [4]
+        (root / a).write_text(files[a])
+        assert await once() == []
+
+
+async def test_a_shell_edit_the_server_has_not_analysed_in_time_is_said_next_to_the_answer(py_root):
+    """A server that cannot analyse the change in time (here: stopped) is not answered for as if it had:
+    the call says the change made outside tether is not analysed yet, and the next call is right."""
+    async with tether.open_run(py_root, plugins=[tether.files], options={"diagnostics_timeout": 5}) as run:
+        diagnose = {"action": "diagnostics", "file": "pkg/other.py"}
+        deadline = time.monotonic() + 90  # the cold first round under 5 s of diagnostics_timeout
+        while (first := await run.call("lsp", diagnose)).is_error and time.monotonic() < deadline:
+            pass
+        assert "no errors or warnings" in first.plain, first.plain
+        pid = next(iter(run.resource("tether_lsp_supervisor").connections.values())).pid
+        util = py_root / "pkg" / "util.py"
+        util.write_text(
+            util.read_text().replace("def hello(self) -> str:", "def hello(self, n: int) -> str:")
+        )
+        os.killpg(pid, signal.SIGSTOP)  # its whole session: the wheel's launcher runs node
+        try:
+            stopped = await run.call("lsp", diagnose)
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+        assert stopped.is_error, stopped.plain
+        assert "has not yet analysed the change to pkg/util.py made outside tether" in stopped.plain, (
+            stopped.plain
+        )
+        assert "ask again" in stopped.plain, stopped.plain
+        again = await run.call("lsp", diagnose)
+        assert not again.is_error, again.plain
+        assert "reportCallIssue" in again.plain, again.plain
