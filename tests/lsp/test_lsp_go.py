@@ -14,7 +14,7 @@ import attrs
 import pytest
 import tether
 import tether.files
-from support import edit, require_binary
+from support import edit, introduced, require_binary
 
 SIGNATURE = (
     "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
@@ -58,7 +58,7 @@ async def test_the_project_checker_reports_every_broken_call_not_the_first_ten(p
     (pflag_root / "flag.go").write_text((pflag_root / "flag.go").read_text().replace(*SIGNATURE))
     async with tether.open_run(pflag_root) as run:
         r = await run.call("lsp", {"action": "diagnostics", "file": "*"})
-    assert not r.is_error, r.plain
+    assert not r.is_error and r.data is not None, r.plain
     errors = {(d["file"], d["line"]) for d in r.data["diagnostics"] if d["severity"] == "error"}
     assert errors == callers(pflag_root), r.plain
     assert "too many errors" not in r.plain and "NOT complete" not in r.plain
@@ -80,7 +80,7 @@ async def test_a_checker_that_stopped_says_so_and_its_stop_is_not_an_error(pflag
     (pflag_root / "flag.go").write_text((pflag_root / "flag.go").read_text().replace(*SIGNATURE))
     async with tether.open_run(pflag_root, plugins=[VetWithoutE()]) as run:
         r = await run.call("lsp", {"action": "diagnostics", "file": "*"})
-    assert not r.is_error, r.plain
+    assert not r.is_error and r.data is not None, r.plain
     assert r.data["total"] == 10 and "too many errors" not in {d["message"] for d in r.data["diagnostics"]}
     (stop,) = r.data["stopped"]
     assert stop.startswith("`go vet ./...` stopped reporting at ") and stop.endswith(" (too many errors)")
@@ -91,12 +91,13 @@ async def test_a_checker_that_stopped_says_so_and_its_stop_is_not_an_error(pflag
 async def test_workspace_symbols_at_goplss_own_limit_say_they_may_be_cut(pflag_root):
     async with tether.open_run(pflag_root) as run:
         r = await run.call("lsp", {"action": "symbols", "query": "Flag"})
-        assert not r.is_error, r.plain
+        assert not r.is_error and r.data is not None, r.plain
         assert r.data["total"] == 100 and r.data["may_be_cut"], r.plain
         assert (
             "[may be cut: gopls returns at most 100 symbols per query; use a more specific query]" in r.plain
         )
         r = await run.call("lsp", {"action": "symbols", "query": "getFlagType"})
+        assert r.data is not None, r.plain
         assert not r.data["may_be_cut"] and "may be cut" not in r.plain, r.plain
         assert ("flag.go", 381) in {(s["file"], s["line"]) for s in r.data["symbols"]}
 
@@ -162,3 +163,51 @@ async def test_an_untrusted_root_downloads_no_module_and_no_toolchain(
     assert {b"GOTOOLCHAIN=local", b"GOPROXY=off", b"GOVCS=*:off"} <= set(environ)
     assert not r.is_error, r.plain
     assert "main.go:3:8: error: module lookup disabled by GOPROXY=off" in r.plain
+
+
+class GoplsWithoutItsOption:
+    """The built-in gopls started without verboseWorkDoneProgress: it wraps no diagnosis in progress."""
+
+    @tether.hookimpl
+    def tether_lsp_servers(self, run):
+        from tether_lsp.servers import BUILTIN_SERVERS
+
+        gopls = next(d for d in BUILTIN_SERVERS if d.id == "gopls")
+        return [attrs.evolve(gopls, initialization_options=None)]
+
+
+@pytest.mark.usefixtures("cpu_stress")
+@pytest.mark.parametrize("verbose", [True, False], ids=["with-verbose-progress", "without"])
+async def test_a_gopls_that_reports_no_diagnosing_progress_has_its_rounds_read_from_its_publishes(
+    tmp_path, samples, verbose
+):
+    """Without the option, every write would wait the progress rule's fallback quiet (8 s) for a round that
+    is never shown: the first publish outside any "diagnosing" progress switches that server to the
+    document rule, and `status` says so. A gopls that takes the option keeps the progress rule."""
+    root = samples.write_tree(
+        tmp_path / "app",
+        {
+            "go.mod": "module example.com/app\n\ngo 1.19\n",
+            "a.go": "package app\n\nvar X int = Make()\n",
+            "b.go": "package app\n\nfunc Make() int { return 1 }\n",
+        },
+    )
+    plugins = [tether.files] if verbose else [tether.files, GoplsWithoutItsOption()]
+    async with tether.open_run(root, plugins=plugins) as run:
+        first = await run.call("lsp", {"action": "diagnostics", "file": "a.go"})
+        assert first.plain == "no errors or warnings in a.go", first.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        assert conn.rounds == ("progress" if verbose else "document")
+        status = await run.call("lsp", {"action": "status"})
+        note = "it reports no 'diagnosing' progress, so the end of its rounds is read from its publishes"
+        assert (note in status.plain) != verbose, status.plain
+        assert status.data is not None and status.data["running"][0]["rounds"] == conn.rounds
+        # the writes are answered from complete rounds either way: the written file, then a dependent
+        r = await edit(run, "a.go", "var X int = Make()", 'var X int = Make()\nvar Y int = "a"')
+        assert introduced(r) == [("a.go", 4, "IncompatibleAssign")], r.plain
+        r = await edit(run, "b.go", "func Make() int { return 1 }", 'func Make() string { return "a" }')
+        assert introduced(r) == [("a.go", 3, "IncompatibleAssign")], r.plain
+        r = await edit(run, "a.go", 'var X int = Make()\nvar Y int = "a"', "var X string = Make()")
+        assert introduced(r) == [] and "no errors any more in" not in r.plain, r.plain
+        clean = await run.call("lsp", {"action": "diagnostics", "file": "a.go"})
+        assert clean.plain == "no errors or warnings in a.go", clean.plain

@@ -138,6 +138,10 @@ class Connection:
         # dependents.importers: the importers found for a set of written files, and the edits of others then
         self.importers_found: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
         self.quiescent = server.ready != "quiescent"
+        # the round rule in use: the definition's, until a "progress" server publishes outside every round it
+        # names (ServerDef.round_titles: gopls started without its verboseWorkDoneProgress); then "document"
+        self.rounds = server.rounds
+        self.round_seen = False  # a progress begin with one of the definition's round_titles came
         self.versioned = server.versioned_diagnostics
         self.started_at = 0.0
         self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
@@ -170,7 +174,7 @@ class Connection:
             return True
         from tether_lsp.write_diagnostics import round_done  # the round rule is diagnostics on write's
 
-        return self.server.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
+        return self.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
 
     async def first_round(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
@@ -313,6 +317,14 @@ class Connection:
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
+            if conn.server.round_titles and not conn.round_seen and conn.rounds == "progress":
+                # a diagnosis that reported no round: every later one would wait PROGRESS_FALLBACK_SEEN
+                conn.rounds = "document"
+                log.warning(
+                    "%s published diagnostics outside any %s progress: its rounds are read from its publishes",
+                    conn.server.id,
+                    "/".join(conn.server.round_titles),
+                )
             conn.last_event = time.monotonic()
             conn.published[params.uri] = Published(
                 params.version, list(params.diagnostics), conn.last_event, conn._seq
@@ -336,8 +348,13 @@ class Connection:
             token = str(message_field(params, "token"))
             if token.startswith(OWN_PROGRESS):
                 return  # a request's own progress (see own_token), not an analysis round
-            kind = message_field(message_field(params, "value"), "kind")
+            value = message_field(params, "value")
+            kind = message_field(value, "kind")
             if kind == "begin":
+                title = str(message_field(value, "title", "") or "")
+                conn.round_seen |= bool(conn.server.round_titles) and title.startswith(
+                    conn.server.round_titles
+                )
                 conn.progress_tokens.add(token)
                 conn.begins += 1
                 conn.last_event = time.monotonic()

@@ -619,13 +619,12 @@ def open_some_file(conn: Any) -> Any:
 
 async def status(run: Any, sup: Any) -> ToolResult:
     running = []
-    for (sid, root), conn in sup.connections.items():
-        if not conn.alive:
-            continue
+    alive = [conn for conn in sup.connections.values() if conn.alive]
+    for conn in alive:
         running.append(
             {
-                "server": sid,
-                "root": run.relpath(root),
+                "server": conn.server.id,
+                "root": run.relpath(conn.root),
                 "pid": conn.pid,
                 "uptime_s": round(sup.uptime(conn), 1),
                 "open_documents": len(conn.docs),
@@ -633,6 +632,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
                 "position_encoding": conn.encoding,
                 "indexing": conn.indexing,
                 "binary": conn.binary,
+                "rounds": conn.rounds,
                 "file_sync": (
                     f"polled every {POLL_INTERVAL:g} s (large tree)"
                     if conn.watcher.poller is not None
@@ -661,8 +661,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
     lines += [
         f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
         f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''}; "
-        f"files changed on disk: {r['file_sync']})"
-        for r in running
+        f"files changed on disk: {r['file_sync']}){_rounds_note(conn)}"
+        for r, conn in zip(running, alive, strict=True)
     ]
     lines.append(
         "servers (checked at the root; a subdirectory with its own marker is checked when a file there is asked about):"
@@ -681,6 +681,14 @@ async def status(run: Any, sup: Any) -> ToolResult:
             state += f"; {s['note']}"
         lines.append(f"  {s['id']} ({langs}): {state}")
     return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
+
+
+def _rounds_note(conn: Any) -> str:
+    """Said of a server read by another round rule than its definition's (`ServerDef.round_titles`)."""
+    if conn.rounds == conn.server.rounds:
+        return ""
+    titles = "/".join(conn.server.round_titles)
+    return f"; it reports no '{titles}' progress, so the end of its rounds is read from its publishes"
 
 
 IDENT_CHAR = re.compile(r"[\w$]")

@@ -85,6 +85,11 @@ class ServerDef:
             ``settle_quiet`` seconds after the change), or "tsserver" (typescript-language-server: its
             publishes can be half a round and an unchanged list is never published again, so each
             file's diagnostics are asked of tsserver, and the files importing a written one too).
+        round_titles: for a "progress" server whose rounds are wrapped in progress only when an option
+            is taken (gopls's ``verboseWorkDoneProgress``): the beginnings of those progress titles
+            ("diagnosing"). A publish before any such progress began means the server does not report
+            its rounds; the connection then reads them by the "document" rule (`status` says so), so
+            a write does not wait the "progress" rule's fallback quiet each time.
         settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
             changed document's own publish in a "document" round (a mark with no document, a file
             event, waits for this quiet alone).
@@ -125,6 +130,7 @@ class ServerDef:
     default: bool = True
     replaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
+    round_titles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -252,6 +258,9 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         # from a quiet after the changed document's publish (0.1 s per write)
         initialization_options={"verboseWorkDoneProgress": True},
         rounds="progress",
+        # ("diagnosing changed files", "diagnosing initial workspace load", ...): a gopls that ignores the
+        # option reports only "Setting up workspace", and is read by the document rule instead
+        round_titles=("diagnosing",),
         workspace_symbol_limit=100,
         untrusted_env=dict(GO_UNTRUSTED_ENV),  # nothing fetched: no toolchain, no module
     ),

@@ -86,7 +86,7 @@ def round_done(conn: Connection, mark: Mark) -> bool:
     if conn.server.rounds == "tsserver":
         return True  # nothing to wait for: every answer is asked of tsserver (see above)
     quiet = time.monotonic() - max(mark.at, conn.last_event)
-    if conn.server.rounds == "progress":
+    if conn.rounds == "progress":
         if conn.begins > mark.begins:
             return True
         if conn.begins == 0:
@@ -97,7 +97,7 @@ def round_done(conn: Connection, mark: Mark) -> bool:
                     quiet >= PROGRESS_COLD_QUIET
                 )  # placeholders of files not checked yet: the first round is to come
         return quiet >= _fallback(conn)
-    if conn.server.rounds == "document":
+    if conn.rounds == "document":
         if mark.uri is not None:
             pub = conn.published.get(mark.uri)
             if pub is None or pub.seq <= mark.seq or (pub.version or mark.version) < mark.version:
@@ -114,9 +114,9 @@ def _fallback(conn: Connection) -> float:
 
 def _next_check(conn: Connection, mark: Mark) -> float:
     """Seconds until round_done(mark) could turn true with no new event."""
-    if conn.server.rounds == "progress":
+    if conn.rounds == "progress":
         wait = _fallback(conn)
-    elif conn.server.rounds == "document" and not conn.diagnosed:
+    elif conn.rounds == "document" and not conn.diagnosed:
         wait = max(DOCUMENT_COLD_QUIET, conn.server.settle_quiet)
     else:
         wait = conn.server.settle_quiet
@@ -152,7 +152,7 @@ def _time_round(conn: Connection, mark: Mark) -> None:
     a "progress" server (the project's cold analysis)."""
     if mark == conn.timed or conn.last_event <= mark.at:
         return
-    if conn.server.rounds == "progress" and (conn.first_end is None or mark.at < conn.first_end):
+    if conn.rounds == "progress" and (conn.first_end is None or mark.at < conn.first_end):
         return
     conn.timed = mark
     conn.round_times.append(conn.last_event - mark.at)
