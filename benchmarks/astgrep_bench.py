@@ -14,7 +14,8 @@ For each row it prints the median wall time of the ast-grep CLI (default threads
 pattern, `ast-grep scan --inline-rules` for a rule), of a cold tether search (a fresh run, the worker pool
 starting inside the measured call, the walker's cache of folder listings emptied) and of a repeated
 search in the same run over unchanged files, the ratios to the targets (cold <= 1.0x, repeated <= 0.05x),
-and whether the match sets (file, byte range) are identical.
+the ratio of CPU times of the cold search and of ast-grep (which moves less with the machine's load than
+wall time does), and whether the match sets (file, byte range) are identical.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def sg_binary() -> str:
     return str(beside) if beside.exists() else (shutil.which("ast-grep") or "ast-grep")
 
 
-def run_sg(query, language: str, corpus: Path) -> tuple[float, set]:
+def run_sg(query, language: str, corpus: Path) -> tuple[float, float, set]:
+    """Wall and CPU seconds (user + system, from the child's own rusage) of one ast-grep run, and its matches."""
     if isinstance(query, dict):
         cmd = [
             sg_binary(),
@@ -114,15 +116,23 @@ def run_sg(query, language: str, corpus: Path) -> tuple[float, set]:
     else:
         cmd = [sg_binary(), "run", "-p", query, "-l", language]
     t0 = time.perf_counter()
-    proc = subprocess.run([*cmd, "--json=stream", str(corpus)], capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(
+        [*cmd, "--json=stream", str(corpus)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    with proc.stdout:
+        out = proc.stdout.read().decode()
+    # wait4: this child's own rusage (RUSAGE_CHILDREN would also count other children reaped meanwhile)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.perf_counter() - t0
     found = set()
-    for line in proc.stdout.splitlines():
+    for line in out.splitlines():
         m = json.loads(line)
         rel = Path(m["file"]).resolve().relative_to(corpus).as_posix()
         off = m["range"]["byteOffset"]
         found.add((rel, off["start"], off["end"]))
-    return elapsed, found
+    return elapsed, usage.ru_utime + usage.ru_stime, found
 
 
 def _args(query, language: str) -> dict:
@@ -135,6 +145,20 @@ async def tether_search(run, query, language: str) -> float:
     elapsed = time.perf_counter() - t0
     assert not result.is_error, result.plain
     return elapsed
+
+
+async def tether_cold(run, query, language: str) -> tuple[float, float]:
+    """Wall and CPU seconds of a run's first search: this process (all threads) and the workers it forked.
+
+    The run's keeper of processes (started with the first worker) is not counted.
+    """
+    cpu0 = time.process_time()
+    elapsed = await tether_search(run, query, language)
+    cpu = time.process_time() - cpu0
+    for proc in run.resource("tether_astgrep_parsers").worker_procs:  # forked during this search
+        times = proc.cpu_times()
+        cpu += times.user + times.system
+    return elapsed, cpu
 
 
 async def tether_all_matches(run, corpus: Path, query, language: str) -> set:
@@ -176,33 +200,40 @@ async def main() -> None:
             row = next(r for r in ROWS if r[0] == name)
             run_sg(row[2], row[1], corpus)
         print(
-            f"{'corpus':7} {'pattern or rule':34} {'ast-grep':>9} {'cold':>8} {'ratio':>6} {'repeat':>8} {'ratio':>6}  matches  same"
+            f"{'corpus':7} {'pattern or rule':34} {'ast-grep':>9} {'cold':>8} {'ratio':>6} {'repeat':>8} {'ratio':>6} {'cpu':>7}  matches  same"
         )
         for name, language, query in ROWS:
             if name not in corpora:
                 continue
             corpus = corpora[name]
-            sg_times, cold_times, warm_times = [], [], []
+            sg_times, cold_times, warm_times, sg_cpu, cold_cpu = [], [], [], [], []
             sg_found: set = set()
             for _ in range(args.repeat):
-                t, sg_found = run_sg(query, language, corpus)
+                t, cpu, sg_found = run_sg(query, language, corpus)
                 sg_times.append(t)
+                sg_cpu.append(cpu)
                 tether.walk.clear_cache()  # cold: the folder's listing is not kept from the last run
                 async with tether.open_run(corpus) as run:
-                    cold_times.append(await tether_search(run, query, language))
+                    t, cpu = await tether_cold(run, query, language)
+                    cold_times.append(t)
+                    cold_cpu.append(cpu)
                     for _ in range(args.repeat):
                         warm_times.append(await tether_search(run, query, language))
             async with tether.open_run(corpus) as run:
                 ours = await tether_all_matches(run, corpus, query, language)
             sg_med, cold, warm = (statistics.median(x) for x in (sg_times, cold_times, warm_times))
+            cpu_ratio = statistics.median(cold_cpu) / statistics.median(sg_cpu)
             same = "yes" if ours == sg_found else f"NO (+{len(ours - sg_found)} -{len(sg_found - ours)})"
             shown = ("rule: print inside a def" if isinstance(query, dict) else query)[:34]
             print(
                 f"{name:7} {shown:34} {sg_med:8.2f}s {cold:7.2f}s {cold / sg_med:5.2f}x {warm:7.3f}s {warm / sg_med:5.2f}x"
-                f"  {len(ours):7}  {same}"
+                f" {cpu_ratio:6.2f}x  {len(ours):7}  {same}"
             )
         print(
             "targets: cold <= 1.00x the ast-grep CLI, repeated <= 0.05x; 'same' compares (file, byte range) sets"
+        )
+        print(
+            "cpu: CPU time of the cold search (this process and its workers) over ast-grep's (user + system), medians"
         )
         print(f"at the end: {_load()}")
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -493,7 +494,6 @@ async def test_c_attach_to_a_process_another_tracer_holds_names_that_tracer(
 ):
     """lldb says "lost connection" here too; the kernel shows why (TracerPid), and that is what is said."""
     import asyncio
-    import time
 
     strace, sleep = shutil.which("strace"), shutil.which("sleep")
     if strace is None or sleep is None:
@@ -659,7 +659,6 @@ async def test_go_stop_on_entry_then_a_breakpoint(go_more, open_debug, no_leftov
 
 
 async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftover_processes):
-    import time
 
     async with open_debug(go_more, debug_launch_timeout=60) as debug:
         started = time.monotonic()
@@ -773,7 +772,6 @@ async def test_the_launch_bound_is_shared_a_slow_build_leaves_the_adapter_only_t
     """A long build, then a delve slow to start: each within the bound, together over it."""
     import asyncio
     import re
-    import time
 
     bound = 30.0
     # delve reads its configuration before it listens: from a FIFO, it waits until the test writes one
@@ -824,7 +822,6 @@ async def test_a_go_launch_cancelled_mid_build_stops_the_build_and_leaves_no_bin
     go_more, open_debug, no_leftover_processes
 ):
     import asyncio
-    import time
 
     async with open_debug(go_more, debug_launch_timeout=300) as debug:
         # -a rebuilds the standard library too: seconds of compiling, cancelled while go's compilers run
@@ -844,7 +841,6 @@ async def test_a_go_launch_cancelled_mid_build_stops_the_build_and_leaves_no_bin
 async def test_a_go_build_killed_by_a_signal_is_said_as_one(go_more, open_debug, no_leftover_processes):
     import asyncio
     import signal
-    import time
 
     import psutil
 
@@ -890,9 +886,8 @@ asyncio.run(main())
 """
 
 
-def test_a_go_program_builds_and_runs_where_the_temporary_directory_is_noexec(go_more, tmp_path):
-    """TMPDIR on a noexec mount: the program is built where it can run, and a library is told by content."""
-    import json
+def _under_a_noexec_tmpdir(tmp_path: Path, script: str, root: Path) -> list[str]:
+    """The command that runs ``script`` (a Python program, given ``root``) with TMPDIR on a noexec tmpfs."""
     import sys
 
     unshare = shutil.which("unshare")
@@ -901,28 +896,58 @@ def test_a_go_program_builds_and_runs_where_the_temporary_directory_is_noexec(go
     noexec = tmp_path / "noexec"
     noexec.mkdir()
     mount = 'mount -t tmpfs -o noexec tmpfs "$1" && TMPDIR="$1" exec "$2" -c "$3" "$4"'
-    done = subprocess.run(
-        [
-            unshare,
-            "--mount",
-            "sh",
-            "-c",
-            mount,
-            "sh",
-            str(noexec),
-            sys.executable,
-            NOEXEC_LAUNCH,
-            str(go_more),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    return [unshare, "--mount", "sh", "-c", mount, "sh", str(noexec), sys.executable, script, str(root)]
+
+
+def test_a_go_program_builds_and_runs_where_the_temporary_directory_is_noexec(go_more, tmp_path):
+    """TMPDIR on a noexec mount: the program is built where it can run, and a library is told by content."""
+    import json
+
+    command = _under_a_noexec_tmpdir(tmp_path, NOEXEC_LAUNCH, go_more)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     said = json.loads(done.stdout.splitlines()[-1])
     assert "stopped (breakpoint) at loop/main.go:12" in said["loop"], said["loop"]
     assert len(said["scratch"]) == 1 and said["left"] == []  # in the root while it runs, gone after
     assert "'lib' is a library package (no package main)" in said["lib"]
+
+
+NOEXEC_HOLD = """
+import asyncio, json, pathlib, sys
+import tether
+
+async def main():
+    root = pathlib.Path(sys.argv[1])
+    options = {"debug_launch_timeout": 120, "debug_stop_timeout": 60}
+    async with tether.open_run(root, conversation_id="c", options=options) as run:
+        await run.call("debug", {"action": "breakpoints", "file": "loop/main.go", "lines": [12]})
+        said = (await run.call("debug", {"action": "launch", "program": "loop"})).plain
+        print(json.dumps([said, [p.name for p in root.glob(".tether-debug-build-*")]]), flush=True)
+        await asyncio.sleep(300)
+
+asyncio.run(main())
+"""
+
+
+def test_the_build_folder_in_the_root_is_removed_when_the_server_is_sigkilled(go_more, tmp_path):
+    """The noexec fallback folder in the root is the run's (Run.scratch_dir): a SIGKILL leaves nothing."""
+    import json
+    import signal
+
+    command = _under_a_noexec_tmpdir(tmp_path, NOEXEC_HOLD, go_more)
+    held = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # unshare and sh exec: it is python
+    try:
+        assert held.stdout is not None
+        said, folders = json.loads(held.stdout.readline())
+        assert "stopped (breakpoint) at loop/main.go:12" in said, said
+        assert len(folders) == 1 and (go_more / folders[0]).is_dir()
+    finally:
+        held.send_signal(signal.SIGKILL)
+        held.wait()
+    deadline = time.monotonic() + 30
+    while list(go_more.glob(".tether-debug-build-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list(go_more.glob(".tether-debug-build-*"))
 
 
 async def test_go_trimpath_in_the_launch_env_still_binds_breakpoints(

@@ -6,11 +6,22 @@ a third party's definition can switch a built-in off without redefining its id.
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import tether
 import tether.files
 from tether.hookspecs import hookimpl
 
 BOTH = {"lsp_servers": ["basedpyright", "ruff"]}
+
+
+def data(r) -> dict[str, Any]:
+    """A result's data (every lsp answer has some)."""
+    assert r.data is not None, r.plain
+    return r.data
+
+
 # one edit in click's utils.py: an unused local (ruff F841, a warning) and a wrong return type (basedpyright)
 MAKE_STR = (
     "    return str(value)\n\n\ndef _make_default",
@@ -43,15 +54,15 @@ async def test_basedpyright_and_ruff_both_answer_for_one_file_of_click(click_roo
 
         r = await run.call("lsp", {"action": "diagnostics", "file": "src/click/utils.py"})
         assert not r.is_error, r.plain
-        assert r.data["servers"] == ["basedpyright", "ruff"]
-        mine = {(d["line"], d["code"], d["source"]) for d in r.data["diagnostics"]}
+        assert data(r)["servers"] == ["basedpyright", "ruff"]
+        mine = {(d["line"], d["code"], d["source"]) for d in data(r)["diagnostics"]}
         assert {(60, "reportReturnType", "basedpyright"), (59, "F841", "Ruff")} <= mine, r.plain
 
         # navigation: basedpyright is asked first and answers; ruff offers no definitions
         r = await run.call(
             "lsp", {"action": "definition", "file": "src/click/core.py", "line": 2091, "symbol": "make_str"}
         )
-        assert not r.is_error and r.data["locations"][0] == {
+        assert not r.is_error and data(r)["locations"][0] == {
             "file": "src/click/utils.py",
             "line": 52,
             "column": 5,
@@ -64,7 +75,7 @@ async def test_basedpyright_and_ruff_both_answer_for_one_file_of_click(click_roo
         )
         assert not r.is_error and introduced(r) == set() and "introduced" not in r.plain, r.plain
         r = await run.call("lsp", {"action": "status"})
-        assert sorted(x["server"] for x in r.data["running"]) == ["basedpyright", "ruff"]
+        assert sorted(x["server"] for x in data(r)["running"]) == ["basedpyright", "ruff"]
 
 
 async def test_navigation_passes_over_a_server_without_an_answer_to_the_next(py_root):
@@ -75,11 +86,11 @@ async def test_navigation_passes_over_a_server_without_an_answer_to_the_next(py_
         r = await run.call(
             "lsp", {"action": "definition", "file": "pkg/main.py", "line": 7, "symbol": "greet"}
         )
-        assert not r.is_error and r.data["locations"][0]["file"] == "pkg/util.py", r.plain
+        assert not r.is_error and data(r)["locations"][0]["file"] == "pkg/util.py", r.plain
         r = await run.call(
             "lsp", {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
         )
-        assert not r.is_error and r.data["total"] >= 5, r.plain
+        assert not r.is_error and data(r)["total"] >= 5, r.plain
 
 
 async def test_ruffs_project_checker_reports_lint_findings_as_warnings_and_syntax_errors_as_errors(
@@ -97,7 +108,9 @@ async def test_ruffs_project_checker_reports_lint_findings_as_warnings_and_synta
     async with tether.open_run(root, options={"lsp_servers": ["ruff"]}) as run:
         r = await run.call("lsp", {"action": "diagnostics", "file": "*"})
         assert not r.is_error, r.plain
-        found = {(d["file"], d["line"], d["severity"], d["code"], d["source"]) for d in r.data["diagnostics"]}
+        found = {
+            (d["file"], d["line"], d["severity"], d["code"], d["source"]) for d in data(r)["diagnostics"]
+        }
         assert ("a.py", 1, "warning", "F401", "ruff") in found, r.plain
         assert any(f == "broken.py" and sev == "error" for f, _, sev, *_ in found), r.plain
         assert (
@@ -130,17 +143,17 @@ class TyReplacingBasedpyright:
 async def test_a_definition_can_switch_a_built_in_off_and_lsp_servers_brings_it_back(py_root):
     async with tether.open_run(py_root, plugins=[TyReplacingBasedpyright()]) as run:
         r = await run.call("lsp", {"action": "status"})
-        bp = next(s for s in r.data["servers"] if s["id"] == "basedpyright")
+        bp = next(s for s in data(r)["servers"] if s["id"] == "basedpyright")
         assert not bp["enabled"] and bp["replaced_by"] == "ty-instead", r.plain
         assert "basedpyright (python): switched off: ty-instead replaces it" in r.plain
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 8, "symbol": "greet"})
         assert not r.is_error, r.plain
         r = await run.call("lsp", {"action": "status"})
-        assert [x["server"] for x in r.data["running"]] == ["ty-instead"]
+        assert [x["server"] for x in data(r)["running"]] == ["ty-instead"]
     options = {"lsp_servers": ["basedpyright", "ty-instead"]}
     async with tether.open_run(py_root, plugins=[TyReplacingBasedpyright()], options=options) as run:
         r = await run.call("lsp", {"action": "status"})
-        assert all(s["enabled"] for s in r.data["servers"] if s["id"] in options["lsp_servers"]), r.plain
+        assert all(s["enabled"] for s in data(r)["servers"] if s["id"] in options["lsp_servers"]), r.plain
 
 
 async def test_code_actions_of_every_server_are_merged_in_the_servers_order_each_with_its_server(py_root):
@@ -153,7 +166,7 @@ async def test_code_actions_of_every_server_are_merged_in_the_servers_order_each
                 "lsp", {"action": "code_actions", "file": "pkg/extra.py", "line": 1, "symbol": "os"}
             )
             assert not r.is_error, r.plain
-            actions = [(a["server"], a["title"]) for a in r.data["actions"]]
+            actions = [(a["server"], a["title"]) for a in data(r)["actions"]]
             # basedpyright's ignore comment and ruff's fix for the same unused import, both offered
             assert ("basedpyright", "Add `# pyright: ignore[reportUnusedImport]`") in actions, r.plain
             assert ("ruff", "Ruff (F401): Remove unused import: `os`") in actions, r.plain
@@ -170,16 +183,16 @@ async def test_workspace_symbols_follow_the_order_of_lsp_servers(py_root):
         async with tether.open_run(py_root, options={"lsp_servers": order}) as run:
             # no server running yet: the first one of lsp_servers is started, not the first definition
             r = await run.call("lsp", {"action": "symbols", "query": "Greeter"})
-            assert not r.is_error and r.data["servers"] == order[:1], r.plain
+            assert not r.is_error and data(r)["servers"] == order[:1], r.plain
             r = await run.call("lsp", {"action": "status"})
-            assert [x["server"] for x in r.data["running"]] == order[:1], r.plain
+            assert [x["server"] for x in data(r)["running"]] == order[:1], r.plain
 
             r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})  # starts both
             assert not r.is_error, r.plain
             r = await run.call("lsp", {"action": "symbols", "query": "Greeter"})
-            assert not r.is_error and r.data["servers"] == order, r.plain
+            assert not r.is_error and data(r)["servers"] == order, r.plain
             greeters = [
-                (s["file"], s["line"], s["column"]) for s in r.data["symbols"] if s["name"] == "Greeter"
+                (s["file"], s["line"], s["column"]) for s in data(r)["symbols"] if s["name"] == "Greeter"
             ]
             assert greeters == [("pkg/util.py", 6, column)], r.plain
 
@@ -212,8 +225,8 @@ async def test_code_actions_are_bounded_and_one_servers_crash_waits_for_the_othe
     async with tether.open_run(py_root, options=BOTH) as run:
         r = await run.call("lsp", ask)
         assert not r.is_error, r.plain
-        total = r.data["total"]
-        assert total > 2 and len(r.data["actions"]) == 2 and r.data["not_shown"] == total - 2, r.plain
+        total = data(r)["total"]
+        assert total > 2 and len(data(r)["actions"]) == 2 and data(r)["not_shown"] == total - 2, r.plain
         assert f"[{total - 2} more not shown (showing 2 of {total})" in r.plain, r.plain
         assert r.plain.count("\n") < 6, r.plain
 
@@ -229,3 +242,27 @@ async def test_code_actions_are_bounded_and_one_servers_crash_waits_for_the_othe
         r = await run.call("lsp", ask)
         assert r.is_error, r.plain
         assert finished == ["basedpyright"], "basedpyright's request was still running behind the answer"
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_code_actions_asked_while_a_server_is_still_analysing_the_project_say_so(click_root):
+    """With lsp_ready_wait 0 a query does not wait for basedpyright's first round of click: the code
+    actions it gets then may be incomplete, and the answer says so, beside ruff's actions and when no
+    server offered any."""
+    (click_root / "src/click/_probe.py").write_text("import os\n\nVALUE = 1\n")
+    still = "basedpyright is still analysing the project; this may be incomplete - repeat in a few seconds"
+    unused = {"action": "code_actions", "file": "src/click/_probe.py", "line": 1, "symbol": "os"}
+    async with tether.open_run(click_root, options={**BOTH, "lsp_ready_wait": 0}) as run:
+        r = await run.call("lsp", unused)
+        assert not r.is_error, r.plain
+        assert ("ruff", "Ruff (F401): Remove unused import: `os`") in {
+            (a["server"], a["title"]) for a in data(r)["actions"]
+        }, r.plain
+        assert still in r.plain.splitlines(), r.plain
+        assert "ruff is still analysing" not in r.plain, r.plain
+    clean = {"action": "code_actions", "file": "src/click/_probe.py", "line": 3, "symbol": "VALUE"}
+    options = {"lsp_servers": ["basedpyright"], "lsp_ready_wait": 0}
+    async with tether.open_run(click_root, options=options) as run:
+        r = await run.call("lsp", clean)
+        assert not r.is_error, r.plain
+        assert r.plain.splitlines() == ["no code actions offered for 'VALUE' at src/click/_probe.py:3", still]

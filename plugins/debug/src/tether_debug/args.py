@@ -1,6 +1,6 @@
 """The `debug` tool's arguments: one action and what each action takes.
 
-Kept apart from the handler (`tether_debug.tools`), so the modules that act on them import the
+Kept apart from the tool (`tether_debug.tools`) and its handler (`tether_debug.dispatch`), so the modules that act on them import the
 argument types without importing the tool.
 """
 

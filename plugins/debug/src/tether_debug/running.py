@@ -205,6 +205,9 @@ async def launch(
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix + bp_summary(run, new))
 
 
+LLDB_LOST = "lost connection"  # lldb-19's whole answer when its debug server could not attach
+
+
 async def attach(
     ctx: CallContext, supervisor: DebugSupervisor, conversation: str, session: Session | None, args: DebugArgs
 ) -> ToolResult:
@@ -294,7 +297,6 @@ def _scratch(run: Run) -> Path:
     )
 
 
-LLDB_LOST = "lost connection"  # lldb-19's whole answer when its debug server could not attach
 PTRACE_FORBIDDEN = (
     "The operating system forbids tracing it: the process must be yours, and ptrace must be allowed "
     "(Linux: kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE for the debugger; containers and "

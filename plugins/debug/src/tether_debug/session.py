@@ -242,9 +242,8 @@ class Session:
         self._tasks: list[asyncio.Task] = []
         self._children: list[int] = []  # processes started for runInTerminal
         self._run: Any = None  # the run: tags, tracks and stops the processes started here
-        self.sandboxed = False  # the adapter (and so the program) runs inside the run's envelope
         self._envelope_decided = False
-        self._inside: sandbox.Envelope | None = None
+        self._inside: sandbox.Envelope | None = None  # the adapter (and so the program) runs in it
         self.scratch: Path | None = None  # where a build writes the program; removed at close
         self.building: asyncio.subprocess.Process | None = None  # the build, stopped at close
 
@@ -258,8 +257,7 @@ class Session:
         self._run = run
         if not self._envelope_decided:
             envelope = sandbox.envelope(run, "debug")
-            self.sandboxed = envelope is not None and await envelope.check()
-            self._inside = envelope if self.sandboxed else None
+            self._inside = envelope if envelope is not None and await envelope.check() else None
             self._envelope_decided = True
         return self._inside
 
@@ -457,7 +455,7 @@ class Session:
                         answers[i] = {**known, **bp}
 
     async def _on_reverse(self, command: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        if command == "runInTerminal" and not self.sandboxed:
+        if command == "runInTerminal" and self._inside is None:
             # We have no terminal: run it as a plain child of ours, tracked like the adapter.
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),

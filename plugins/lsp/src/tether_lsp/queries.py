@@ -94,9 +94,10 @@ def position(conn: Any, text: str, spot: Spot) -> Any:
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
 
-def analysing_note(conn: Any) -> str:
-    """The line said next to a non-empty answer given while the server is still analysing."""
-    if not conn.indexing:
+def analysing_note(conn: Any, busy: bool = False) -> str:
+    """The line said next to a non-empty answer given while the server is still analysing (or was, ``busy``,
+    when it was asked)."""
+    if not (busy or conn.indexing):
         return ""
     return (
         f"{conn.server.id} is still analysing the project; this may be incomplete - repeat in a few seconds"
@@ -243,7 +244,7 @@ async def code_actions(
     """The code actions of every server of the file for the symbol, merged in the servers' order, each
     said with its server; a server that has none, or failed, is said too when another one has some."""
     where = f"'{symbol}' at {rel}:{line}"
-    asked: list[Any] = []  # the connections that answered, for their "still analysing" notes
+    analysing: list[str] = []  # of the servers still analysing the project when asked or when they answered
 
     async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
         lsp = conn.lsp
@@ -266,6 +267,7 @@ async def code_actions(
             context=lsp.CodeActionContext(diagnostics=on_line),
         )
         actions = []
+        busy = conn.indexing
         for item in await sup.request(conn, "textDocument/codeAction", params) or []:
             title = getattr(item, "title", None)
             kind = getattr(item, "kind", None)
@@ -273,7 +275,8 @@ async def code_actions(
                 actions.append(
                     {"title": title, "kind": getattr(kind, "value", kind), "server": conn.server.id}
                 )
-        asked.append(conn)
+        if note := analysing_note(conn, busy):
+            analysing.append(note)
         return actions
 
     answers = await sup.with_every(path, ask)
@@ -282,7 +285,9 @@ async def code_actions(
         failed = [found for _, found in answers if isinstance(found, ToolError)]
         if len(failed) == len(answers):
             raise failed[0]
-        return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
+        return ToolResult.text(
+            "\n".join([f"no code actions offered for {where}", *analysing]), {"actions": []}
+        )
     shown = actions[:CODE_ACTIONS_CAP]
     lines = [f"{len(actions)} code action(s) for {where}:"]
     lines += [
@@ -301,7 +306,7 @@ async def code_actions(
             lines.append(f"none from {server.id}" + (f": {cut}" if cut else ""))
         elif not found:
             lines.append(f"none from {server.id}")
-    lines += [note for conn in asked if (note := analysing_note(conn))]
+    lines += analysing
     return ToolResult.text(
         "\n".join(lines), {"actions": shown, "total": len(actions), "not_shown": len(actions) - len(shown)}
     )
