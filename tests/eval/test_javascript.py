@@ -56,6 +56,23 @@ async def test_output_deno_sends_after_idle_is_never_lost(run):
         assert f"printed {i}" in r.plain and r.plain.strip().endswith(str(i * 2)), (i, r.plain)
 
 
+async def test_a_barrier_the_kernel_does_not_answer_in_time_is_said(run, monkeypatch):
+    """Output Deno sends after its idle is only known complete once the barrier is answered: else say so."""
+    import tether_eval.kernel
+
+    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 1e-6)  # as a kernel starved for seconds
+    for i in range(30):  # the answer may already be queued when the barrier is looked at: try again
+        r = await cell(run, f"{i} + 1")
+        if "did not confirm within" in r.plain:
+            break
+    else:
+        pytest.fail("no barrier ran out in 30 cells")
+    assert "the cell's result or its last lines may be missing here" in r.plain and not r.is_error
+    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 15.0)
+    r = await cell(run, "41 + 1")
+    assert r.plain.strip().endswith("42") and "did not confirm" not in r.plain, r.plain
+
+
 async def test_timer_output_is_kept_when_the_run_asks_for_a_drain(tmp_path, fake_tools):
     async with tether.open_run(
         tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_drain": 0.1}

@@ -7,7 +7,8 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
 - a cell ends when both its ``execute_reply`` and its ``status: idle`` arrived; Deno may send a
   cell's stream/execute_result AFTER its idle (measured: 18 of 100 `1+1` results), so for Deno a
   kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
-  missed), then, if the run asks for it (`eval_drain`), a wait until iopub is quiet;
+  missed; waited for BARRIER_WAIT, else the cell says output may be missing), then, if the run asks
+  for it (`eval_drain`), a wait until iopub is quiet;
 - a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
   the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
   does not), the total one never; both stand still while a `tool()` call from the cell is open;
@@ -46,6 +47,9 @@ MAX_DISPLAYS = 50  # display messages kept per cell (each may hold an image)
 # After the execute_reply, how long iopub may stay quiet before a probe asks whether the cell's idle
 # was lost (ZeroMQ's PUB socket drops messages once its queue for a slow reader is full).
 SETTLE = 2.0
+# How long the barrier after a Deno cell waits for its answer: a round trip of milliseconds on an idle
+# machine, seconds on a loaded one (1 s lost a late result in CI); the cell says so when it runs out.
+BARRIER_WAIT = 15.0
 IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
 
@@ -93,6 +97,7 @@ class CellEnd:
     spent: str = ""  # which budget ran out: inactivity | total
     idle_lost: bool = False  # the reply came, the idle never did: iopub dropped messages of a flood
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
+    barrier_lost: bool = False  # the kernel did not answer the barrier: output sent late may be missing
 
     def add(self, msg: dict[str, Any], limit: int) -> bool:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
@@ -174,6 +179,13 @@ class CellEnd:
             note = (
                 "[the cell sent messages faster than they could be read and the kernel dropped some of them: "
                 "output may be missing here; print less often, or write it to a file]\n"
+            )
+            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
+        if self.barrier_lost:
+            note = (
+                f"[the kernel did not confirm within {BARRIER_WAIT:g} s that it had sent all of this cell's output "
+                "(the machine may be busy): the cell's result or its last lines may be missing here; "
+                "show what you need in a new cell]\n"
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
 
@@ -619,7 +631,7 @@ class Kernel:
         """
         msg_id, barrier = end.barrier or self._send_barrier()
         try:
-            async with asyncio.timeout(1.0):
+            async with asyncio.timeout(BARRIER_WAIT):
                 while True:
                     channel, msg = await barrier.get()
                     if channel == _DIED:
@@ -632,7 +644,7 @@ class Kernel:
                     ):
                         break
         except TimeoutError:
-            pass
+            end.barrier_lost = True
         finally:
             self._waiters.pop(msg_id, None)
         while not queue.empty():
