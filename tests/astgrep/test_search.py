@@ -418,6 +418,7 @@ async def test_a_rewrite_between_the_search_and_the_read_back_shows_what_the_fil
     before_read_back(a, lambda: rewrite_keeping_the_mtime(a, b"g(1)\nf(2)\n"))
     async with tether.open_run(project) as run:
         out = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert out.data is not None
         assert [(m["start"]["line"], m["text"], m["captures"]["A"]) for m in out.data["matches"]] == [
             (2, "f(2)", "2")
         ]
@@ -427,6 +428,7 @@ async def test_a_rewrite_between_the_search_and_the_read_back_shows_what_the_fil
         assert "changed during the search, so searched again and shown as they are now: a.py" in out.plain
         assert cached(run.resource("tether_astgrep_parsers")) == set()  # its result was for other bytes
         again = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert again.data is not None
         assert again.data["matches"] == out.data["matches"] and "changed_while_searched" not in again.data
 
 
@@ -440,6 +442,7 @@ async def test_a_file_that_stopped_matching_during_the_search_gives_its_place_to
     later(time_ns() + 10**10)
     before_read_back(a, lambda: rewrite_keeping_the_mtime(a, b"g(1)\n"))
     out = await call(project, pattern="f($A)", max_results=1)
+    assert out.data is not None
     assert [(m["file"], m["start"]["line"], m["text"]) for m in out.data["matches"]] == [("b.py", 2, "f(2)")]
     assert out.data["total"] == 1 and out.data["changed_while_searched"] == ["a.py"]
     assert out.plain.startswith("1 match in 1 file ") and "more matches not shown" not in out.plain
@@ -449,6 +452,7 @@ async def test_a_file_touched_during_the_search_with_its_bytes_unchanged_is_show
     a = put(project, "a.py", "f(1)\n")
     before_read_back(a, lambda: os.utime(a, ns=(time_ns() + 10**9, time_ns() + 10**9)))
     out = await call(project, pattern="f($A)")
+    assert out.data is not None
     assert [(m["start"]["line"], m["text"]) for m in out.data["matches"]] == [(1, "f(1)")]
     assert "changed_while_searched" not in out.data
 
@@ -457,6 +461,7 @@ async def test_a_file_deleted_before_the_read_back_is_said_so(project, before_re
     a = put(project, "a.py", "f(1)\n")
     before_read_back(a, a.unlink)
     out = await call(project, pattern="f($A)")
+    assert out.data is not None
     assert out.data["matches"] == [] and out.data["total"] == 1
     assert "a.py: (deleted or unreadable since it was searched; search again)" in out.plain
 
