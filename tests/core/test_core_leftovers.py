@@ -283,3 +283,33 @@ def test_a_scratch_dir_is_removed_by_its_keeper_after_a_sigkill_or_by_the_next_r
         assert not left.exists() and busy.exists() and fresh.exists()
     assert not fresh.exists()  # at close
     assert [p.name for p in tmp_path.iterdir()] == [busy.name]
+
+
+FORKS_FOREVER = """
+trap '' TERM
+d=${1:-0}
+[ "$d" -ge 200 ] && exec sleep 300
+sleep 0.05
+bash "$0" $((d+1)) &
+exec sleep 300
+"""
+
+
+async def test_stop_process_ends_a_chain_that_ignores_sigterm_and_keeps_forking(tmp_path):
+    """Each generation ignores SIGTERM (inherited) and starts the next: looking again must converge."""
+    import asyncio
+
+    from tether.procs import tagged
+
+    script = tmp_path / "chain.sh"
+    script.write_text(FORKS_FOREVER)
+    async with tether.open_run(tmp_path) as run:
+        proc = await asyncio.create_subprocess_exec("bash", str(script), env=run.child_env())
+        run.track_process(proc)
+        deadline = time.monotonic() + 60
+        while len(tagged(run.id)) < 6:  # a few generations are up
+            assert time.monotonic() < deadline, "the chain never grew"
+            await asyncio.sleep(0.05)
+        await run.stop_process(proc, grace=0.5)
+        left = tagged(run.id)
+        assert left == [], [p.cmdline() for p in left]

@@ -25,6 +25,7 @@ its exit status. Dead processes are told apart by status instead (a zombie count
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -35,6 +36,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+log = logging.getLogger("tether.procs")
+
+STRAGGLER_LOOK = 2.0  # how long a stop keeps looking for tagged processes started while it stopped
 POLL = 0.02  # the longest pause between checks while waiting for processes to die
 TAG = "TETHER_PROC"  # the environment variable that names the run and the process a child descends from
 KEEPER_WAIT = 15.0  # how long closing a run waits for its keeper
@@ -270,18 +274,36 @@ class Tracked:
         self.adopted.clear()
 
     def _stop_with_tag(self, procs: list, groups: set, grace: float, tag: str | None) -> None:
-        """`stop`, then look again for what carries ``tag`` until nothing does (a few rounds at most).
+        """`stop`, then the stragglers that carry ``tag``: frozen as found, then killed without grace.
 
         The first look is a snapshot: a process that ignores SIGTERM may start children during the
         grace before its SIGKILL, and a child between fork and exec when its parent was killed runs on
-        (a `go build` killed by the OOM killer leaves its compilers so).
+        (a `go build` killed by the OOM killer leaves its compilers so). A frozen (SIGSTOP) process
+        starts nothing more, so looking again until every tagged process is frozen converges whatever
+        the fork rate; the looking is bounded by STRAGGLER_LOOK all the same, and what survives is logged.
         """
+        import psutil
+
         stop(procs, groups, grace, self.spare)
-        for _ in range(3):
-            more = tagged(tag, self.since) if tag else []
+        if not tag:
+            return
+        frozen: dict[int, Any] = {}
+        deadline = time.monotonic() + STRAGGLER_LOOK
+        while time.monotonic() < deadline:
+            more = [p for p in tagged(tag, self.since) if p.pid not in frozen]
             if not more:
-                return
-            stop(more, (), grace, self.spare)
+                break
+            for p in more:
+                try:
+                    p.suspend()
+                except psutil.Error:
+                    continue
+                frozen[p.pid] = p
+        if frozen:
+            stop(frozen.values(), (), 0.0, self.spare)
+            left = [p.pid for p in frozen.values() if not _gone(p)]
+            if left:
+                log.warning("processes %s (tag %s) did not end after SIGKILL", left, tag)
 
 
 class Keeper:

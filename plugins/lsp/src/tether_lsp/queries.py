@@ -329,8 +329,11 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     """The file's diagnostics from every server that serves it, merged; a server without an answer is said."""
     path, rel, _ = source_file(run, file)
     timeout = sup.option("diagnostics_timeout")
+    unanalysed: list[str] = []  # of the servers that do not analyse this file's folder (gopls: testdata/)
 
     async def ask(conn: Any, doc: Any) -> list[Any]:
+        if note := conn.server.unanalysed(doc.path, conn.root):
+            unanalysed.append(note)
         # files a shell changed (found by the query's refresh) may change this file's diagnostics: the
         # answer waits for the server's round after them too
         outside = conn.watcher.outside
@@ -364,6 +367,7 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
         data["servers"] = [server.id for server, a in answers if not isinstance(a, ToolError)]
     # one server's answer is not the file's: say which server is missing, and why
     notes = [f"not from {server.id}: {a.message}" for server, a in answers if isinstance(a, ToolError)]
+    notes += dict.fromkeys(unanalysed)  # (once, also when a restarted server was asked again)
     return ToolResult.text("\n".join([text, *notes]), data)
 
 

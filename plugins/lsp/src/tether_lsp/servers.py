@@ -90,6 +90,9 @@ class ServerDef:
             ("diagnosing"). A publish before any such progress began means the server does not report
             its rounds; the connection then reads them by the "document" rule (`status` says so), so
             a write does not wait the "progress" rule's fallback quiet each time.
+        unanalysed_dirs: names of folders whose files the server does not analyse (gopls: ``testdata``,
+            which the go tool ignores): its diagnostics of such a file are empty whatever the file
+            holds, so an answer about one says so.
         settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
             changed document's own publish in a "document" round (a mark with no document, a file
             event, waits for this quiet alone).
@@ -131,6 +134,7 @@ class ServerDef:
     replaces: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     round_titles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    unanalysed_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -143,6 +147,14 @@ class ServerDef:
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
+
+    def unanalysed(self, path: Path, root: Path) -> str | None:
+        """The note for a file under one of ``unanalysed_dirs`` (below ``root``), else None."""
+        if path.is_relative_to(root):
+            for part in path.relative_to(root).parts[:-1]:
+                if part in self.unanalysed_dirs:
+                    return f"{self.id} does not analyse files under {part}/: their errors are not reported"
+        return None
 
     def handles(self, path: Path) -> bool:
         return path.suffix.lower() in self.extensions
@@ -261,6 +273,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         # ("diagnosing changed files", "diagnosing initial workspace load", ...): a gopls that ignores the
         # option reports only "Setting up workspace", and is read by the document rule instead
         round_titles=("diagnosing",),
+        unanalysed_dirs=("testdata",),  # the go tool ignores them: gopls publishes nothing for their files
         workspace_symbol_limit=100,
         untrusted_env=dict(GO_UNTRUSTED_ENV),  # nothing fetched: no toolchain, no module
     ),

@@ -461,6 +461,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     spent = min(deadline, time.monotonic()) - began
     waited = f"{spent:.2g}" if spent < 10 else f"{spent:.0f}"  # "0.05", "4.2", "15"
     notes = list(before.notes)
+    notes += sorted({note for _, path, conn in targets if (note := conn.server.unanalysed(path, conn.root))})
     if pending:
         notes.append(
             f"diagnostics incomplete: still pending for {render.names(pending)} after {waited} s; "
