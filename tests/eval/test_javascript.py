@@ -104,7 +104,7 @@ async def test_a_barrier_answered_without_its_idle_waits_only_settle_and_says_so
 
 async def test_a_flood_shows_its_true_end_and_the_next_cell_only_its_own_output(run):
     """Deno forwards a flood's stdout long after the barrier: the cell takes it all (or says it may be
-    missing), and what still arrives under the next cell is not shown as that cell's own."""
+    missing and may show under the next cell), so the next cell shows only its own output."""
     r = await cell(run, "for (let i = 0; i < 100000; i++) console.log('line ' + i); 'done'")
     assert not r.is_error, r.plain[-2000:]
     assert "the last 6,666 received" in r.plain

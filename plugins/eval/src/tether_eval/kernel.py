@@ -12,9 +12,9 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
 - the barrier orders only output Deno had queued, not stdout it is still forwarding (a cell printing
   300,000 lines: its 'done' came 45 s after the barrier): when the cell's output was cut, or its stream
   output was still arriving at the barrier, output is taken until iopub is quiet for TAIL_QUIET (at
-  most TAIL_WAIT, else the cell says its result may be missing and may show under the next cell);
-  Deno tags such late output with the request it runs now, so output of an earlier cell that reaches
-  a cell before its ``execute_input`` is not shown as its own (the cell says how much came);
+  most TAIL_WAIT, else the cell says its result may be missing and may show under the next cell:
+  Deno tags such late output with the request it runs now, and sends a cell's ``execute_input``
+  after some of its own output now and then, so no message tells an earlier cell's output apart);
 - a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
   the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
   does not), the total one never; both stand still while a `tool()` call from the cell is open;
@@ -113,8 +113,6 @@ class CellEnd:
     replied_at: float = 0.0  # time.monotonic() of the execute_reply
     last_stream: float = 0.0  # time.monotonic() of the latest stream output
     tail_lost: bool = False  # output still arrived TAIL_WAIT after the barrier
-    began: bool = True  # Deno: the cell's execute_input came (output before it is an earlier cell's)
-    earlier_chars: int = 0  # characters of an earlier cell's late output that arrived before it began
 
     def add(self, msg: dict[str, Any], limit: int) -> bool:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
@@ -189,12 +187,6 @@ class CellEnd:
                 f"the last {self.tail_chars:,} received); write it to a file and read parts of it, or print less ...]\n"
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
-        if self.earlier_chars:
-            note = (
-                f"[{self.earlier_chars:,} characters of an earlier cell's output arrived before this cell began "
-                "(that cell's output was still being sent): not shown here]\n"
-            )
-            self.messages.insert(0, {"msg_type": "stream", "content": {"name": "stderr", "text": note}})
         self.messages.extend(m for m, _ in self.tail)
         self.tail.clear()
         if self.dropped_displays:
@@ -478,7 +470,7 @@ class Kernel:
                 continue
             if name == "iopub":
                 kind = msg["msg_type"]
-                if (kind == "execute_input" and not self.spec.barrier) or (
+                if kind == "execute_input" or (
                     kind == "status" and msg["content"].get("execution_state") != "idle"
                 ):
                     continue  # nobody waits for these: spare the waiting task a wake-up per message
@@ -526,7 +518,7 @@ class Kernel:
         )
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
-        end = CellEnd("ok", [], began=silent or not self.spec.barrier)  # a silent cell has no execute_input
+        end = CellEnd("ok", [])
         self._keep = keep_chars
         try:
             await self._collect(queue, end, timeout, bridge, extend=True, total=total)
@@ -615,15 +607,11 @@ class Kernel:
             elif channel == "stdin":
                 if kind == "input_request":
                     await self._answer(msg, end, bridge, budget if extend else None)
-            elif kind == "execute_input":
-                end.began = True
             elif kind == "status":
                 if probe is not None and msg["parent_header"].get("msg_id") == probe:
                     end.idle = end.idle_lost = True  # iopub is in order: our idle was sent, and dropped
                 else:
                     end.idle = end.idle or msg["content"].get("execution_state") == "idle"
-            elif not end.began:  # Deno: late output of an earlier cell, tagged with this one
-                end.earlier_chars += len(msg["content"].get("text", ""))
             elif (end.add(msg, self._keep) and extend) or end.replied:  # output that changed something
                 budget.restart()  # the cell is alive (or, after its reply, its output still arrives)
 
@@ -712,7 +700,7 @@ class Kernel:
         if channel == _DIED:
             end.status = "died"
             return True
-        if channel == "iopub" and msg["msg_type"] not in ("status", "execute_input"):
+        if channel == "iopub" and msg["msg_type"] != "status":
             end.add(msg, self._keep)
         return False
 
