@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -115,17 +116,19 @@ def run_sg(query, language: str, corpus: Path) -> tuple[float, float, set]:
         ]
     else:
         cmd = [sg_binary(), "run", "-p", query, "-l", language]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [*cmd, "--json=stream", str(corpus)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    assert proc.stdout is not None
-    with proc.stdout:
-        out = proc.stdout.read().decode()
-    # wait4: this child's own rusage (RUSAGE_CHILDREN would also count other children reaped meanwhile)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([*cmd, "--json=stream", str(corpus)], stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        with proc.stdout:
+            out = proc.stdout.read().decode()
+        # wait4: this child's own rusage (RUSAGE_CHILDREN would also count other children reaped meanwhile)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode not in (0, 1):  # 1: no match; anything else is the CLI failing, not a result
+            err.seek(0)
+            raise SystemExit(f"{shlex.join(cmd)} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
     found = set()
     for line in out.splitlines():
         m = json.loads(line)

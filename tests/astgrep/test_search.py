@@ -375,6 +375,97 @@ async def test_a_file_written_just_before_the_search_read_it_is_not_cached(proje
         assert cached(pool) == {str(a)}
 
 
+@pytest.fixture
+def before_read_back(monkeypatch):
+    """``before_read_back(path, change)``: ``change()`` runs once, right before the read-back of the matches
+    shown (`tools._read_back`) reads ``path``: after the search read it, the window a rewrite can fall in."""
+    from tether_astgrep import tools
+
+    real = tools._read_back
+
+    def at(path: Path, change) -> None:
+        pending = [change]
+
+        def read_back(p: str) -> bytes | None:
+            if p == str(path) and pending:
+                pending.pop()()
+            return real(p)
+
+        monkeypatch.setattr(tools, "_read_back", read_back)
+
+    return at
+
+
+def rewrite_keeping_the_mtime(path: Path, content: bytes) -> None:
+    """In place (the same inode), to the same size, with the mtime put back: all a stamp taken within the
+    tick of the search's read could show is the ctime, and within one tick that does not move either."""
+    st = path.stat()
+    assert len(content) == st.st_size
+    with path.open("r+b") as fh:
+        fh.write(content)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    now = path.stat()
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+async def test_a_rewrite_between_the_search_and_the_read_back_shows_what_the_file_holds_now(
+    project, later, before_read_back
+):
+    """The search found `f(1)` at bytes 0-4 of line 1; the file then holds `g(1)` there and `f(2)` on line 2.
+    The old span on the new bytes would show `g(1)` as a match of `f($A)`: the file is searched again."""
+    a = put(project, "a.py", "f(1)\ng(2)\n")
+    later(time_ns() + 10**10)  # settled: the result would be cached
+    before_read_back(a, lambda: rewrite_keeping_the_mtime(a, b"g(1)\nf(2)\n"))
+    async with tether.open_run(project) as run:
+        out = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert out.data is not None
+        assert [(m["start"]["line"], m["text"], m["captures"]["A"]) for m in out.data["matches"]] == [
+            (2, "f(2)", "2")
+        ]
+        assert out.data["matches"][0]["byte_range"] == [5, 9]
+        assert out.data["changed_while_searched"] == ["a.py"]
+        assert "a.py:2:1: f(2)" in out.plain and "g(1)" not in out.plain
+        assert "changed during the search, so searched again and shown as they are now: a.py" in out.plain
+        assert cached(run.resource("tether_astgrep_parsers")) == set()  # its result was for other bytes
+        again = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert again.data is not None
+        assert again.data["matches"] == out.data["matches"] and "changed_while_searched" not in again.data
+
+
+async def test_a_file_that_stopped_matching_during_the_search_gives_its_place_to_the_next(
+    project, later, before_read_back
+):
+    """Searched again, a.py has no match left: the total and the matches shown (one, by max_results) are
+    chosen again, so b.py's is shown and is read back in its turn."""
+    a = put(project, "a.py", "f(1)\n")
+    put(project, "b.py", "x = 0\nf(2)\n")
+    later(time_ns() + 10**10)
+    before_read_back(a, lambda: rewrite_keeping_the_mtime(a, b"g(1)\n"))
+    out = await call(project, pattern="f($A)", max_results=1)
+    assert out.data is not None
+    assert [(m["file"], m["start"]["line"], m["text"]) for m in out.data["matches"]] == [("b.py", 2, "f(2)")]
+    assert out.data["total"] == 1 and out.data["changed_while_searched"] == ["a.py"]
+    assert out.plain.startswith("1 match in 1 file ") and "more matches not shown" not in out.plain
+
+
+async def test_a_file_touched_during_the_search_with_its_bytes_unchanged_is_shown(project, before_read_back):
+    a = put(project, "a.py", "f(1)\n")
+    before_read_back(a, lambda: os.utime(a, ns=(time_ns() + 10**9, time_ns() + 10**9)))
+    out = await call(project, pattern="f($A)")
+    assert out.data is not None
+    assert [(m["start"]["line"], m["text"]) for m in out.data["matches"]] == [(1, "f(1)")]
+    assert "changed_while_searched" not in out.data
+
+
+async def test_a_file_deleted_before_the_read_back_is_said_so(project, before_read_back):
+    a = put(project, "a.py", "f(1)\n")
+    before_read_back(a, a.unlink)
+    out = await call(project, pattern="f($A)")
+    assert out.data is not None
+    assert out.data["matches"] == [] and out.data["total"] == 1
+    assert "a.py: (deleted or unreadable since it was searched; search again)" in out.plain
+
+
 async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_leftover_processes):
     root = tmp_path / "big"
     body = "".join(f"def f{i}(x):\n    return g(x, {i})\n\n" for i in range(250))

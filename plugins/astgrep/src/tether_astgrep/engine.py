@@ -34,6 +34,16 @@ class FileResult:
     status: str  # "searched", "binary", "non-utf8", "too large", "unreadable", "failed"
     matches: tuple[Span, ...] = ()  # see `matcher.find_spans`
     detail: str = ""  # for "failed": what went wrong
+    # `digest` of the bytes searched, for a file with matches: its spans index those bytes, and the matches
+    # shown are read back from the file (`tools._materialize`) only if it still holds them
+    digest: bytes = b""
+
+
+def digest(data: bytes) -> bytes:
+    """A file's content in 32 bytes (SHA-256: the fastest of hashlib's here, with the CPU's SHA instructions)."""
+    import hashlib  # here: a search that matches nothing never loads it
+
+    return hashlib.sha256(data).digest()
 
 
 def language(grammar_id: str, loader: Callable[[], Any]) -> Any:
@@ -121,6 +131,11 @@ def search_file(path: str, pattern: Pattern | Rule, loader: Callable[[], Any]) -
             data = fh.read()
     except OSError:
         return FileResult(path, "unreadable")
+    return search_data(path, data, pattern, loader)
+
+
+def search_data(path: str, data: bytes, pattern: Pattern | Rule, loader: Callable[[], Any]) -> FileResult:
+    """`search_file` of the bytes ``data`` read from ``path``."""
     why = classify(data)
     if why is not None:
         return FileResult(path, why)
@@ -134,7 +149,8 @@ def search_file(path: str, pattern: Pattern | Rule, loader: Callable[[], Any]) -
     except Exception as exc:  # one file (a generated one, a grammar fault) never fails a search
         log.warning("searching %s failed", path, exc_info=True)
         return FileResult(path, "failed", detail=f"{type(exc).__name__}: {exc}"[:200])
-    return FileResult(path, "searched", tuple(_merge(found, lambda span: (span[0], span[1]))))
+    spans = tuple(_merge(found, lambda span: (span[0], span[1])))
+    return FileResult(path, "searched", spans, digest=digest(data) if spans else b"")
 
 
 def search_chunk(

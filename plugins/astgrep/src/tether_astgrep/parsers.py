@@ -75,6 +75,14 @@ class ResultCache:
             return None
         return hit[1]
 
+    def drop(self, key: Any, path: str) -> None:
+        """Forget the result for ``path``: its file was found to hold other bytes than were searched (the
+        read-back of its matches, `tools._materialize`), a change its stamp did not show."""
+        files = self._data.get(key)
+        old = files.pop(path, None) if files is not None else None
+        if old is not None:
+            self._weight[key] -= 1 + len(old[1].matches)
+
     def put(self, key: Any, results: Sequence[tuple[FileEntry, engine.FileResult]], began: int) -> None:
         """Keep the results read from the files (stamped as given) after ``began`` (`time.time_ns()`)."""
         from tether.walk import settled

@@ -300,16 +300,19 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
     results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
+    read = await asyncio.to_thread(_materialize, results, args.max_results, pattern, target.grammar)
+    for path in read.changed:
+        pool.cache.drop(pattern.key, path)
+    results = read.results
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
-    shown_spans, cut = cap_items(
+    _, cut = cap_items(
         spans,
         args.max_results,
         "matches",
         f"Narrow path or the pattern, or raise max_results (at most {MAX_RESULTS}).",
     )
-    entries = {f.path: f for f in target.files}
-    shown = [(run.relpath(p), m) for p, m in await asyncio.to_thread(_materialize, shown_spans, entries)]
+    shown = [(run.relpath(p), m) for p, m in read.shown]
     files_with = len({path for path, _ in spans})
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
@@ -341,11 +344,16 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
             + "; ".join(f"{run.relpath(r.path)} ({r.detail})" for r in failed[:5])
             + (f" (and {len(failed) - 5} more)" if len(failed) > 5 else "")
         )
+    if read.changed:
+        lines.append(
+            "note: changed during the search, so searched again and shown as they are now: "
+            + ", ".join(run.relpath(p) for p in read.changed)
+        )
     if not total and args.pattern and _LOWER_VAR.search(args.pattern):
         lines.append("note: $name in lowercase is literal text; metavariables are uppercase ($NAME, $$$NAME)")
     for rel, m in shown:
         if m is None:
-            lines.append(f"{rel}: (changed since it was searched; search again)")
+            lines.append(f"{rel}: (deleted or unreadable since it was searched; search again)")
             continue
         text = _show_text(m.text)
         lines.append(f"{rel}:{m.start[0]}:{m.start[1]}: {text[0]}")
@@ -377,36 +385,59 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "context": pattern.rung,
         "contexts": contexts,
     }
+    if read.changed:
+        data["changed_while_searched"] = [run.relpath(p) for p in read.changed]
     return ToolResult.text("\n".join(lines), data)
 
 
-def _materialize(spans: list[tuple[str, tuple]], entries: dict[str, FileEntry]) -> list[tuple[str, Any]]:
-    """(path, Match or None) for the matches shown: texts and positions read back from the files.
+@attrs.frozen
+class _ReadBack:
+    results: list[FileResult]  # those searched, a file's replaced by its search of the bytes read back
+    shown: list[tuple[str, Any]]  # (path, Match, or None for a file that could not be read again)
+    changed: list[str]  # files that held other bytes when read back than when searched
 
-    Spans index the bytes that were searched; a file whose stamp (size, mtime, ctime, inode) changed since
-    then is not trusted (None: the output says to search again).
+
+def _read_back(path: str) -> bytes | None:
+    """A file's bytes now, to show its matches from (None: deleted or unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _materialize(
+    results: list[FileResult], limit: int, pattern: Pattern | Rule, grammar: Grammar
+) -> _ReadBack:
+    """The first ``limit`` matches, their texts and positions read back from the files.
+
+    Spans index the bytes that were searched, so they are shown only on those bytes: a file whose bytes read
+    back differ (`engine.digest`; a rewrite since its search, also one that kept its stamp) is searched again
+    from the bytes just read, its new result replaces the old one, and the matches shown are chosen again.
     """
-    import os
-
-    from tether_astgrep.files import FileEntry
+    from tether_astgrep import engine
     from tether_astgrep.matcher import materialize
 
-    out: list[tuple[str, Any]] = []
-    current: dict[str, bytes | None] = {}
-    for path, span in spans:
-        if path not in current:
-            data = None
-            try:
-                st = os.stat(path)
-                entry = entries.get(path)
-                if entry is not None and FileEntry.of(path, st).stamp == entry.stamp:
-                    data = Path(path).read_bytes()
-            except OSError:
-                pass
-            current[path] = data
-        data = current[path]
-        out.append((path, materialize(span, data) if data is not None else None))
-    return out
+    read: dict[str, bytes | None] = {}
+    changed: list[str] = []
+    while True:
+        shown = [(r.path, span) for r in results for span in r.matches][:limit]
+        wanted = {path for path, _ in shown}
+        again: dict[str, FileResult] = {}
+        for r in results:
+            if r.path in wanted and r.path not in read:
+                data = read[r.path] = _read_back(r.path)
+                if data is not None and engine.digest(data) != r.digest:
+                    again[r.path] = engine.search_data(r.path, data, pattern, grammar.language)
+        if not again:
+            break
+        changed.extend(again)
+        results = [again.get(r.path, r) for r in results]
+    return _ReadBack(
+        results,
+        [(path, None if (data := read[path]) is None else materialize(span, data)) for path, span in shown],
+        changed,
+    )
 
 
 # -- ast_edit -------------------------------------------------------------------------------------------
