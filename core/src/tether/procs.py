@@ -297,17 +297,42 @@ class Tracked:
             more = [p for p in tagged(tag, self.since) if p.pid not in frozen]
             if not more:
                 break
+            now = []
             for p in more:
                 try:
                     p.suspend()
                 except psutil.Error:
                     continue
                 frozen[p.pid] = p
+                now.append(p)
+            # SIGSTOP is sent, not yet taken: one in the middle of a fork may still start a child
+            # after the next look, so that look waits until each has stopped (or is gone)
+            _wait_stopped(now, deadline)
+            if not now:  # none could be frozen (not allowed): look again after a pause, not at once
+                time.sleep(POLL)
         if frozen:
             stop(frozen.values(), (), 0.0, self.spare)
             left = [p.pid for p in frozen.values() if not _gone(p)]
             if left:
                 log.warning("processes %s (tag %s) did not end after SIGKILL", left, tag)
+
+
+def _wait_stopped(procs: list, deadline: float) -> None:
+    """Wait, until ``deadline`` at most, for each process to be stopped (SIGSTOP taken) or gone."""
+    import psutil
+
+    def settled(p: Any) -> bool:
+        try:
+            return p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return True
+
+    pause = 0.0005
+    while procs and time.monotonic() < deadline:
+        procs = [p for p in procs if not settled(p)]
+        if procs:
+            time.sleep(pause)
+            pause = min(pause * 2, POLL)
 
 
 class Keeper:
