@@ -367,3 +367,27 @@ async def test_a_module_launch_no_adapter_takes_is_refused_with_what_they_take(p
         assert "debugpy (a .py file)" in refused.plain and "adapter='<id>'" in refused.plain
         assert refused.data["error"] == "no_adapter" and "debugpy" in refused.data["adapters"]
         assert run.resource("tether_debug_supervisor").sessions == {}
+
+
+async def test_the_launch_bound_says_the_time_spent_between_its_phases():
+    """What runs outside a phase (the build folder, a stdio adapter's process) counts against the
+    bound: the message says it, so the parts add up to the bound."""
+    import asyncio
+    import re
+
+    from tether_debug.session import LaunchBound, SessionError
+
+    bound = LaunchBound(1.0)
+    async with bound.phase("the build"):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.4)  # between the phases
+    with pytest.raises(SessionError) as said:
+        async with bound.phase("the launch's configuration"):
+            await asyncio.sleep(30)
+    took = re.search(
+        r"\(time taken: the build ([\d.]+) s, the launch's configuration ([\d.]+) s, other ([\d.]+) s\)",
+        str(said.value),
+    )
+    assert took, said.value
+    build, configure, other = map(float, took.groups())
+    assert other >= 0.4 and abs(build + configure + other - 1.0) <= 0.15, said.value
