@@ -415,13 +415,15 @@ def _materialize(
     back differ (`engine.digest`; a rewrite since its search, also one that kept its stamp) is searched again
     from the bytes just read, its new result replaces the old one, and the matches shown are chosen again.
     """
+    import itertools
+
     from tether_astgrep import engine
     from tether_astgrep.matcher import materialize
 
     read: dict[str, bytes | None] = {}
     changed: list[str] = []
     while True:
-        shown = [(r.path, span) for r in results for span in r.matches][:limit]
+        shown = list(itertools.islice(((r.path, span) for r in results for span in r.matches), limit))
         wanted = {path for path, _ in shown}
         again: dict[str, FileResult] = {}
         for r in results:

@@ -7,8 +7,14 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
 - a cell ends when both its ``execute_reply`` and its ``status: idle`` arrived; Deno may send a
   cell's stream/execute_result AFTER its idle (measured: 18 of 100 `1+1` results), so for Deno a
   kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
-  missed; waited for BARRIER_WAIT, else the cell says output may be missing), then, if the run asks
-  for it (`eval_drain`), a wait until iopub is quiet;
+  missed; waited for BARRIER_WAIT, or SETTLE once its shell reply came, else the cell says output
+  may be missing), then, if the run asks for it (`eval_drain`), a wait until iopub is quiet;
+- the barrier orders only output Deno had queued, not stdout it is still forwarding (a cell printing
+  300,000 lines: its 'done' came 45 s after the barrier): when the cell's output was cut, or its stream
+  output was still arriving at the barrier, output is taken until iopub is quiet for TAIL_QUIET (at
+  most TAIL_WAIT, else the cell says its result may be missing and may show under the next cell:
+  Deno tags such late output with the request it runs now, and sends a cell's ``execute_input``
+  after some of its own output now and then, so no message tells an earlier cell's output apart);
 - a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
   the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
   does not), the total one never; both stand still while a `tool()` call from the cell is open;
@@ -50,6 +56,11 @@ SETTLE = 2.0
 # How long the barrier after a Deno cell waits for its answer: a round trip of milliseconds on an idle
 # machine, seconds on a loaded one (1 s lost a late result in CI); the cell says so when it runs out.
 BARRIER_WAIT = 15.0
+# After the barrier, for a cell whose output was still arriving: iopub quiet this long ends it (the
+# largest gap measured inside a 300,000-line flood on a loaded machine: 0.12 s), at most TAIL_WAIT
+# (that flood needed 45-80 s after the barrier).
+TAIL_QUIET = 0.5
+TAIL_WAIT = 180.0
 IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
 
@@ -98,6 +109,10 @@ class CellEnd:
     idle_lost: bool = False  # the reply came, the idle never did: iopub dropped messages of a flood
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
     barrier_lost: bool = False  # the kernel did not answer the barrier: output sent late may be missing
+    barrier_answered: bool = False  # its shell reply came (then only its iopub idle was missing)
+    replied_at: float = 0.0  # time.monotonic() of the execute_reply
+    last_stream: float = 0.0  # time.monotonic() of the latest stream output
+    tail_lost: bool = False  # output still arrived TAIL_WAIT after the barrier
 
     def add(self, msg: dict[str, Any], limit: int) -> bool:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
@@ -110,8 +125,10 @@ class CellEnd:
                 self.clear_pending = True
                 return False
             return self._clear()
-        if msg["msg_type"] == "stream" and not msg["content"].get("text"):
-            return False
+        if msg["msg_type"] == "stream":
+            if not msg["content"].get("text"):
+                return False
+            self.last_stream = time.monotonic()
         if self.clear_pending:
             self._clear()
         self._store(msg, limit)
@@ -167,7 +184,7 @@ class CellEnd:
         if self.dropped_chars:
             note = (
                 f"\n[... {self.dropped_chars:,} characters of output dropped (showing the first {self.kept_chars:,} and "
-                f"the last {self.tail_chars:,}); write it to a file and read parts of it, or print less ...]\n"
+                f"the last {self.tail_chars:,} received); write it to a file and read parts of it, or print less ...]\n"
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
         self.messages.extend(m for m, _ in self.tail)
@@ -182,10 +199,23 @@ class CellEnd:
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
         if self.barrier_lost:
+            why = (
+                f"answered, but its confirmation on the output channel did not follow within {SETTLE:g} s "
+                "(messages of a flood may have been dropped)"
+                if self.barrier_answered
+                else f"did not confirm within {BARRIER_WAIT:g} s that it had sent all of this cell's output "
+                "(the machine may be busy)"
+            )
             note = (
-                f"[the kernel did not confirm within {BARRIER_WAIT:g} s that it had sent all of this cell's output "
-                "(the machine may be busy): the cell's result or its last lines may be missing here; "
+                f"[the kernel {why}: the cell's result or its last lines may be missing here; "
                 "show what you need in a new cell]\n"
+            )
+            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
+        if self.tail_lost:
+            note = (
+                f"[this cell's output was still arriving {TAIL_WAIT:g} s after the cell ended: its result or its "
+                "last lines may be missing here, and may show under the next cell; print less, or write it "
+                "to a file]\n"
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
 
@@ -569,6 +599,7 @@ class Kernel:
             if channel == "shell":
                 if kind == "execute_reply":
                     end.replied = True
+                    end.replied_at = time.monotonic()
                     end.reply = msg["content"]
                     budget.replied(SETTLE)
                     if self.spec.barrier and end.barrier is None:
@@ -630,14 +661,18 @@ class Kernel:
         It is sent as soon as the execute_reply arrives (the cell's output was queued before the reply).
         """
         msg_id, barrier = end.barrier or self._send_barrier()
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(BARRIER_WAIT):
+            async with asyncio.timeout(BARRIER_WAIT) as deadline:
                 while True:
                     channel, msg = await barrier.get()
                     if channel == _DIED:
                         end.status = "died"
                         return
-                    if (
+                    if channel == "shell":  # the kernel answered: its idle follows unless iopub dropped it
+                        end.barrier_answered = True
+                        deadline.reschedule(min(deadline.when() or loop.time(), loop.time() + SETTLE))
+                    elif (
                         channel == "iopub"
                         and msg["msg_type"] == "status"
                         and msg["content"].get("execution_state") == "idle"
@@ -647,10 +682,46 @@ class Kernel:
             end.barrier_lost = True
         finally:
             self._waiters.pop(msg_id, None)
+        if self._take_queued(queue, end):
+            return
+        still = end.last_stream > end.replied_at and time.monotonic() - end.last_stream < TAIL_QUIET
+        if end.dropped_chars or still:
+            await self._tail(queue, end)
+
+    def _take_queued(self, queue: asyncio.Queue, end: CellEnd) -> bool:
+        """Add the cell's output already queued; returns whether the kernel died."""
         while not queue.empty():
-            channel, msg = queue.get_nowait()
-            if channel == "iopub" and msg["msg_type"] != "status":
-                end.add(msg, self._keep)
+            if self._take(queue.get_nowait(), end):
+                return True
+        return False
+
+    def _take(self, item: tuple[str, Any], end: CellEnd) -> bool:
+        channel, msg = item
+        if channel == _DIED:
+            end.status = "died"
+            return True
+        if channel == "iopub" and msg["msg_type"] != "status":
+            end.add(msg, self._keep)
+        return False
+
+    async def _tail(self, queue: asyncio.Queue, end: CellEnd) -> None:
+        """The cell's output was still arriving at the barrier: take it until iopub is quiet (bounded)."""
+        stop = time.monotonic() + TAIL_WAIT
+        while True:
+            if self._take_queued(queue, end):
+                return
+            now = time.monotonic()
+            if now >= stop:
+                end.tail_lost = True
+                return
+            try:
+                async with asyncio.timeout(min(stop - now, TAIL_QUIET)):
+                    item = await queue.get()
+            except TimeoutError:
+                end.tail_lost = time.monotonic() >= stop
+                return
+            if self._take(item, end):
+                return
 
     async def _drain(self, queue: asyncio.Queue, end: CellEnd) -> None:
         """Deno may send stream/execute_result after idle: take what comes until it is quiet (bounded)."""
@@ -658,14 +729,11 @@ class Kernel:
         while time.monotonic() < stop:
             try:
                 async with asyncio.timeout(self.spec.drain):
-                    channel, msg = await queue.get()
+                    item = await queue.get()
             except TimeoutError:
                 return
-            if channel == _DIED:
-                end.status = "died"
+            if self._take(item, end):
                 return
-            if channel == "iopub" and msg["msg_type"] != "status":
-                end.add(msg, self._keep)
 
     # -- shutdown -------------------------------------------------------------------------------
 
