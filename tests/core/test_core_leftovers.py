@@ -6,6 +6,7 @@ Real families (eval's Python and Deno kernels, a vibe worker, debugpy) start the
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -248,34 +249,43 @@ with tether.open_run_sync(sys.argv[1], load_entry_points=False) as run:
 """
 
 
-def _hold_a_scratch_dir(root: Path) -> tuple[subprocess.Popen, Path]:
+def _hold_a_scratch_dir(root: Path, wrapper: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDS_A_SCRATCH_DIR, str(root)], stdout=subprocess.PIPE, text=True
+        [*wrapper, sys.executable, "-c", HOLDS_A_SCRATCH_DIR, str(root)], stdout=subprocess.PIPE, text=True
     )
-    assert proc.stdout is not None
-    path = Path(proc.stdout.readline().strip())
-    assert path.is_dir() and path.parent == root and path.name.startswith(".scratch-")
+    try:
+        assert proc.stdout is not None
+        path = Path(proc.stdout.readline().strip())
+        assert path.is_dir() and path.parent == root and path.name.startswith(".scratch-")
+    except BaseException:
+        _kill(proc)
+        raise
     return proc, path
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
 
 
 def test_a_scratch_dir_is_removed_by_its_keeper_after_a_sigkill_or_by_the_next_run_if_both_died(tmp_path):
     # the process alone is killed: its keeper removes the folder
     proc, first = _hold_a_scratch_dir(tmp_path)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill(proc)
     deadline = time.monotonic() + 30
     while first.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not first.exists(), "the keeper of a SIGKILLed process left its scratch directory"
 
-    # killed with its keeper (the OOM killer, a container stopped): the next run removes it
+    # killed with its keeper (the OOM killer, a container stopped): the kernel drops their locks, the next run removes it
     proc, left = _hold_a_scratch_dir(tmp_path)
-    keepers = [p for p in psutil.Process(proc.pid).children() if "procs.py" in " ".join(p.cmdline())]
-    assert len(keepers) == 1
-    keepers[0].send_signal(signal.SIGKILL)
-    psutil.wait_procs(keepers, 30)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        keepers = [p for p in psutil.Process(proc.pid).children() if "procs.py" in " ".join(p.cmdline())]
+        assert len(keepers) == 1
+        keepers[0].send_signal(signal.SIGKILL)
+        psutil.wait_procs(keepers, 30)
+    finally:
+        _kill(proc)
     assert left.exists()
     busy = Path(private_dir(".scratch-", str(tmp_path)))  # ours, alive: must stay
     with tether.open_run_sync(tmp_path, load_entry_points=False) as run:
@@ -283,6 +293,98 @@ def test_a_scratch_dir_is_removed_by_its_keeper_after_a_sigkill_or_by_the_next_r
         assert not left.exists() and busy.exists() and fresh.exists()
     assert not fresh.exists()  # at close
     assert [p.name for p in tmp_path.iterdir()] == [busy.name]
+    shutil.rmtree(busy)
+
+
+def _sweep_in_a_thread(root: Path) -> None:
+    """run.scratch_dir(root) in a thread, so that a sweep that blocks fails the test instead of hanging it."""
+    import threading
+
+    made: list[Path] = []
+
+    def make() -> None:
+        with tether.open_run_sync(root, load_entry_points=False) as run:
+            made.append(run.scratch_dir(root, ".scratch-"))
+
+    worker = threading.Thread(target=make, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the sweep of stale scratch directories blocked"
+    assert len(made) == 1 and not made[0].exists()
+
+
+def _dead_owner() -> str:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    created = psutil.Process(dead.pid).create_time()
+    dead.wait()
+    return f"{dead.pid} {created}\n"
+
+
+def test_the_sweep_skips_a_fifo_symlinked_or_malformed_owner_and_folders_not_ours(tmp_path):
+    """Nothing blocks, nothing is followed, nothing raises, nothing of someone else's is removed."""
+    import os
+
+    dead = _dead_owner()
+    elsewhere = tmp_path / "elsewhere"  # what a followed symlink would lead to: a dead owner's folder
+    elsewhere.mkdir()
+    (elsewhere / ".owner").write_text(dead)
+    root = tmp_path / "root"
+    root.mkdir()
+    kept = {
+        "fifo": lambda d: os.mkfifo(d / ".owner"),
+        "link": lambda d: (d / ".owner").symlink_to(elsewhere / ".owner"),
+        "garbage": lambda d: (d / ".owner").write_text("x 1\n"),
+        "negative": lambda d: (d / ".owner").write_text("-1 0\n"),
+        "huge": lambda d: (d / ".owner").write_text(f"{10**30} 0\n"),
+        "nan": lambda d: (d / ".owner").write_text(f"{dead.split()[0]} nan\n"),
+        "long": lambda d: (d / ".owner").write_text(dead + " " * 200),
+        "empty": lambda d: (d / ".owner").write_text(""),
+        "a-folder": lambda d: (d / ".owner").mkdir(),
+    }
+    for name, make in kept.items():
+        (root / f".scratch-{name}").mkdir()
+        make(root / f".scratch-{name}")
+    names = [*(f".scratch-{n}" for n in kept), ".scratch-dirlink"]
+    (root / ".scratch-dirlink").symlink_to(elsewhere, target_is_directory=True)
+    if os.getuid() == 0:  # a dead owner's folder, but another user's: never ours to remove
+        (root / ".scratch-other").mkdir()
+        (root / ".scratch-other" / ".owner").write_text(dead)
+        os.chown(root / ".scratch-other", 65534, 65534)
+        names.append(".scratch-other")
+    (root / ".scratch-stale").mkdir()  # the one stale folder of ours: it goes
+    (root / ".scratch-stale" / ".owner").write_text(dead)
+
+    _sweep_in_a_thread(root)
+    assert sorted(p.name for p in root.iterdir()) == sorted(names)
+    assert (elsewhere / ".owner").read_text() == dead
+
+
+def test_a_scratch_dir_of_a_live_owner_is_kept_also_in_another_pid_namespace(tmp_path):
+    """The pid in `.owner` means nothing outside the owner's pid namespace: its lock on `.owner` does."""
+    if subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True).returncode:
+        pytest.skip("unshare of a pid namespace is not allowed here")
+    plain, first = _hold_a_scratch_dir(tmp_path)
+    try:
+        inside, second = _hold_a_scratch_dir(
+            tmp_path, ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+        )
+        try:
+            pid = int((second / ".owner").read_text().split()[0])
+            assert pid != inside.pid  # the owner's pid as its namespace sees it, not ours
+            _sweep_in_a_thread(tmp_path)
+            assert first.is_dir() and second.is_dir()
+        finally:
+            _kill(inside)
+    finally:
+        _kill(plain)
+
+
+def test_a_scratch_dir_prefix_must_be_a_plain_name(tmp_path):
+    with tether.open_run_sync(tmp_path, load_entry_points=False) as run:
+        for bad in ("", "a/b-"):
+            with pytest.raises(ValueError, match="non-empty name"):
+                run.scratch_dir(tmp_path, bad)
+    assert list(tmp_path.iterdir()) == []
 
 
 FORKS_FOREVER = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,13 +100,25 @@ def test_delve_is_tcp_and_handles_go_packages(tmp_path):
     assert package.argv == ("go", "build", "-o", str(out / tmp_path.name), *flags, ".")
     # the command said in messages is what ran: its argv, the variables added, paths under the root relative
     shown = build_command(package, {"GOFLAGS": "-tags=a b"}, tmp_path)
-    assert (
-        shown == f"GOFLAGS='-tags=a b' go build -o out/{tmp_path.name} -gcflags 'all=-N -l' -trimpath=false ."
-    )
+    argv = "-gcflags 'all=-N -l' -trimpath=false ."
+    assert shown == (f"GOFLAGS='-tags=a b' go build -o out/{tmp_path.name} {argv}", True)
+    assert build_command(package, {}, tmp_path, os.devnull) == (f"go build -o /dev/null {argv}", True)
     nested = attrs.evolve(package, cwd=tmp_path / "tools")
-    assert build_command(nested, {}, tmp_path).startswith(f"cd tools && go build -o ../out/{tmp_path.name} ")
-    long = build_command(package, {"GOFLAGS": "x" * 2000}, tmp_path)
-    assert len(long) < 700 and long.endswith("more characters cut]")
+    assert build_command(nested, {}, tmp_path)[0].startswith(
+        f"cd tools && go build -o ../out/{tmp_path.name} "
+    )
+    # each long value is cut, then the variables as a whole; the argv is kept whole
+    long, whole = build_command(package, {"GOFLAGS": "x" * 2000}, tmp_path)
+    assert (
+        not whole
+        and long == f"GOFLAGS={'x' * 80}…[1,920 more characters cut] go build -o out/{tmp_path.name} {argv}"
+    )
+    many = {f"V{i}": "y" * 80 for i in range(20)}
+    long, whole = build_command(nested, many, tmp_path)
+    assert not whole and len(long) <= 600
+    assert long.startswith("cd tools && V0=") and long.endswith(
+        f"more characters of variables cut] go build -o ../out/{tmp_path.name} {argv}"
+    )
     assert built(tmp_path, test=True).argv[:3] == ("go", "test", "-c")
     (tmp_path / "main_test.go").write_text("package main\n")
     in_test = built(tmp_path / "main_test.go")  # a test file: its package's tests
@@ -354,3 +367,27 @@ async def test_a_module_launch_no_adapter_takes_is_refused_with_what_they_take(p
         assert "debugpy (a .py file)" in refused.plain and "adapter='<id>'" in refused.plain
         assert refused.data["error"] == "no_adapter" and "debugpy" in refused.data["adapters"]
         assert run.resource("tether_debug_supervisor").sessions == {}
+
+
+async def test_the_launch_bound_says_the_time_spent_between_its_phases():
+    """What runs outside a phase (the build folder, a stdio adapter's process) counts against the
+    bound: the message says it, so the parts add up to the bound."""
+    import asyncio
+    import re
+
+    from tether_debug.session import LaunchBound, SessionError
+
+    bound = LaunchBound(1.0)
+    async with bound.phase("the build"):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.4)  # between the phases
+    with pytest.raises(SessionError) as said:
+        async with bound.phase("the launch's configuration"):
+            await asyncio.sleep(30)
+    took = re.search(
+        r"\(time taken: the build ([\d.]+) s, the launch's configuration ([\d.]+) s, other ([\d.]+) s\)",
+        str(said.value),
+    )
+    assert took, said.value
+    build, configure, other = map(float, took.groups())
+    assert other >= 0.4 and abs(build + configure + other - 1.0) <= 0.15, said.value

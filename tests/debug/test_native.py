@@ -677,6 +677,39 @@ async def test_go_build_error_is_answered_at_once(go_more, open_debug, no_leftov
     assert not (go_more / "__debug_bin").exists()
 
 
+def _many_errors(root: Path) -> None:
+    """A program whose build prints over a hundred lines: eight packages of twelve errors each."""
+    files = {
+        f"many/p{i}/p.go": f"package p{i}\n\n" + "".join(f'var V{j} int = "s"\n' for j in range(12))
+        for i in range(8)
+    }
+    imports = "".join(f'\t_ "example.com/demo/many/p{i}"\n' for i in range(8))
+    files["many/main.go"] = f"package main\n\nimport (\n{imports})\n\nfunc main() {{}}\n"
+    write_tree(root, files)
+
+
+async def test_a_long_build_failure_says_the_whole_command_and_a_hint_that_leaves_nothing(
+    go_more, open_debug, no_leftover_processes
+):
+    _many_errors(go_more)
+    async with open_debug(go_more, debug_launch_timeout=120) as debug:
+        # a long value is cut in the command shown, the argv never; the hint then cannot say "run"
+        long = (await debug.err(action="launch", program="many", env={"LONG": "x" * 900})).plain
+        assert "`LONG=" + "x" * 80 + "…[820 more characters cut] go build -o " in long
+        assert "/many -gcflags 'all=-N -l' -trimpath=false ./many`, exit status " in long
+        assert "x" * 81 not in long
+        assert "more lines cut: build as `LONG=" in long and "run `" not in long
+        assert "go build -o /dev/null " in long
+        # nothing cut: the hint is a command to type in the root, and it leaves nothing behind
+        plain = (await debug.err(action="launch", program="many")).plain
+        hint = plain.rsplit("more lines cut: run `", 1)[1].split("` in the root to see them all]")[0]
+        assert hint == "go build -o /dev/null -gcflags 'all=-N -l' -trimpath=false ./many"
+    before = sorted(go_more.rglob("*"))
+    rerun = subprocess.run(hint, shell=True, cwd=go_more, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode != 0 and len(rerun.stderr.splitlines()) > 60
+    assert sorted(go_more.rglob("*")) == before
+
+
 GO_ENV = """package main
 
 import (

@@ -129,3 +129,62 @@ async def test_a_shell_edit_the_server_has_not_analysed_in_time_is_said_next_to_
         again = await run.call("lsp", diagnose)
         assert not again.is_error, again.plain
         assert "reportCallIssue" in again.plain, again.plain
+
+
+# per language: a harmless line appended to a (a comment)
+HARMLESS = {"py": "# a note\n", "go": "// a note\n"}
+
+
+@pytest.mark.usefixtures("cpu_stress")
+@pytest.mark.parametrize("project", ["py", "go"], indirect=True)
+async def test_a_write_after_a_shell_edit_does_not_claim_the_shells_error(project):
+    """The write's baseline is the disk as it is before the write: an error a shell's edit of an imported
+    file caused in the written file is not "introduced" by a harmless write of it."""
+    lang, root = project
+    files, breaking, bad_line = PROJECTS[lang]
+    a, b = f"pkg/a.{lang}", f"pkg/b.{lang}"
+    async with tether.open_run(root, plugins=[tether.files]) as run:
+        # a is open at the server, its round long done
+        first = await run.call("lsp", {"action": "diagnostics", "file": a})
+        assert not first.is_error and errors_at(first.plain, a) == [], first.plain
+        (root / b).write_text(breaking)  # the shell breaks a's use of b
+        harmless = await run.call("write", {"path": a, "content": files[a] + HARMLESS[lang]})
+        assert not harmless.is_error, harmless.plain
+        claimed = [(d["file"], d["line"]) for d in (harmless.data or {}).get("diagnostics", [])]
+        assert (a, 3) not in claimed and "introduced" not in harmless.plain, (
+            "the write claimed the error the shell's edit of " + b + " caused:\n" + harmless.plain
+        )
+        # the error is there all the same, and a real new one is the next write's alone
+        now = await run.call("lsp", {"action": "diagnostics", "file": a})
+        assert errors_at(now.plain, a) == [3], now.plain
+        broken = await run.call("write", {"path": a, "content": files[a] + HARMLESS[lang] + bad_line})
+        assert [(d["file"], d["line"]) for d in (broken.data or {}).get("diagnostics", [])] == [(a, 5)], (
+            broken.plain
+        )
+
+
+async def test_a_write_whose_baseline_misses_a_shell_edit_says_so_instead_of_claiming(py_root):
+    """A server that has not analysed a shell's change before a write (here: stopped) gives the write no
+    baseline of the written file: nothing is claimed about it, and the answer says why."""
+    async with tether.open_run(py_root, plugins=[tether.files], options={"diagnostics_timeout": 5}) as run:
+        diagnose = {"action": "diagnostics", "file": "pkg/main.py"}
+        deadline = time.monotonic() + 90  # the cold first round under 5 s of diagnostics_timeout
+        while (first := await run.call("lsp", diagnose)).is_error and time.monotonic() < deadline:
+            pass
+        assert "reportCallIssue" not in first.plain, first.plain
+        pid = next(iter(run.resource("tether_lsp_supervisor").connections.values())).pid
+        util = py_root / "pkg" / "util.py"
+        util.write_text(util.read_text().replace("def greet(name: str)", "def greet(name: str, n: int)"))
+        os.killpg(pid, signal.SIGSTOP)  # its whole session: the wheel's launcher runs node
+        try:
+            text = (py_root / "pkg" / "main.py").read_text() + "# a note\n"
+            written = await run.call("write", {"path": "pkg/main.py", "content": text})
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+        assert not written.is_error, written.plain
+        assert "introduced" not in written.plain, written.plain
+        assert (
+            "basedpyright had not yet analysed the change to pkg/util.py made outside tether" in written.plain
+        ), written.plain
+        again = await run.call("lsp", diagnose)
+        assert "reportCallIssue" in again.plain, again.plain

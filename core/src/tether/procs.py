@@ -15,8 +15,8 @@ The keeper is a small process per run (this file run as a script: stdlib and psu
 told what the run tracks, and under a subreaper notes the orphans it adopts as they come (every
 ADOPT_POLL s). When its stdin ends, because the run closed or because the process that runs tether
 died (SIGKILL included), it stops all of it and removes the run's private and scratch directories
-(`private_dir`; one left because the keeper was killed too is removed by the next run that makes one
-of the same name in the same place).
+(`private_dir`; one left because the keeper was killed too, the lock on its `.owner` gone with both,
+is removed by the next run that makes one of the same name in the same place).
 
 Nothing here reaps (waits for) a process: a family's asyncio child watcher may own it and must see
 its exit status. Dead processes are told apart by status instead (a zombie counts as stopped).
@@ -24,11 +24,14 @@ its exit status. Dead processes are told apart by status instead (a zombie count
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import math
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -269,6 +272,7 @@ class Tracked:
         self._stop_with_tag(procs, groups, grace, self.run_tag)
         for d in self.dirs:
             shutil.rmtree(d, ignore_errors=True)
+            release(d)
         self.procs.clear()
         self.dirs.clear()
         self.adopted.clear()
@@ -293,17 +297,42 @@ class Tracked:
             more = [p for p in tagged(tag, self.since) if p.pid not in frozen]
             if not more:
                 break
+            now = []
             for p in more:
                 try:
                     p.suspend()
                 except psutil.Error:
                     continue
                 frozen[p.pid] = p
+                now.append(p)
+            # SIGSTOP is sent, not yet taken: one in the middle of a fork may still start a child
+            # after the next look, so that look waits until each has stopped (or is gone)
+            _wait_stopped(now, deadline)
+            if not now:  # none could be frozen (not allowed): look again after a pause, not at once
+                time.sleep(POLL)
         if frozen:
             stop(frozen.values(), (), 0.0, self.spare)
             left = [p.pid for p in frozen.values() if not _gone(p)]
             if left:
                 log.warning("processes %s (tag %s) did not end after SIGKILL", left, tag)
+
+
+def _wait_stopped(procs: list, deadline: float) -> None:
+    """Wait, until ``deadline`` at most, for each process to be stopped (SIGSTOP taken) or gone."""
+    import psutil
+
+    def settled(p: Any) -> bool:
+        try:
+            return p.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
+        except psutil.Error:
+            return True
+
+    pause = 0.0005
+    while procs and time.monotonic() < deadline:
+        procs = [p for p in procs if not settled(p)]
+        if procs:
+            time.sleep(pause)
+            pause = min(pause * 2, POLL)
 
 
 class Keeper:
@@ -391,39 +420,124 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     """A new directory named ``prefix*`` in ``parent`` (the temporary directory unless given); stale
     ones there (their owner died) are removed first.
 
-    The owner is written into the directory, so the next run can tell a directory left by a process
-    that was killed along with its keeper from one that is in use.
+    The owner is written into the directory's ``.owner``, and this process holds a shared flock on
+    it (`hold`; so does the keeper once told) for the directory's life, so the next run can tell a
+    directory left by a process that was killed along with its keeper (the kernel dropped their
+    locks) from one that is in use, also by a process in another pid namespace.
     """
+    if not prefix or os.sep in prefix or "\0" in prefix:
+        raise ValueError(f"a scratch directory's prefix must be a non-empty name without '/', got {prefix!r}")
     base = tempfile.gettempdir() if parent is None else parent
     sweep_stale(prefix, base)
     path = tempfile.mkdtemp(prefix=prefix, dir=base)
     me = process(os.getpid())
-    with open(os.path.join(path, ".owner"), "w") as fh:
-        fh.write(f"{os.getpid()} {me.create_time() if me is not None else 0}\n")
+    fd = os.open(os.path.join(path, ".owner"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # before the content: a sweep never sees it written and unlocked
+        os.write(fd, f"{os.getpid()} {me.create_time() if me is not None else 0}\n".encode())
+    except OSError:
+        os.close(fd)
+        raise
+    _held[path] = fd
     return path
 
 
+_held: dict[str, int] = {}  # directory -> the open `.owner` this process holds its shared lock on
+OWNER_MAX = 100  # the longest `.owner` a sweep reads; a longer one is not ours
+PID_MAX = 1 << 22  # the largest pid Linux gives (pid_max's limit)
+
+
+def _owner_file(path: str, flags: int) -> int | None:
+    """``path/.owner`` opened, when ``path`` is a real directory of ours and ``.owner`` a regular file
+    in it: never through a symlink, never blocking (a FIFO is opened without waiting, then refused)."""
+    try:
+        folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.fstat(folder).st_uid != os.getuid():
+            return None
+        fd = os.open(".owner", flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def hold(path: str) -> None:
+    """Take a shared lock on a private directory's ``.owner`` for as long as this process keeps it."""
+    if path in _held:
+        return
+    fd = _owner_file(path, os.O_RDONLY)
+    if fd is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    _held[path] = fd
+
+
+def release(path: str) -> None:
+    fd = _held.pop(path, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _stale(fd: int) -> bool:
+    """True when nothing holds the lock on this ``.owner`` (taken, exclusively, by the caller) and the
+    owner it names is dead; False for what is in use, and for what is not ours (malformed)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # its owner holds it (in whatever pid namespace), or the filesystem has no locks
+    try:
+        text = os.read(fd, OWNER_MAX + 1)
+        fields = text.decode("ascii").split()
+        if len(text) > OWNER_MAX or len(fields) != 2:
+            return False
+        pid, created = int(fields[0]), float(fields[1])
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        return False
+    if not 0 < pid <= PID_MAX or not math.isfinite(created):
+        return False
+    # a folder of an owner killed with its keeper has no lock left; one made without a lock (an older
+    # tether) still names a live owner here: the pid and its creation time (a reused pid is not it)
+    import psutil
+
+    owner = process(pid)
+    if owner is None or _gone(owner):
+        return True
+    try:
+        return abs(owner.create_time() - created) >= 1
+    except psutil.Error:  # it ended while we looked
+        return True
+
+
 def sweep_stale(prefix: str, base: str) -> None:
+    """Remove the directories ``prefix*`` in ``base`` whose owner died (see `private_dir`)."""
     try:
         names = [n for n in os.listdir(base) if n.startswith(prefix)]
     except OSError:
         return
     for name in names:
         path = os.path.join(base, name)
-        try:
-            with open(os.path.join(path, ".owner")) as fh:
-                pid, created = fh.read().split()
-        except (OSError, ValueError):
+        fd = _owner_file(path, os.O_RDONLY)
+        if fd is None:
             continue  # not one of ours, or being created
-        owner = process(int(pid))
         try:
-            alive_owner = (
-                owner is not None and not _gone(owner) and abs(owner.create_time() - float(created)) < 1
-            )
-        except Exception:  # noqa: BLE001
-            alive_owner = False
-        if not alive_owner:
-            shutil.rmtree(path, ignore_errors=True)
+            if _stale(fd):
+                shutil.rmtree(path, ignore_errors=True)  # under the lock: a symlinked folder is refused
+        finally:
+            os.close(fd)
 
 
 def _keep(run_tag: str, spare: int, grace: float, since: float, adopter: int) -> None:
@@ -461,6 +575,7 @@ def _keep(run_tag: str, spare: int, grace: float, since: float, adopter: int) ->
                 kept.track(int(message["track"]), message.get("tag"))
             elif "dir" in message:
                 kept.dirs.append(str(message["dir"]))
+                hold(kept.dirs[-1])  # the folder stays locked until both we and the run are gone
     kept.stop_all(grace)
 
 

@@ -174,7 +174,7 @@ class SessionError(Exception):
 class LaunchBound:
     """``debug_launch_timeout``: one deadline for a launch as a whole, shared by its phases in turn
     (the build, the adapter's start, its configuration). Running out says in which phase, and how
-    long each took."""
+    long each took ("other": the time between them)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -193,7 +193,9 @@ class LaunchBound:
             if not bound.expired():
                 raise
             self.spent.append((name, loop.time() - began))
-            took = ", ".join(f"{n} {s:.1f} s" for n, s in self.spent)
+            # what ran between the phases (making the build folder, starting a stdio adapter) counts too
+            other = loop.time() - (self.deadline - self.seconds) - sum(s for _, s in self.spent)
+            took = ", ".join(f"{n} {s:.1f} s" for n, s in [*self.spent, ("other", other)])
             raise SessionError(
                 f"the launch did not finish within {self.seconds:g} s: the time ran out in {name}{detail} "
                 f"(time taken: {took}). "
@@ -275,7 +277,7 @@ class Session:
             **build.env,
             **({} if run.trusted else build.untrusted_env),
         }  # the launch's env cannot lift them
-        shown = build_command(build, added, run.root)
+        shown, _ = build_command(build, added, run.root)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -310,7 +312,8 @@ class Session:
                 within = build.cwd.relative_to(run.root).as_posix()
                 text = re.sub(r"^(?:\./)?(?=[^\s:/][^\s:]*\.go:)", f"{within}/", text, flags=re.MULTILINE)
             text = text.replace(f"{run.root}{os.sep}", "")
-            said = f"the build failed (`{shown}`, exit status {proc.returncode}):\n{_bounded(text, shown)}"
+            rerun, whole = build_command(build, added, run.root, os.devnull)
+            said = f"the build failed (`{shown}`, exit status {proc.returncode}):\n{_bounded(text, rerun, whole)}"
             untrusted = {} if run.trusted else build.untrusted_env
             if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
                 said += (
@@ -886,28 +889,53 @@ class Session:
 
 MAX_BUILD_LINES = 60  # lines of a failed build's output shown
 MAX_BUILD_COMMAND = 600  # characters of the build's command shown
-MAX_BUILD_LINE = 500  # characters of one of them
+MAX_BUILD_VALUE = 80  # characters of one variable's value in it
+MAX_BUILD_LINE = 500  # characters of one line of its output
 
 
-def build_command(build: Build, added: dict[str, str], root: Path) -> str:
-    """The build as it ran, to type in the root: a ``cd`` to where it ran, the variables the launch
-    (or the untrusted run) added, then its argv; paths under the root relative, the whole bounded."""
+def build_command(
+    build: Build, added: dict[str, str], root: Path, output: str | None = None
+) -> tuple[str, bool]:
+    """The build as it ran, to type in the root, and whether it is whole (nothing cut).
+
+    A ``cd`` to where it ran, the variables the launch (or the untrusted run) added, each value
+    bounded, then its argv whole (we made it); paths under the root relative; the variables cut
+    first when the whole is too long. With ``output``, that path in place of the program's (the
+    hint to rerun it writes nothing that stays: ``os.devnull``).
+    """
     cwd = build.cwd or root
 
     def word(arg: str) -> str:
+        if output is not None and arg == str(build.output):
+            return shlex.quote(output)
         path = Path(arg)
         inside = path.is_absolute() and path.is_relative_to(root)
         return shlex.quote(os.path.relpath(path, cwd) if inside else arg)
 
-    text = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in added.items()), *map(word, build.argv)])
-    if cwd != root:
-        text = f"cd {shlex.quote(cwd.relative_to(root).as_posix())} && {text}"
-    if len(text) <= MAX_BUILD_COMMAND:
-        return text
-    return text[:MAX_BUILD_COMMAND] + f" [{len(text) - MAX_BUILD_COMMAND:,} more characters cut]"
+    def var(key: str, value: str) -> str:
+        if len(value) <= MAX_BUILD_VALUE:
+            return f"{key}={shlex.quote(value)}"
+        return f"{key}={shlex.quote(value[:MAX_BUILD_VALUE])}…[{len(value) - MAX_BUILD_VALUE:,} more characters cut]"
+
+    whole = all(len(v) <= MAX_BUILD_VALUE for v in added.values())
+    cd = f"cd {shlex.quote(cwd.relative_to(root).as_posix())} && " if cwd != root else ""
+    argv = " ".join(map(word, build.argv))
+    variables = " ".join(var(k, v) for k, v in added.items())
+    room = MAX_BUILD_COMMAND - len(cd) - len(argv) - 1
+    if len(variables) > room:
+        said = f"…[{len(variables) - room:,} more characters of variables cut]"
+        variables = variables[: max(room - len(said), 0)] + said
+        whole = False
+    text = cd + (f"{variables} {argv}" if variables else argv)
+    if len(text) > MAX_BUILD_COMMAND:  # an argv that long is not ours to make; bounded all the same
+        text = text[:MAX_BUILD_COMMAND] + f" [{len(text) - MAX_BUILD_COMMAND:,} more characters cut]"
+        whole = False
+    return text, whole
 
 
-def _bounded(text: str, shown: str) -> str:
+def _bounded(text: str, rerun: str, whole: bool) -> str:
+    """The build's output bounded; the cut said with how to see it all (``rerun``: the build
+    writing nothing, to type in the root when ``whole``)."""
     lines = [
         line if len(line) <= MAX_BUILD_LINE else line[:MAX_BUILD_LINE] + " [...]"
         for line in text.splitlines()
@@ -915,10 +943,12 @@ def _bounded(text: str, shown: str) -> str:
     if len(lines) <= MAX_BUILD_LINES:
         return "\n".join(lines)
     cut = len(lines) - MAX_BUILD_LINES
-    return (
-        "\n".join(lines[:MAX_BUILD_LINES])
-        + f"\n[{cut} more lines cut: run `{shown}` in the root to see them all]"
+    how = (
+        f"run `{rerun}` in the root"
+        if whole
+        else f"build as `{rerun}` does in the root, with the launch's env in full (its values are cut here),"
     )
+    return "\n".join(lines[:MAX_BUILD_LINES]) + f"\n[{cut} more lines cut: {how} to see them all]"
 
 
 def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:

@@ -265,8 +265,11 @@ async def _connections_for(sup: Any, path: Path) -> list[Connection]:
     return out
 
 
-async def _current(sup: Any, conn: Connection, path: Path, deadline: float, quiet: float) -> list[Any] | None:
-    """The file's diagnostics from a complete round after its current content; None when not in time."""
+async def _current(
+    sup: Any, conn: Connection, path: Path, deadline: float, quiet: float, after: Mark | None = None
+) -> list[Any] | None:
+    """The file's diagnostics from a complete round after its current content (and after ``after``: see
+    `document_diagnostics`); None when not in time."""
     if not path.is_file():
         return []
     doc = conn.open(path)
@@ -274,7 +277,7 @@ async def _current(sup: Any, conn: Connection, path: Path, deadline: float, quie
         return None
     try:
         return await document_diagnostics(
-            conn, doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet
+            conn, doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet, after
         )
     except (ServerDied, RequestTimeout, ServerError):
         return None
@@ -340,11 +343,29 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
         await conn.watcher.refresh()
-    dependents, dep_notes = await open_dependents(sup, targets)
+    # files a shell changed (found by the refresh) may change the written files' diagnostics: their
+    # baseline is taken from the server's round after those changes, or not at all
+    outside = {id(c): c.watcher.outside for _, _, c in targets}
+    dependents, notes = await open_dependents(sup, targets)
     checked = [*targets, *dependents]
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
+        *(
+            _current(sup, conn, path, deadline, quiet[id(conn)], (o := outside.get(id(conn))) and o[0])
+            for _, path, conn in checked
+        )
     )
+    for conn in _unique([c for _, _, c in checked]):
+        if (o := outside.get(id(conn))) is None:
+            continue
+        if all(items is not None for (_, _, c), items in zip(checked, results, strict=True) if c is conn):
+            conn.watcher.analysed(o)
+        else:
+            changed = render.names([sup.run.relpath(p) for p in o[1]])
+            notes.append(
+                f"the baseline may be incomplete: {conn.server.id} had not yet analysed the change to {changed} "
+                "made outside tether when the write began; the files it had not checked then are not compared "
+                "(lsp diagnostics shows their errors)"
+            )
     files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
     settled: set[tuple[str, Path]] = set()
     for conn in _unique([c for _, _, c in targets]):
@@ -370,7 +391,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
         else:
             files.setdefault(_key(conn), {})[rel] = _convert(conn, path, items)
     # per write: overlapping writes must not share a "before"
-    sup.baselines[call_id] = Baseline(files, settled, unknown, dependents, dep_notes)
+    sup.baselines[call_id] = Baseline(files, settled, unknown, dependents, notes)
     while len(sup.baselines) > 16:  # a write that failed never asks for its "after": drop the oldest
         sup.baselines.pop(next(iter(sup.baselines)))
     merged: dict[str, list[Diagnostic]] = {}
