@@ -214,20 +214,25 @@ async def test_a_gopls_that_reports_no_diagnosing_progress_has_its_rounds_read_f
 
 
 async def test_a_file_under_testdata_is_said_to_be_unanalysed_not_clean(tmp_path, samples):
-    """gopls (as the go tool) ignores testdata/ folders: it reports no errors for a file there whatever it
-    holds. The diagnostics and a write's answer say so; a file outside testdata/ gets no such note."""
+    """gopls (as the go tool) ignores testdata/ folders, and those named _* or .*: it reports no errors for a
+    file there whatever it holds. The diagnostics and a write's answer say so; a file outside them gets no
+    such note."""
     root = samples.write_tree(
         tmp_path / "app",
         {
             "go.mod": "module example.com/app\n\ngo 1.19\n",
             "a.go": "package app\n\nvar X int = 1\n",
             "testdata/x.go": 'package x\n\nvar Y int = "a"\n',
+            "_examples/x.go": 'package x\n\nvar Y int = "a"\n',
         },
     )
     note = "gopls does not analyse files under testdata/: their errors are not reported"
     async with tether.open_run(root, plugins=[tether.files]) as run:
         r = await run.call("lsp", {"action": "diagnostics", "file": "testdata/x.go"})
         assert not r.is_error and note in r.plain.splitlines(), r.plain
+        r = await run.call("lsp", {"action": "diagnostics", "file": "_examples/x.go"})
+        examples = "gopls does not analyse files under _examples/: their errors are not reported"
+        assert not r.is_error and examples in r.plain.splitlines(), r.plain
         r = await edit(run, "testdata/x.go", 'var Y int = "a"', 'var Y int = "a"\nvar Z int = "b"')
         assert note in r.plain.splitlines(), r.plain
         r = await run.call("lsp", {"action": "diagnostics", "file": "a.go"})

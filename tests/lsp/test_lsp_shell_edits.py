@@ -64,6 +64,11 @@ def project(request, tmp_path, samples, monkeypatch) -> tuple[str, Path]:
     return lang, samples.write_tree(tmp_path / "proj", PROJECTS[lang][0])
 
 
+@pytest.fixture
+def project_py(tmp_path, samples) -> Path:
+    return samples.write_tree(tmp_path / "proj", PROJECTS["py"][0])
+
+
 def errors_at(plain: str, rel: str) -> list[int]:
     """The lines of the errors an answer lists for ``rel``."""
     return [
@@ -116,19 +121,45 @@ async def test_a_shell_edit_the_server_has_not_analysed_in_time_is_said_next_to_
         util.write_text(
             util.read_text().replace("def hello(self) -> str:", "def hello(self, n: int) -> str:")
         )
+        (py_root / "zz_unrelated.py").write_text("z = 1\n")  # imported by nothing: not waited for, not named
         os.killpg(pid, signal.SIGSTOP)  # its whole session: the wheel's launcher runs node
         try:
             stopped = await run.call("lsp", diagnose)
         finally:
             os.killpg(pid, signal.SIGCONT)
         assert stopped.is_error, stopped.plain
-        assert "has not yet analysed the change to pkg/util.py made outside tether" in stopped.plain, (
+        assert "showed no analysis of the change to pkg/util.py made outside tether yet" in stopped.plain, (
             stopped.plain
         )
-        assert "ask again" in stopped.plain, stopped.plain
+        assert "ask again" in stopped.plain and "zz_unrelated" not in stopped.plain, stopped.plain
         again = await run.call("lsp", diagnose)
         assert not again.is_error, again.plain
         assert "reportCallIssue" in again.plain, again.plain
+
+
+async def test_a_shell_edit_of_a_file_the_asked_one_cannot_import_is_not_waited_for(project_py, monkeypatch):
+    """basedpyright starts no round for a change of a file nothing open imports: a wait for one would end
+    only on the fallback's quiet (made to outlast diagnostics_timeout here, once the first answer is in),
+    and then blame the change. The file read shows a cannot import it, so the answer is given at once."""
+    from tether_lsp import write_diagnostics
+
+    root = project_py
+    (root / "pkg" / "unrelated.py").write_text("u = 1\n")
+    async with tether.open_run(root, plugins=[tether.files], options={"diagnostics_timeout": 60}) as run:
+        diagnose = {"action": "diagnostics", "file": "pkg/a.py"}
+        first = await run.call("lsp", diagnose)
+        assert first.plain == "no errors or warnings in pkg/a.py", first.plain
+        monkeypatch.setattr(write_diagnostics, "PROGRESS_FALLBACK_SEEN", 600.0)
+        (root / "pkg" / "unrelated.py").write_text("u = 2\n")  # a shell's edit (`sed -i`)
+        started = time.monotonic()
+        answer = await run.call("lsp", diagnose)
+        spent = time.monotonic() - started
+        assert answer.plain == "no errors or warnings in pkg/a.py", answer.plain
+        assert spent < 30, f"the answer waited {spent:.1f} s for a round after a change a cannot see"
+        # a change it can see is still waited for, and shown
+        (root / "pkg" / "b.py").write_text(PROJECTS["py"][1])
+        monkeypatch.undo()
+        assert errors_at((await run.call("lsp", diagnose)).plain, "pkg/a.py") == [3]
 
 
 # per language: a harmless line appended to a (a comment)

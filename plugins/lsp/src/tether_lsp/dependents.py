@@ -194,3 +194,79 @@ async def importers(conn: Connection, paths: list[Path], timeout: float) -> tupl
         conn.importers_found.clear()
     conn.importers_found[key] = (found, complete, others)
     return found, complete
+
+
+WORD = re.compile(r"\w+")
+# how a file is named by the files importing it, by extension: Python by its module (a package by its
+# folder), Go by its package's folder (the last part of the import path)
+IMPORT_NAMES = {".py": "module", ".pyi": "module", ".go": "folder"}
+
+
+def _import_name(path: Path) -> set[str] | None:
+    kind = IMPORT_NAMES.get(path.suffix.lower())
+    if kind is None:
+        return None
+    name = path.parent.name if kind == "folder" or path.stem == "__init__" else path.stem
+    return set(WORD.findall(name)) or None
+
+
+def _reaches(path: Path, named: set[str], words: set[str], reached: set[Path]) -> bool:
+    """Whether a file of the reached ones can import ``path`` (whose import name is ``named``)."""
+    if path in reached or named <= words:
+        return True
+    if IMPORT_NAMES[path.suffix.lower()] == "folder":  # a Go package: its files see each other
+        return any(r.parent == path.parent for r in reached)
+    # a Python package's __init__ is run (and `from . import *` read) by every module under it
+    return path.stem == "__init__" and any(r.is_relative_to(path.parent) for r in reached)
+
+
+def depended_on(conn: Connection, doc: Path, changed: list[Path]) -> list[Path] | None:
+    """The files of ``changed`` that ``doc``'s diagnostics can depend on, None when that is not known.
+
+    Read, not asked: the files ``doc`` can import, directly or through the files they import, are those
+    of the server's files whose import name (a Python module's, a Go package folder's) is a word of a
+    file reached; a same-named module elsewhere reaches a file too many, which costs only a wait. Not
+    known: more than IMPORTERS_CAP files reached, a scan cut at SCAN_CAP, a file over READ_BYTES or
+    unreadable, a language without an import name here (typescript: `importers`).
+    """
+    if _import_name(doc) is None or conn.watcher.truncated:
+        return None
+    names = {p: n for p in [*conn.watcher.files, *changed] if (n := _import_name(p)) is not None}
+    if any(_import_name(p) is None for p in changed):
+        return None
+    reached: set[Path] = set()
+    words: set[str] = set()
+    todo = [doc]
+    while todo:
+        for path in todo:
+            try:
+                if path.stat().st_size > READ_BYTES:
+                    return None
+                words |= set(WORD.findall(path.read_text(encoding="utf-8", errors="replace")))
+            except FileNotFoundError:
+                continue  # deleted: it imports nothing now
+            except OSError:
+                return None
+        reached.update(todo)
+        if len(reached) > IMPORTERS_CAP:
+            return None
+        todo = [p for p, n in names.items() if p not in reached and _reaches(p, n, words, reached)]
+    return [p for p in changed if _reaches(p, names[p], words, reached)]
+
+
+async def changes_seen_by(
+    conn: Connection, doc: Path, changed: list[Path], timeout: float
+) -> list[Path] | None:
+    """The files of ``changed`` (made outside tether) that ``doc``'s diagnostics can depend on, None when
+    that is not known: tsserver is asked who imports them (`importers`), the other servers' files read
+    (`depended_on`)."""
+    import asyncio
+
+    if conn.server.rounds != "tsserver":
+        return await asyncio.to_thread(depended_on, conn, doc, changed)
+    if doc in changed:
+        return [doc]
+    found, complete = await importers(conn, changed, timeout)
+    if not complete:
+        return None
+    return list(changed) if doc in found else []

@@ -15,6 +15,7 @@ from tether.tools import ToolError, ToolResult
 
 from tether_lsp import render
 from tether_lsp.connection import RequestTimeout, ServerError
+from tether_lsp.dependents import changes_seen_by
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, from_units, to_units
 from tether_lsp.supervisor import NotAnswered
@@ -334,22 +335,31 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     async def ask(conn: Any, doc: Any) -> list[Any]:
         if note := conn.server.unanalysed(doc.path, conn.root):
             unanalysed.append(note)
-        # files a shell changed (found by the query's refresh) may change this file's diagnostics: the
-        # answer waits for the server's round after them too
+        # files a shell changed (found by the query's refresh) that this file can depend on may change
+        # its diagnostics: the answer waits for the server's round after them too (after all of them
+        # when which ones is not known)
         outside = conn.watcher.outside
+        changed = None
+        if outside is not None:
+            relevant = await changes_seen_by(conn, doc.path, outside[1], sup.option("lsp_request_timeout"))
+            changed = outside[1] if relevant is None else relevant
         items = await document_diagnostics(
-            conn, doc, timeout, sup.option("lsp_request_timeout"), after=outside and outside[0]
+            conn,
+            doc,
+            timeout,
+            sup.option("lsp_request_timeout"),
+            after=outside[0] if outside is not None and changed else None,
         )
         if items is None:
             why = f"{conn.server.id} has not checked it yet"
-            if outside is not None:
-                changed = render.names([run.relpath(p) for p in outside[1]])
-                why = f"{conn.server.id} has not yet analysed the change to {changed} made outside tether"
+            if outside is not None and changed:
+                names = render.names([run.relpath(p) for p in changed])
+                why = f"{conn.server.id} showed no analysis of the change to {names} made outside tether yet"
             raise ToolError(
                 f"diagnostics still pending for {rel} after {timeout:g} s ({why}); ask again",
                 {"error": "pending"},
             )
-        if outside is not None:
+        if outside is not None and changed:
             conn.watcher.analysed(outside)
         lines = render.Lines({doc.path: doc.text})
         diags = render.diagnostics(items, doc.path, run, conn.encoding, lines, source=conn.server.id)

@@ -6,6 +6,7 @@ or replace definitions through the `tether_lsp_servers` hook.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import subprocess
@@ -90,8 +91,8 @@ class ServerDef:
             ("diagnosing"). A publish before any such progress began means the server does not report
             its rounds; the connection then reads them by the "document" rule (`status` says so), so
             a write does not wait the "progress" rule's fallback quiet each time.
-        unanalysed_dirs: names of folders whose files the server does not analyse (gopls: ``testdata``,
-            which the go tool ignores): its diagnostics of such a file are empty whatever the file
+        unanalysed_dirs: names (fnmatch patterns) of folders whose files the server does not analyse
+            (gopls: ``testdata``, ``_*`` and ``.*``, which the go tool ignores): its diagnostics of such a file are empty whatever the file
             holds, so an answer about one says so.
         settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
             changed document's own publish in a "document" round (a mark with no document, a file
@@ -152,7 +153,7 @@ class ServerDef:
         """The note for a file under one of ``unanalysed_dirs`` (below ``root``), else None."""
         if path.is_relative_to(root):
             for part in path.relative_to(root).parts[:-1]:
-                if part in self.unanalysed_dirs:
+                if any(fnmatch.fnmatchcase(part, pattern) for pattern in self.unanalysed_dirs):
                     return f"{self.id} does not analyse files under {part}/: their errors are not reported"
         return None
 
@@ -273,7 +274,8 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         # ("diagnosing changed files", "diagnosing initial workspace load", ...): a gopls that ignores the
         # option reports only "Setting up workspace", and is read by the document rule instead
         round_titles=("diagnosing",),
-        unanalysed_dirs=("testdata",),  # the go tool ignores them: gopls publishes nothing for their files
+        # the go tool ignores them: gopls publishes nothing for their files
+        unanalysed_dirs=("testdata", "_*", ".*"),
         workspace_symbol_limit=100,
         untrusted_env=dict(GO_UNTRUSTED_ENV),  # nothing fetched: no toolchain, no module
     ),
