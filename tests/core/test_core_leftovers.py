@@ -214,9 +214,9 @@ def spawn(*_):
     spawned.append(1)
 signal.signal(signal.SIGTERM, spawn)
 print("ready", flush=True)
-while True:
-    if spawned:  # told to stop: start children until killed, as a build tool cleaning up might
-        subprocess.Popen(["sleep", "300"])
+for _ in range(6000):  # bounded, so a failed stop cannot leave it spawning for ever
+    if spawned and len(spawned) < 200:  # told to stop: start children until killed, as a build tool might
+        spawned.append(subprocess.Popen(["sleep", "120"]))
     time.sleep(0.02)
 """
 
@@ -390,10 +390,10 @@ def test_a_scratch_dir_prefix_must_be_a_plain_name(tmp_path):
 FORKS_FOREVER = """
 trap '' TERM
 d=${1:-0}
-[ "$d" -ge 200 ] && exec sleep 300
+[ "$d" -ge 100 ] && exec sleep 120
 sleep 0.05
 bash "$0" $((d+1)) &
-exec sleep 300
+exec sleep 120
 """
 
 

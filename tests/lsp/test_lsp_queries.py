@@ -197,3 +197,18 @@ async def test_a_file_no_server_handles(nav):
     (root / "notes.txt").write_text("hello\n")
     r = await run.call("lsp", {"action": "definition", "file": "notes.txt", "line": 1, "symbol": "hello"})
     assert r.is_error and "no language server handles '.txt' files" in r.plain
+
+
+async def test_a_small_project_is_answered_when_checked_not_after_the_whole_ready_wait(tmp_path):
+    """basedpyright checks a small project without any progress round: the first round ends by quiet,
+    which must end the wait when it comes, not at lsp_ready_wait (the query waited all of it: 30 s)."""
+    import time
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 't'\nversion = '0'\n")
+    (tmp_path / "a.py").write_text("def f(x: int) -> int:\n    return x\n\nf('s')\n")
+    async with tether.open_run(tmp_path, options={"lsp_ready_wait": 100}) as run:
+        t0 = time.monotonic()
+        r = await run.call("lsp", {"action": "diagnostics", "file": "a.py"})
+        waited = time.monotonic() - t0
+    assert not r.is_error and "reportArgumentType" in r.plain, r.plain
+    assert waited < 50, f"answered after {waited:.1f} s: the wait ran to lsp_ready_wait"

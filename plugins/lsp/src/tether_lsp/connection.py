@@ -180,6 +180,8 @@ class Connection:
     async def first_round(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
         when it has not ended. Later rounds are not waited for: their answers say they may be incomplete."""
+        from tether_lsp.write_diagnostics import next_check
+
         deadline = time.monotonic() + timeout
         while not self.analysed:
             if not self.indexing:
@@ -188,7 +190,9 @@ class Connection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            await self.next_event(remaining)
+            # the first round may end by quiet alone (a small project is checked with no progress at
+            # all): wake when it could, not only at the next event (else the whole wait, 30 s)
+            await self.next_event(min(remaining, next_check(self, self.start_mark)))
         return True
 
     async def start(self, timeout: float) -> None:

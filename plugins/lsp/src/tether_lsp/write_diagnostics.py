@@ -133,7 +133,7 @@ def _published_unannounced(conn: Connection, mark: Mark) -> bool:
     return pub is not None and pub.seq > mark.seq and (pub.version or 0) >= mark.version
 
 
-def _next_check(conn: Connection, mark: Mark) -> float:
+def next_check(conn: Connection, mark: Mark) -> float:
     """Seconds until round_done(mark) could turn true with no new event."""
     if conn.rounds == "progress":
         wait = _fallback(conn, mark)
@@ -162,7 +162,7 @@ async def wait_round(conn: Connection, mark: Mark, timeout: float, quiet: float 
         remaining = _left(conn, start, deadline, quiet)
         if remaining <= 0:
             return False
-        await conn.next_event(min(remaining, _next_check(conn, mark)))
+        await conn.next_event(min(remaining, next_check(conn, mark)))
     _time_round(conn, mark)
     return True
 
@@ -223,7 +223,7 @@ async def document_diagnostics(
         remaining = _left(conn, start, deadline, quiet)
         if remaining <= 0:
             return None
-        await conn.next_event(min(remaining, _next_check(conn, mark)))
+        await conn.next_event(min(remaining, next_check(conn, mark)))
 
 
 @attrs.define
