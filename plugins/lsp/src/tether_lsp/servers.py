@@ -90,6 +90,10 @@ class ServerDef:
             ("diagnosing"). A publish before any such progress began means the server does not report
             its rounds; the connection then reads them by the "document" rule (`status` says so), so
             a write does not wait the "progress" rule's fallback quiet each time.
+        progress_before_publish: a "progress" server that announces its round
+            (``window/workDoneProgress/create``) before it publishes whenever files are left to
+            analyse (basedpyright): a changed document's publish at its version with no announcement
+            since the change ends the round (a small project is analysed with no progress at all).
         unanalysed_dirs: names of folders whose files the server does not analyse (gopls: ``testdata``,
             which the go tool ignores): its diagnostics of such a file are empty whatever the file
             holds, so an answer about one says so.
@@ -135,6 +139,7 @@ class ServerDef:
     rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     round_titles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     unanalysed_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    progress_before_publish: bool = False
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -195,6 +200,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker=("basedpyright", "--outputjson"),
         checker_format="pyright-json",
         rounds="progress",
+        progress_before_publish=True,
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,
