@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -463,6 +464,22 @@ async def test_a_file_deleted_before_the_read_back_is_said_so(project, before_re
     out = await call(project, pattern="f($A)")
     assert out.data is not None
     assert out.data["matches"] == [] and out.data["total"] == 1
+    assert "a.py: (deleted or unreadable since it was searched; search again)" in out.plain
+
+
+async def test_a_file_swapped_for_a_fifo_before_the_read_back_is_said_so_without_waiting(
+    project, before_read_back
+):
+    """A FIFO opened for reading waits for a writer: the read-back must never wait on one."""
+    a = put(project, "a.py", "f(1)\n")
+
+    def swap() -> None:
+        a.unlink()
+        os.mkfifo(a)
+
+    before_read_back(a, swap)
+    out = await asyncio.wait_for(call(project, pattern="f($A)"), 60)
+    assert out.data is not None and out.data["matches"] == []
     assert "a.py: (deleted or unreadable since it was searched; search again)" in out.plain
 
 

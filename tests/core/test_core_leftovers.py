@@ -415,3 +415,51 @@ async def test_stop_process_ends_a_chain_that_ignores_sigterm_and_keeps_forking(
         await run.stop_process(proc, grace=0.5)
         left = tagged(run.id)
         assert left == [], [p.cmdline() for p in left]
+
+
+async def test_a_scratch_dir_removed_early_lets_go_of_its_lock_here_and_in_the_keeper(tmp_path):
+    """Each debug launch makes one: removed at the session's end, its lock must not stay open until the run
+    closes (a long run would run out of file descriptors, in its process and in the keeper)."""
+    import asyncio
+    import os
+
+    def holders(path: Path, pid: int) -> int:
+        owner = str(path / ".owner")
+        count = 0
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                count += os.readlink(fd) == owner
+            except OSError:
+                pass
+        return count
+
+    async with tether.open_run(tmp_path) as run:
+        scratch = run.scratch_dir(tmp_path, "scratch-")
+        keeper = run._keep().proc
+        assert keeper is not None
+        deadline = time.monotonic() + 60
+        while holders(scratch, keeper.pid) == 0:  # the keeper took its lock
+            assert time.monotonic() < deadline, "the keeper never held the scratch directory"
+            await asyncio.sleep(0.05)
+        assert holders(scratch, os.getpid()) == 1
+        run.remove_scratch_dir(scratch)
+        assert not scratch.exists() and holders(scratch, os.getpid()) == 0
+        while holders(scratch, keeper.pid):  # told to forget it: its lock goes too
+            assert time.monotonic() < deadline, "the keeper kept the lock of a removed scratch directory"
+            await asyncio.sleep(0.05)
+
+
+def test_a_scratch_dir_whose_owner_cannot_be_written_is_not_left(tmp_path, monkeypatch):
+    """A folder without its `.owner` would never be swept (not ours): a failure to write it removes it."""
+    import errno
+    import fcntl
+
+    from tether import procs
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(OSError):
+        procs.private_dir("scratch-", str(tmp_path))
+    assert not list(tmp_path.glob("scratch-*"))

@@ -103,20 +103,41 @@ async def test_a_barrier_answered_without_its_idle_waits_only_settle_and_says_so
 
 
 async def test_a_flood_shows_its_true_end_and_the_next_cell_only_its_own_output(run):
-    """Deno forwards a flood's stdout long after the barrier: the cell takes it all (or says it may be
-    missing and may show under the next cell), so the next cell shows only its own output."""
+    """Deno forwards a flood's stdout long after the barrier: the cell takes it all, up to the token it
+    writes after the cell, so it ends with its true last line and result and the next cell is clean."""
     r = await cell(run, "for (let i = 0; i < 100000; i++) console.log('line ' + i); 'done'")
     assert not r.is_error, r.plain[-2000:]
-    assert "the last 6,666 received" in r.plain
-    lost = "still arriving" in r.plain  # the note: its end may show under the next cell
-    if not lost:
-        tail = r.plain.rstrip().splitlines()
-        assert tail[-1].endswith('"done"') and tail[-2] == "line 99999", tail[-5:]
+    assert "the last 6,666 received" in r.plain and "tether-end" not in r.plain
+    tail = r.plain.rstrip().splitlines()
+    assert tail[-1].endswith('"done"') and tail[-2] == "line 99999", tail[-5:]
     r = await cell(run, "2 + 2")
-    shown = [line for line in r.plain.strip().splitlines() if not line.startswith("[")]
-    assert lost or (len(shown) == 1 and shown[0].startswith("Out[") and shown[0].endswith(": 4")), r.plain[
-        -2000:
-    ]
+    shown = r.plain.strip().splitlines()
+    assert len(shown) == 1 and shown[0].startswith("Out[") and shown[0].endswith(": 4"), r.plain[-2000:]
+
+
+async def test_a_printing_cell_ends_with_all_its_lines_and_its_result(run):
+    """console.log reaches iopub with a lag: every line, in order, then the result; no token shown."""
+    for _ in range(5):
+        r = await cell(run, "for (let i = 0; i < 300; i++) console.log('row ' + i); 'ok'")
+        lines = r.plain.strip().splitlines()
+        assert lines[:-1] == [f"row {i}" for i in range(300)], lines[-5:]
+        assert lines[-1].startswith("Out[") and lines[-1].endswith('"ok"'), lines[-5:]
+
+
+async def test_a_printing_timer_holds_later_cells_no_longer_than_their_budget(tmp_path, fake_tools):
+    """A setInterval that prints: later cells end at their token (the ticks before it are shown), never
+    waiting for the ticks to stop (before, each waited 180 s, past its 5 s budget, for a quiet iopub)."""
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_timeout": 5}
+    ) as run:
+        r = await cell(run, "globalThis.t = setInterval(() => console.log('tick'), 1); 'started'")
+        assert not r.is_error and "started" in r.plain, r.plain[-500:]
+        for _ in range(3):
+            r = await cell(run, "2 + 2")
+            assert not r.is_error and "Out[" in r.plain and ": 4" in r.plain, r.plain[-500:]
+            assert "output kept arriving" not in r.plain, r.plain[-500:]
+        r = await cell(run, "clearInterval(globalThis.t); 3")
+        assert not r.is_error and r.plain.strip().endswith("3"), r.plain[-500:]
 
 
 async def test_timer_output_is_kept_when_the_run_asks_for_a_drain(tmp_path, fake_tools):

@@ -24,6 +24,7 @@ its exit status. Dead processes are told apart by status instead (a zombie count
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -293,28 +294,30 @@ class Tracked:
             return
         frozen: dict[int, Any] = {}
         deadline = time.monotonic() + STRAGGLER_LOOK
-        while time.monotonic() < deadline:
-            more = [p for p in tagged(tag, self.since) if p.pid not in frozen]
-            if not more:
-                break
-            now = []
-            for p in more:
-                try:
-                    p.suspend()
-                except psutil.Error:
-                    continue
-                frozen[p.pid] = p
-                now.append(p)
-            # SIGSTOP is sent, not yet taken: one in the middle of a fork may still start a child
-            # after the next look, so that look waits until each has stopped (or is gone)
-            _wait_stopped(now, deadline)
-            if not now:  # none could be frozen (not allowed): look again after a pause, not at once
-                time.sleep(POLL)
-        if frozen:
-            stop(frozen.values(), (), 0.0, self.spare)
-            left = [p.pid for p in frozen.values() if not _gone(p)]
-            if left:
-                log.warning("processes %s (tag %s) did not end after SIGKILL", left, tag)
+        try:
+            while time.monotonic() < deadline:
+                more = [p for p in tagged(tag, self.since) if p.pid not in frozen]
+                if not more:
+                    break
+                now = []
+                for p in more:
+                    try:
+                        p.suspend()
+                    except psutil.Error:
+                        continue
+                    frozen[p.pid] = p
+                    now.append(p)
+                # SIGSTOP is sent, not yet taken: one in the middle of a fork may still start a child
+                # after the next look, so that look waits until each has stopped (or is gone)
+                _wait_stopped(now, deadline)
+                if not now:  # none could be frozen (not allowed): look again after a pause, not at once
+                    time.sleep(POLL)
+        finally:  # whatever happened while looking, nothing frozen is left stopped: a stopped process
+            if frozen:  # left behind is worse than a running one
+                stop(frozen.values(), (), 0.0, self.spare)
+                left = [p.pid for p in frozen.values() if not _gone(p)]
+                if left:
+                    log.warning("processes %s (tag %s) did not end after SIGKILL", left, tag)
 
 
 def _wait_stopped(procs: list, deadline: float) -> None:
@@ -393,6 +396,14 @@ class Keeper:
         self.local.dirs.append(path)
         self._tell({"dir": path})
 
+    def remove_now(self, path: str) -> None:
+        """Remove a directory of `remove_at_close` now, and let go of it here and in the keeper."""
+        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(ValueError):
+            self.local.dirs.remove(path)
+        release(path)
+        self._tell({"forget": path})
+
     def stop_one(self, pid: int, grace: float) -> None:
         self.local.stop_one(pid, grace)
 
@@ -431,12 +442,15 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     sweep_stale(prefix, base)
     path = tempfile.mkdtemp(prefix=prefix, dir=base)
     me = process(os.getpid())
-    fd = os.open(os.path.join(path, ".owner"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = None
     try:
+        fd = os.open(os.path.join(path, ".owner"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_SH)  # before the content: a sweep never sees it written and unlocked
         os.write(fd, f"{os.getpid()} {me.create_time() if me is not None else 0}\n".encode())
-    except OSError:
-        os.close(fd)
+    except OSError:  # (a full disk): a folder without its owner would never be swept, so it goes now
+        if fd is not None:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
         raise
     _held[path] = fd
     return path
@@ -576,6 +590,10 @@ def _keep(run_tag: str, spare: int, grace: float, since: float, adopter: int) ->
             elif "dir" in message:
                 kept.dirs.append(str(message["dir"]))
                 hold(kept.dirs[-1])  # the folder stays locked until both we and the run are gone
+            elif "forget" in message:  # the run removed it: its lock and its place here go too
+                with contextlib.suppress(ValueError):
+                    kept.dirs.remove(str(message["forget"]))
+                release(str(message["forget"]))
     kept.stop_all(grace)
 
 

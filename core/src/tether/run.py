@@ -272,6 +272,11 @@ class Run:
         self._keep().remove_at_close(str(path))
         return path
 
+    def remove_scratch_dir(self, path: Path) -> None:
+        """Remove a `scratch_dir` before the run closes (blocking: call it in a thread), and let go of
+        it: its lock and its place in what the run and its keeper remove at close."""
+        self._keep().remove_now(str(path))
+
     def resolve_path(self, path: str, *, must_exist: bool = False) -> Path:
         """A path the model gave, made absolute and confined to the root (symlinks followed)."""
         if not isinstance(path, str) or not path.strip():

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -398,12 +400,23 @@ class _ReadBack:
 
 
 def _read_back(path: str) -> bytes | None:
-    """A file's bytes now, to show its matches from (None: deleted or unreadable)."""
+    """A file's bytes now, to show its matches from (None: deleted, unreadable, or no longer a regular
+    file: a path swapped for a FIFO is never waited on)."""
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
             return fh.read()
     except OSError:
         return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _materialize(

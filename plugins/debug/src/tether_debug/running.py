@@ -173,7 +173,7 @@ async def launch(
     try:
         bound = LaunchBound(launch_timeout(run))  # one for the build, the start and the configuration
         if adapter.build is not None:
-            new.scratch = _scratch(run)
+            new.scratch, new.scratch_run = _scratch(run), run
             build = adapter.build(request, new.scratch)
             if build is not None:  # built here, so a build error is the build's own answer
                 await new.build(build, run, bound)

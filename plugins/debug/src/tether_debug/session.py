@@ -15,7 +15,6 @@ import logging
 import os
 import re
 import shlex
-import shutil
 import signal
 import sys
 import time
@@ -247,6 +246,7 @@ class Session:
         self._envelope_decided = False
         self._inside: sandbox.Envelope | None = None  # the adapter (and so the program) runs in it
         self.scratch: Path | None = None  # where a build writes the program; removed at close
+        self.scratch_run: Any = None  # the run that made it (`Run.scratch_dir`), which removes it
         self.building: asyncio.subprocess.Process | None = None  # the build, stopped at close
 
     # -- starting ---------------------------------------------------------------------------------
@@ -884,7 +884,7 @@ class Session:
         if building is not None and building.returncode is None:  # a second cancel cut its own stop short
             await self._run.stop_process(building)
         if self.scratch is not None:
-            await asyncio.to_thread(shutil.rmtree, self.scratch, True)
+            await asyncio.to_thread(self.scratch_run.remove_scratch_dir, self.scratch)
 
 
 MAX_BUILD_LINES = 60  # lines of a failed build's output shown

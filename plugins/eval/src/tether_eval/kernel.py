@@ -9,12 +9,16 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
   kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
   missed; waited for BARRIER_WAIT, or SETTLE once its shell reply came, else the cell says output
   may be missing), then, if the run asks for it (`eval_drain`), a wait until iopub is quiet;
-- the barrier orders only output Deno had queued, not stdout it is still forwarding (a cell printing
-  300,000 lines: its 'done' came 45 s after the barrier): when the cell's output was cut, or its stream
-  output was still arriving at the barrier, output is taken until iopub is quiet for TAIL_QUIET (at
-  most TAIL_WAIT, else the cell says its result may be missing and may show under the next cell:
-  Deno tags such late output with the request it runs now, and sends a cell's ``execute_input``
-  after some of its own output now and then, so no message tells an earlier cell's output apart);
+- the barrier orders only output Deno had queued, not stdout it is still forwarding (console.log
+  reaches iopub with a lag; a cell printing 300,000 lines: its 'done' came 45 s after the barrier):
+  so a Deno cell that printed then sends a silent execute writing a fresh token to stdout and to
+  stderr, and takes output until both tokens came back (each stream is one ordered pipe, so all the
+  cell printed comes before its token; Deno tags late output with the request it runs now, so the
+  marker's messages go to the cell); the tokens are dropped. The wait has the cell's own budgets
+  (inactivity, restarted by output, and what is left of the total); when they run out the cell says
+  its end may be missing, and the next cell says output before its own may be the previous cell's
+  (Deno sends a cell's ``execute_input`` after some of its own output now and then, so no message
+  tells them apart). A timer's output after the token is the next cell's, like any of its output;
 - a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
   the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
   does not), the total one never; both stand still while a `tool()` call from the cell is open;
@@ -38,6 +42,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -56,11 +61,6 @@ SETTLE = 2.0
 # How long the barrier after a Deno cell waits for its answer: a round trip of milliseconds on an idle
 # machine, seconds on a loaded one (1 s lost a late result in CI); the cell says so when it runs out.
 BARRIER_WAIT = 15.0
-# After the barrier, for a cell whose output was still arriving: iopub quiet this long ends it (the
-# largest gap measured inside a 300,000-line flood on a loaded machine: 0.12 s), at most TAIL_WAIT
-# (that flood needed 45-80 s after the barrier).
-TAIL_QUIET = 0.5
-TAIL_WAIT = 180.0
 IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
 
@@ -110,9 +110,9 @@ class CellEnd:
     barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
     barrier_lost: bool = False  # the kernel did not answer the barrier: output sent late may be missing
     barrier_answered: bool = False  # its shell reply came (then only its iopub idle was missing)
-    replied_at: float = 0.0  # time.monotonic() of the execute_reply
-    last_stream: float = 0.0  # time.monotonic() of the latest stream output
-    tail_lost: bool = False  # output still arrived TAIL_WAIT after the barrier
+    printed: bool = False  # stream output came (then the marker follows the barrier, Deno)
+    tail_lost: bool = False  # the marker's tokens did not come back within the cell's budget
+    after_lost: bool = False  # the cell before this one ended with tail_lost
 
     def add(self, msg: dict[str, Any], limit: int) -> bool:
         """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
@@ -128,7 +128,7 @@ class CellEnd:
         if msg["msg_type"] == "stream":
             if not msg["content"].get("text"):
                 return False
-            self.last_stream = time.monotonic()
+            self.printed = True
         if self.clear_pending:
             self._clear()
         self._store(msg, limit)
@@ -213,11 +213,14 @@ class CellEnd:
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
         if self.tail_lost:
             note = (
-                f"[this cell's output was still arriving {TAIL_WAIT:g} s after the cell ended: its result or its "
-                "last lines may be missing here, and may show under the next cell; print less, or write it "
-                "to a file]\n"
+                "[output kept arriving (a timer, or a flood) until this cell's time budget ran out: its result "
+                "or its last lines may be missing here, and may show under the next cell; print less, write "
+                "it to a file, or stop the timer]\n"
             )
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
+        if self.after_lost:
+            note = "[the cell before this one was still printing when it ended: output above may be its]\n"
+            self.messages.insert(0, {"msg_type": "stream", "content": {"name": "stderr", "text": note}})
 
 
 Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
@@ -294,6 +297,7 @@ class Kernel:
         self._keep = 100_000
         self._settling: asyncio.Future | None = None  # a cancelled cell being interrupted
         self._asked = 0  # input_requests heard (the stdin probe's)
+        self._late = False  # the last cell's marker did not come back: its output may reach the next cell
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -518,8 +522,10 @@ class Kernel:
         )
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
-        end = CellEnd("ok", [])
+        end = CellEnd("ok", [], after_lost=self._late)
+        self._late = False
         self._keep = keep_chars
+        started = time.monotonic()
         try:
             await self._collect(queue, end, timeout, bridge, extend=True, total=total)
             if end.status == "timeout":
@@ -531,6 +537,10 @@ class Kernel:
                     end.status = "stuck"  # the interrupt did not take, or took the kernel with it
             if end.status in ("ok", "interrupted") and self.spec.barrier:
                 await self._barrier(queue, end)
+            if end.status in ("ok", "interrupted") and self.spec.barrier and end.printed:
+                left = total - (time.monotonic() - started) if total else 0.0
+                await self._marker(queue, end, timeout, max(left, 0.01) if total else 0.0)
+                self._late = end.tail_lost
             if end.status in ("ok", "interrupted") and self.spec.drain:
                 await self._drain(queue, end)
         except asyncio.CancelledError:
@@ -599,7 +609,6 @@ class Kernel:
             if channel == "shell":
                 if kind == "execute_reply":
                     end.replied = True
-                    end.replied_at = time.monotonic()
                     end.reply = msg["content"]
                     budget.replied(SETTLE)
                     if self.spec.barrier and end.barrier is None:
@@ -682,11 +691,7 @@ class Kernel:
             end.barrier_lost = True
         finally:
             self._waiters.pop(msg_id, None)
-        if self._take_queued(queue, end):
-            return
-        still = end.last_stream > end.replied_at and time.monotonic() - end.last_stream < TAIL_QUIET
-        if end.dropped_chars or still:
-            await self._tail(queue, end)
+        self._take_queued(queue, end)
 
     def _take_queued(self, queue: asyncio.Queue, end: CellEnd) -> bool:
         """Add the cell's output already queued; returns whether the kernel died."""
@@ -704,24 +709,39 @@ class Kernel:
             end.add(msg, self._keep)
         return False
 
-    async def _tail(self, queue: asyncio.Queue, end: CellEnd) -> None:
-        """The cell's output was still arriving at the barrier: take it until iopub is quiet (bounded)."""
-        stop = time.monotonic() + TAIL_WAIT
-        while True:
-            if self._take_queued(queue, end):
-                return
-            now = time.monotonic()
-            if now >= stop:
-                end.tail_lost = True
-                return
-            try:
-                async with asyncio.timeout(min(stop - now, TAIL_QUIET)):
-                    item = await queue.get()
-            except TimeoutError:
-                end.tail_lost = time.monotonic() >= stop
-                return
-            if self._take(item, end):
-                return
+    async def _marker(self, queue: asyncio.Queue, end: CellEnd, idle: float, total: float) -> None:
+        """Take the cell's output until a token written to stdout and to stderr came back on both.
+
+        Each stream is one ordered pipe: what the cell printed comes before the token. The wait has the
+        cell's budgets: ``idle`` seconds without output, ``total`` seconds in all (0: none).
+        """
+        token = f"\u2063tether-end:{uuid.uuid4().hex}"
+        code = f"console.log({token!r}); console.error({token!r});"
+        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        self._waiters[msg_id] = queue
+        waiting = {"stdout", "stderr"}
+        budget = Budget(asyncio.get_running_loop(), idle, total)
+        try:
+            async with asyncio.timeout_at(budget.until()) as budget.deadline:
+                while waiting:
+                    channel, msg = await queue.get()
+                    if channel == _DIED:
+                        end.status = "died"
+                        return
+                    if channel != "iopub" or msg["msg_type"] == "status":
+                        continue
+                    if msg["msg_type"] == "stream":
+                        text = msg["content"].get("text", "")
+                        if token in text:
+                            waiting.discard(msg["content"].get("name", ""))
+                            text = text.replace(token + "\n", "", 1).replace(token, "", 1)
+                            msg = {**msg, "content": {**msg["content"], "text": text}}
+                    if end.add(msg, self._keep):
+                        budget.restart()
+        except TimeoutError:
+            end.tail_lost = True
+        finally:
+            self._waiters.pop(msg_id, None)
 
     async def _drain(self, queue: asyncio.Queue, end: CellEnd) -> None:
         """Deno may send stream/execute_result after idle: take what comes until it is quiet (bounded)."""

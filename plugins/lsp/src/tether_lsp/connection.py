@@ -130,6 +130,7 @@ class Connection:
         self.analysed = False  # the first analysis of the project has ended (see first_round)
         self.diagnosed = False  # a "document" server completed a round (its first diagnosis is over)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
+        self.last_create = 0.0  # monotonic time of the server's last window/workDoneProgress/create
         self.last_mark: Mark | None = (
             None  # the latest change (or the start): "settled" is a round newer than it
         )
@@ -345,6 +346,7 @@ class Connection:
 
         @client.feature("window/workDoneProgress/create")
         def _progress_create(params: Any) -> None:
+            conn.last_create = time.monotonic()  # a round may begin (see write_diagnostics.round_done)
             return None
 
         @client.feature("$/progress")

@@ -91,8 +91,13 @@ class ServerDef:
             ("diagnosing"). A publish before any such progress began means the server does not report
             its rounds; the connection then reads them by the "document" rule (`status` says so), so
             a write does not wait the "progress" rule's fallback quiet each time.
+        progress_before_publish: a "progress" server that announces its round
+            (``window/workDoneProgress/create``) before it publishes whenever files are left to
+            analyse (basedpyright): a changed document's publish at its version with no announcement
+            since the change ends the round (a small project is analysed with no progress at all).
         unanalysed_dirs: names (fnmatch patterns) of folders whose files the server does not analyse
-            (gopls: ``testdata``, ``_*`` and ``.*``, which the go tool ignores): its diagnostics of such a file are empty whatever the file
+            (gopls: ``testdata``, ``_*`` and ``.*``, which the go tool ignores): its diagnostics of such a
+            file are empty whatever the file
             holds, so an answer about one says so.
         settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
             changed document's own publish in a "document" round (a mark with no document, a file
@@ -136,6 +141,7 @@ class ServerDef:
     rounds: Literal["progress", "document", "settle", "tsserver"] = "settle"
     round_titles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     unanalysed_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    progress_before_publish: bool = False
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -196,6 +202,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker=("basedpyright", "--outputjson"),
         checker_format="pyright-json",
         rounds="progress",
+        progress_before_publish=True,
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,

@@ -36,6 +36,9 @@ PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progr
 # the same, once the server has shown rounds for this project: a real change starts one there, and on a
 # loaded machine it may begin seconds after the change (2 s cut click's round short: "clean", wrongly)
 PROGRESS_FALLBACK_SEEN = 8.0
+# the same once the changed document's own publish came and no progress was announced after the change
+# (basedpyright: the whole program is analysed, see round_done); margin for the rest of that publish batch
+PROGRESS_PUBLISHED_QUIET = 0.5
 PROGRESS_COLD_QUIET = 5.0  # the same before a first round, after placeholders (basedpyright: 0.7 s idle)
 # "document" servers' first diagnosis after loading comes in passes per package variant (gopls on pflag
 # without its verbose progress: flag_test.go 0.01-0.7 s after flag.go, on a loaded machine), and a change
@@ -96,7 +99,7 @@ def round_done(conn: Connection, mark: Mark) -> bool:
                 return (
                     quiet >= PROGRESS_COLD_QUIET
                 )  # placeholders of files not checked yet: the first round is to come
-        return quiet >= _fallback(conn)
+        return quiet >= _fallback(conn, mark)
     if conn.rounds == "document":
         if mark.uri is not None:
             pub = conn.published.get(mark.uri)
@@ -108,14 +111,32 @@ def round_done(conn: Connection, mark: Mark) -> bool:
     return quiet >= conn.server.settle_quiet
 
 
-def _fallback(conn: Connection) -> float:
+def _fallback(conn: Connection, mark: Mark) -> float:
+    if _published_unannounced(conn, mark):
+        return PROGRESS_PUBLISHED_QUIET
     return PROGRESS_FALLBACK_SEEN if conn.begins else PROGRESS_FALLBACK
+
+
+def _published_unannounced(conn: Connection, mark: Mark) -> bool:
+    """Whether the document changed at ``mark`` was published at its version since, and the server
+    announced no progress since the change (no window/workDoneProgress/create).
+
+    basedpyright (pyright's languageServerBase.onAnalysisCompletedHandler) publishes after each slice of
+    analysis the files whose diagnostics changed, and in the same handler, before those publishes go
+    out, starts progress whenever files of the program are left to analyse: a publish with no
+    announcement before it is of a program analysed through, dependents included (a small project: one
+    slice, no progress at all; measured 0.28 s after a change, where the plain fallback waited 8 s).
+    """
+    if not conn.server.progress_before_publish or mark.uri is None or conn.last_create >= mark.at:
+        return False
+    pub = conn.published.get(mark.uri)
+    return pub is not None and pub.seq > mark.seq and (pub.version or 0) >= mark.version
 
 
 def next_check(conn: Connection, mark: Mark) -> float:
     """Seconds until round_done(mark) could turn true with no new event."""
     if conn.rounds == "progress":
-        wait = _fallback(conn)
+        wait = _fallback(conn, mark)
     elif conn.rounds == "document" and not conn.diagnosed:
         wait = max(DOCUMENT_COLD_QUIET, conn.server.settle_quiet)
     else:
