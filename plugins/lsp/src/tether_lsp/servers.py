@@ -97,8 +97,7 @@ class ServerDef:
             since the change ends the round (a small project is analysed with no progress at all).
         unanalysed_dirs: names (fnmatch patterns) of folders whose files the server does not analyse
             (gopls: ``testdata``, ``_*`` and ``.*``, which the go tool ignores): its diagnostics of such a
-            file are empty whatever the file
-            holds, so an answer about one says so.
+            file are empty whatever the file holds, so an answer about one says so.
         settle_quiet: the seconds of quiet that end a "settle" round, and that must follow the
             changed document's own publish in a "document" round (a mark with no document, a file
             event, waits for this quiet alone).
