@@ -1,4 +1,5 @@
-"""eval vs raw jupyter_client, side by side in one process: kernel start, a `1+1` cell, a tool() round trip.
+"""eval vs raw jupyter_client, side by side in one process: kernel start, a `1+1` cell, print cells
+(1 and 30 lines, then a result), a tool() round trip.
 
 Run: uv run python benchmarks/eval_bench.py  (prints medians and each ratio against its target)
 
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import tether
@@ -27,6 +29,7 @@ from tether_eval.kernel import MARKER  # the prefix a tool() call's input_reques
 
 START_SAMPLES = 11
 CELL_SAMPLES = 100
+PRINT_SAMPLES = 30
 BRIDGE_CALLS = 300
 D = "benchmark a cell of the eval tool"
 
@@ -214,6 +217,8 @@ async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None
         print(
             f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}"
         )
+        for lines in (1, 30):
+            await measure_prints(language, run, raw, lines, rows)
         if language == "python":
             raw_call, our_call = f"input({MARKER!r})", "tool('echo', {'text': 'x'})"
         else:
@@ -225,6 +230,41 @@ async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None
         )
         assert not r.is_error, r.plain
         rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
+
+
+async def measure_prints(language: str, run: Any, raw: Raw, lines: int, rows: list) -> None:
+    """A cell printing ``lines`` lines then a result; counts cells whose last line or result is missing."""
+    if language == "python":
+        code = f"for i in range({lines}): print('row', i)\n'ok'"
+    else:
+        code = f"for (let i = 0; i < {lines}; i++) console.log('row ' + i); 'ok'"
+    last = f"row {lines - 1}"
+    raw_cells, our_cells, raw_missed, missed = [], [], 0, 0
+    for _ in range(PRINT_SAMPLES):
+        t = time.perf_counter()
+        outputs = await raw.cell(code)
+        raw_cells.append(time.perf_counter() - t)
+        text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+        raw_missed += last not in text or not any(m["msg_type"] == "execute_result" for m in outputs)
+        t = time.perf_counter()
+        r = await run.call("eval", {"code": code, "description": D, "language": language})
+        our_cells.append(time.perf_counter() - t)
+        shown = r.plain.strip().splitlines()
+        missed += len(shown) < 2 or shown[-2] != last or "ok" not in shown[-1]
+    rows.append(
+        (
+            f"{language} cell of {lines} print(s)",
+            statistics.median(raw_cells) * 1000,
+            statistics.median(our_cells) * 1000,
+            1.2,
+            "ms",
+        )
+    )
+    print(
+        f"{language}, {lines} print(s): worst raw {max(raw_cells) * 1000:.1f} ms, tether eval "
+        f"{max(our_cells) * 1000:.1f} ms; last line or result missing: raw {raw_missed} of {PRINT_SAMPLES}, "
+        f"tether eval {missed} of {PRINT_SAMPLES}"
+    )
 
 
 async def main() -> None:

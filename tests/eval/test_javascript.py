@@ -140,6 +140,21 @@ async def test_a_printing_timer_holds_later_cells_no_longer_than_their_budget(tm
         assert not r.is_error and r.plain.strip().endswith("3"), r.plain[-500:]
 
 
+async def test_a_flood_past_the_total_budget_says_so_here_and_in_the_next_cell(tmp_path, fake_tools):
+    """The wait for the token has the cell's budget: a flood still arriving when eval_total_timeout runs
+    out ends the cell with the note, and the next cell says its first output may be the flood's."""
+    async with tether.open_run(
+        tmp_path,
+        plugins=[eval_plugin, fake_tools],
+        load_entry_points=False,
+        options={"eval_total_timeout": 4},
+    ) as run:
+        r = await cell(run, "for (let i = 0; i < 300000; i++) console.log('line ' + i); 'done'")
+        assert "output kept arriving (a timer, or a flood)" in r.plain, r.plain[-1500:]
+        r = await cell(run, "2 + 2")
+        assert "the cell before this one was still printing when it ended" in r.plain, r.plain[-1500:]
+
+
 async def test_timer_output_is_kept_when_the_run_asks_for_a_drain(tmp_path, fake_tools):
     async with tether.open_run(
         tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_drain": 0.1}

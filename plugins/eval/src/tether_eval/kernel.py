@@ -213,7 +213,8 @@ class CellEnd:
             self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
         if self.tail_lost:
             note = (
-                "[output kept arriving (a timer, or a flood) until this cell's time budget ran out: its result "
+                "[output kept arriving (a timer, or a flood) until this cell's time budget ran out, or the "
+                f"kernel went {SETTLE:g} s silent before it confirmed the cell's output was all sent: its result "
                 "or its last lines may be missing here, and may show under the next cell; print less, write "
                 "it to a file, or stop the timer]\n"
             )
@@ -720,7 +721,8 @@ class Kernel:
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
         self._waiters[msg_id] = queue
         waiting = {"stdout", "stderr"}
-        budget = Budget(asyncio.get_running_loop(), idle, total)
+        # SETTLE of silence while a token is missing: it was lost (seen once on a loaded machine)
+        budget = Budget(asyncio.get_running_loop(), min(idle, SETTLE) if idle else SETTLE, total)
         try:
             async with asyncio.timeout_at(budget.until()) as budget.deadline:
                 while waiting:
@@ -728,6 +730,7 @@ class Kernel:
                     if channel == _DIED:
                         end.status = "died"
                         return
+                    budget.restart()  # anything from the kernel: it is not silent
                     if channel != "iopub" or msg["msg_type"] == "status":
                         continue
                     if msg["msg_type"] == "stream":
@@ -736,10 +739,10 @@ class Kernel:
                             waiting.discard(msg["content"].get("name", ""))
                             text = text.replace(token + "\n", "", 1).replace(token, "", 1)
                             msg = {**msg, "content": {**msg["content"], "text": text}}
-                    if end.add(msg, self._keep):
-                        budget.restart()
+                    end.add(msg, self._keep)
         except TimeoutError:
             end.tail_lost = True
+            log.debug("eval: end token(s) %s not back", sorted(waiting))
         finally:
             self._waiters.pop(msg_id, None)
 
