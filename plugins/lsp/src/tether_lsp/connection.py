@@ -358,9 +358,16 @@ class Connection:
             kind = message_field(value, "kind")
             if kind == "begin":
                 title = str(message_field(value, "title", "") or "")
-                conn.round_seen |= bool(conn.server.round_titles) and title.startswith(
-                    conn.server.round_titles
-                )
+                if conn.server.round_titles and title.startswith(conn.server.round_titles):
+                    conn.round_seen = True
+                    if conn.rounds != conn.server.rounds:
+                        # its first publish came before its first round's begin: it does report rounds
+                        conn.rounds = conn.server.rounds
+                        log.warning(
+                            "%s began a %s round: its rounds are read from its progress again",
+                            conn.server.id,
+                            title,
+                        )
                 conn.progress_tokens.add(token)
                 conn.begins += 1
                 conn.last_event = time.monotonic()
