@@ -63,14 +63,17 @@ async def test_a_barrier_the_kernel_does_not_answer_in_time_is_said(run, monkeyp
     monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 1e-6)  # as a kernel starved for seconds
     for i in range(30):  # the answer may already be queued when the barrier is looked at: try again
         r = await cell(run, f"{i} + 1")
-        if "did not confirm within" in r.plain:
+        # either wording: the kernel's shell reply may already be in when the bound runs out
+        if "the cell's result or its last lines may be missing here" in r.plain:
             break
     else:
         pytest.fail("no barrier ran out in 30 cells")
-    assert "the cell's result or its last lines may be missing here" in r.plain and not r.is_error
+    assert not r.is_error and ("did not confirm within" in r.plain or "did not follow within" in r.plain), (
+        r.plain
+    )
     monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 15.0)
     r = await cell(run, "41 + 1")
-    assert r.plain.strip().endswith("42") and "did not confirm" not in r.plain, r.plain
+    assert r.plain.strip().endswith("42") and "may be missing" not in r.plain, r.plain
 
 
 async def test_a_barrier_answered_without_its_idle_waits_only_settle_and_says_so(run, monkeypatch):

@@ -720,7 +720,7 @@ class Kernel:
         code = f"console.log({token!r}); console.error({token!r});"
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
         self._waiters[msg_id] = queue
-        waiting = {"stdout", "stderr"}
+        waiting = {"stdout", "stderr", "reply", "idle"}
         # SETTLE of silence while a token is missing: it was lost (seen once on a loaded machine)
         budget = Budget(asyncio.get_running_loop(), min(idle, SETTLE) if idle else SETTLE, total)
         try:
@@ -731,6 +731,18 @@ class Kernel:
                         end.status = "died"
                         return
                     budget.restart()  # anything from the kernel: it is not silent
+                    ours = msg["parent_header"].get("msg_id") == msg_id
+                    # the marker's own reply and idle as well: a cell sent while Deno still ran the marker
+                    # sometimes never got its reply (1 in ~150 cells), and the cell was lost with its kernel
+                    if channel == "shell" and ours and msg["msg_type"] == "execute_reply":
+                        waiting.discard("reply")
+                    if (
+                        channel == "iopub"
+                        and ours
+                        and msg["msg_type"] == "status"
+                        and msg["content"].get("execution_state") == "idle"
+                    ):
+                        waiting.discard("idle")
                     if channel != "iopub" or msg["msg_type"] == "status":
                         continue
                     if msg["msg_type"] == "stream":
