@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,24 +196,16 @@ async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None
     one_plus_one = "1+1"
     async with tether.open_run(root, plugins=[eval_plugin, BenchTools()], load_entry_points=False) as run:
         await run.call("eval", {"code": "0", "description": D, "language": language})
-        raw_cells, our_cells, late, raw_missed = [], [], 0, 0
-        for _ in range(CELL_SAMPLES):
-            t = time.perf_counter()
-            outputs = await raw.cell(one_plus_one)
-            raw_cells.append(time.perf_counter() - t)
-            raw_missed += not any(m["msg_type"] == "execute_result" for m in outputs)
-            t = time.perf_counter()
-            r = await run.call("eval", {"code": one_plus_one, "description": D, "language": language})
-            our_cells.append(time.perf_counter() - t)
-            late += "2" not in r.plain
-        rows.append(
-            (
-                f"{language} cell 1+1",
-                statistics.median(raw_cells) * 1000,
-                statistics.median(our_cells) * 1000,
-                1.2,
-                "ms",
-            )
+        _, _, raw_missed, late = await side_by_side(
+            run,
+            raw,
+            language,
+            one_plus_one,
+            f"{language} cell 1+1",
+            CELL_SAMPLES,
+            lambda outputs: not any(m["msg_type"] == "execute_result" for m in outputs),
+            lambda plain: "2" not in plain,
+            rows,
         )
         print(
             f"{language}: results missing at reply+idle: raw {raw_missed} of {CELL_SAMPLES}, tether eval {late} of {CELL_SAMPLES}"
@@ -232,6 +225,33 @@ async def measure_cells(language: str, root: Path, raw: Raw, rows: list) -> None
         rows.append((f"{language} tool() round trip", raw_bridge, median_from(r.plain), None, "ms"))
 
 
+async def side_by_side(
+    run: Any,
+    raw: Raw,
+    language: str,
+    code: str,
+    name: str,
+    samples: int,
+    raw_missing: Callable[[list[dict]], bool],
+    our_missing: Callable[[str], bool],
+    rows: list,
+) -> tuple[list[float], list[float], int, int]:
+    """``samples`` cells of ``code``, raw jupyter_client and tether alternating, as one row of medians; the
+    times, and how many cells of each side missed what they should show."""
+    raw_cells, our_cells, raw_missed, missed = [], [], 0, 0
+    for _ in range(samples):
+        t = time.perf_counter()
+        outputs = await raw.cell(code)
+        raw_cells.append(time.perf_counter() - t)
+        raw_missed += raw_missing(outputs)
+        t = time.perf_counter()
+        r = await run.call("eval", {"code": code, "description": D, "language": language})
+        our_cells.append(time.perf_counter() - t)
+        missed += our_missing(r.plain)
+    rows.append((name, statistics.median(raw_cells) * 1000, statistics.median(our_cells) * 1000, 1.2, "ms"))
+    return raw_cells, our_cells, raw_missed, missed
+
+
 async def measure_prints(language: str, run: Any, raw: Raw, lines: int, rows: list) -> None:
     """A cell printing ``lines`` lines then a result; counts cells whose last line or result is missing."""
     if language == "python":
@@ -239,26 +259,25 @@ async def measure_prints(language: str, run: Any, raw: Raw, lines: int, rows: li
     else:
         code = f"for (let i = 0; i < {lines}; i++) console.log('row ' + i); 'ok'"
     last = f"row {lines - 1}"
-    raw_cells, our_cells, raw_missed, missed = [], [], 0, 0
-    for _ in range(PRINT_SAMPLES):
-        t = time.perf_counter()
-        outputs = await raw.cell(code)
-        raw_cells.append(time.perf_counter() - t)
+
+    def raw_missing(outputs: list[dict]) -> bool:
         text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
-        raw_missed += last not in text or not any(m["msg_type"] == "execute_result" for m in outputs)
-        t = time.perf_counter()
-        r = await run.call("eval", {"code": code, "description": D, "language": language})
-        our_cells.append(time.perf_counter() - t)
-        shown = r.plain.strip().splitlines()
-        missed += len(shown) < 2 or shown[-2] != last or "ok" not in shown[-1]
-    rows.append(
-        (
-            f"{language} cell of {lines} print(s)",
-            statistics.median(raw_cells) * 1000,
-            statistics.median(our_cells) * 1000,
-            1.2,
-            "ms",
-        )
+        return last not in text or not any(m["msg_type"] == "execute_result" for m in outputs)
+
+    def our_missing(plain: str) -> bool:
+        shown = plain.strip().splitlines()
+        return len(shown) < 2 or shown[-2] != last or "ok" not in shown[-1]
+
+    raw_cells, our_cells, raw_missed, missed = await side_by_side(
+        run,
+        raw,
+        language,
+        code,
+        f"{language} cell of {lines} print(s)",
+        PRINT_SAMPLES,
+        raw_missing,
+        our_missing,
+        rows,
     )
     print(
         f"{language}, {lines} print(s): worst raw {max(raw_cells) * 1000:.1f} ms, tether eval "
