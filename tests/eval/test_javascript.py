@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pytest
@@ -103,6 +104,47 @@ async def test_a_barrier_answered_without_its_idle_waits_only_settle_and_says_so
     monkeypatch.undo()
     r = await cell(run, "21 + 1")
     assert r.plain.strip().endswith("22") and "confirmation" not in r.plain, r.plain
+
+
+async def test_a_cell_after_a_barrier_cut_short_still_gets_its_reply(tmp_path, fake_tools, monkeypatch):
+    """Deno loses a request that reaches it while it still answers one before it: it runs the cell and
+    never sends its reply. A barrier cut short by its bound (a kernel starved for seconds) left its
+    kernel_info in flight, the next cell was sent at once, and about 1 in 13 such cells then waited the
+    whole eval_timeout and lost the kernel (23 of 300 measured). The next cell now waits for it."""
+    import tether_eval.kernel
+
+    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 1e-6)  # every barrier runs out at once
+    async with tether.open_run(
+        tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_timeout": 20}
+    ) as run:
+        for i in range(60):
+            r = await cell(run, f"{i} + 1")
+            assert not r.is_error and "kernel was stopped" not in r.plain, (i, r.plain[-600:])
+            assert "showed no output for" not in r.plain, (i, r.plain[-600:])
+
+
+async def test_a_reader_that_stops_ends_the_kernel_instead_of_deafening_it(tmp_path, fake_tools):
+    """A channel's reader task that ends (its socket failed for good, or an exception meant for someone
+    else, such as a test's timeout, landed in it) left the kernel deaf: every later cell waited its whole
+    eval_timeout. The kernel is now given up at once, said, and the next cell starts a fresh one."""
+    async with tether.open_run(tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False) as run:
+        r = await cell(run, "globalThis.before = 1; 'ready'")
+        assert not r.is_error, r.plain
+        kernel = run.resource("tether_eval_kernels").live("javascript")
+        reader = kernel._readers[1]
+        reader.cancel()  # the shell reader, as if it had stopped
+        await asyncio.wait([reader])
+        r = await asyncio.wait_for(cell(run, "typeof globalThis.before"), 60)
+        assert '"undefined"' in r.plain, r.plain[-600:]
+        assert "was given up since the last cell (a channel of the kernel stopped being read" in r.plain, (
+            r.plain
+        )
+        kernel = run.resource("tether_eval_kernels").live("javascript")
+        asyncio.get_running_loop().call_later(1.0, kernel._readers[0].cancel)  # the output reader, mid-cell
+        r = await asyncio.wait_for(cell(run, "await new Promise((ok) => setTimeout(ok, 4000)); 1"), 60)
+        assert (
+            "the kernel was given up while running this cell: a channel of the kernel stopped" in r.plain
+        ), r.plain
 
 
 async def test_a_flood_shows_its_true_end_and_the_next_cell_only_its_own_output(run):

@@ -19,6 +19,10 @@ Messaging is jupyter_client's; what is ours is the discipline around it:
   its end may be missing, and the next cell says output before its own may be the previous cell's
   (Deno sends a cell's ``execute_input`` after some of its own output now and then, so no message
   tells them apart). A timer's output after the token is the next cell's, like any of its output;
+- Deno loses a request that reaches it while it still answers one before it (it runs the code and
+  never sends the execute_reply: the cell then waited its whole inactivity budget and the kernel was
+  stopped), so nothing is sent to Deno until every request of ours has its shell reply and its idle
+  (``_quiesce``): a barrier or probe cut short by its bound is still waited for before the next cell;
 - a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
   the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
   does not), the total one never; both stand still while a `tool()` call from the cell is open;
@@ -61,6 +65,9 @@ SETTLE = 2.0
 # How long the barrier after a Deno cell waits for its answer: a round trip of milliseconds on an idle
 # machine, seconds on a loaded one (1 s lost a late result in CI); the cell says so when it runs out.
 BARRIER_WAIT = 15.0
+# How long a Deno request waits for the kernel to finish answering the requests of ours before it
+# (see ``Kernel._quiesce``): Deno loses a request sent while it still answers another one.
+QUIET_WAIT = 30.0
 IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
 
@@ -299,6 +306,11 @@ class Kernel:
         self._settling: asyncio.Future | None = None  # a cancelled cell being interrupted
         self._asked = 0  # input_requests heard (the stdin probe's)
         self._late = False  # the last cell's marker did not come back: its output may reach the next cell
+        # requests of ours the kernel has not finished answering: msg_id -> [shell reply time, idle seen]
+        self._unanswered: dict[str, list[float | bool]] = {}
+        self._answered = asyncio.Event()  # set whenever one of them gets a part of its answer
+        self._closing = False
+        self.lost = ""  # why the kernel was given up while its process still ran
 
     # -- start ----------------------------------------------------------------------------------
 
@@ -356,6 +368,8 @@ class Kernel:
             asyncio.create_task(self._read(kc.shell_channel, "shell")),
             asyncio.create_task(self._read(kc.stdin_channel, "stdin")),
         ]
+        for task in self._readers:
+            task.add_done_callback(self._reader_ended)
         await self._wait_ready(timeout)
         self.started_in = time.perf_counter() - t0
 
@@ -369,7 +383,7 @@ class Kernel:
         while True:
             if self.dead:
                 raise KernelDied(self.log_tail())
-            msg_id = self.kc.kernel_info()
+            msg_id = self._sent(self.kc.kernel_info())
             queue = self._waiters[msg_id] = asyncio.Queue()
             replied = heard = False
             try:
@@ -384,6 +398,9 @@ class Kernel:
                                 loop.time() + 0.25
                             )  # its iopub status follows at once when subscribed
                         heard = heard or channel == "iopub"
+                # the earlier kernel_infos were answered before iopub was subscribed: no idle will come
+                for earlier in [m for m, (reply, _) in self._unanswered.items() if reply]:
+                    del self._unanswered[earlier]
                 return
             except TimeoutError:
                 pass
@@ -458,6 +475,7 @@ class Kernel:
         self.dead = True
         for queue in self._waiters.values():
             queue.put_nowait((_DIED, None))
+        self._answered.set()  # nothing more will be answered: stop waiting for it
 
     async def _read(self, channel: Any, name: str) -> None:
         failures = 0
@@ -473,16 +491,69 @@ class Kernel:
                 if self.dead or failures > 50:  # a closed socket fails at once, forever: stop
                     return
                 continue
+            parent = (msg.get("parent_header") or {}).get("msg_id")
+            if parent in self._unanswered:
+                self._heard(parent, name, msg)
             if name == "iopub":
                 kind = msg["msg_type"]
                 if kind == "execute_input" or (
                     kind == "status" and msg["content"].get("execution_state") != "idle"
                 ):
                     continue  # nobody waits for these: spare the waiting task a wake-up per message
-            parent = (msg.get("parent_header") or {}).get("msg_id")
             queue = self._waiters.get(parent) if isinstance(parent, str) else None
             if queue is not None:
                 queue.put_nowait((name, msg))
+
+    def _reader_ended(self, task: asyncio.Task) -> None:
+        """A channel's reader ended while the kernel was up: its socket failed for good, or an exception
+        meant for another frame (a signal handler's) landed in it. Without it the kernel is deaf (every
+        later cell would wait out its budget), so it is given up now and the next cell starts a new one."""
+        if self.dead or self._closing:
+            return
+        error = None if task.cancelled() else task.exception()
+        self.lost = "a channel of the kernel stopped being read" + (f" ({error!r})" if error else "")
+        log.warning("eval: kernel %s given up: %s", self.pid, self.lost)
+        self._died()
+
+    def _sent(self, msg_id: str) -> str:
+        """Note a request sent to a kernel that must not get the next one before it answered this."""
+        if self.spec.barrier:  # Deno; ipykernel queues its shell requests
+            self._unanswered[msg_id] = [0.0, False]
+        return msg_id
+
+    def _heard(self, parent: str, channel: str, msg: dict[str, Any]) -> None:
+        state = self._unanswered[parent]
+        if channel == "shell":
+            state[0] = time.monotonic()
+        elif msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+            state[1] = True
+        if state[0] and state[1]:
+            del self._unanswered[parent]
+        self._answered.set()
+
+    async def _quiesce(self) -> None:
+        """Wait until the kernel has answered every request of ours: each one's shell reply (QUIET_WAIT s in
+        all) and its idle (SETTLE s after its reply: iopub may drop it in a flood).
+
+        Deno loses a request that arrives while it still answers another (measured: with the barrier
+        cut short, 20 of 150 cells ran but never got their execute_reply). What is still unanswered after
+        the bound is given up on, and the cell is sent all the same.
+        """
+        loop = asyncio.get_running_loop()
+        stop = loop.time() + QUIET_WAIT
+        while self._unanswered and not self.dead:
+            replies = [state[0] for state in self._unanswered.values()]
+            now_mono = time.monotonic()
+            until = stop if not all(replies) else min(stop, loop.time() + max(replies) + SETTLE - now_mono)
+            self._answered.clear()
+            try:
+                async with asyncio.timeout_at(until):
+                    await self._answered.wait()
+            except TimeoutError:
+                if not all(replies):
+                    log.debug("eval: %d request(s) unanswered after %g s", len(self._unanswered), QUIET_WAIT)
+                break
+        self._unanswered.clear()
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -518,8 +589,15 @@ class Kernel:
             self._settling = None
         if self.dead:
             return CellEnd("died", [])
-        msg_id = self.kc.execute(
-            code, silent=silent, store_history=not silent, allow_stdin=True, user_expressions=user_expressions
+        await self._quiesce()
+        msg_id = self._sent(
+            self.kc.execute(
+                code,
+                silent=silent,
+                store_history=not silent,
+                allow_stdin=True,
+                user_expressions=user_expressions,
+            )
         )
         queue: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = queue
@@ -583,7 +661,7 @@ class Kernel:
                     if probe is not None:  # not even the probe's idle, for the whole inactivity budget
                         end.idle_lost = True
                         return
-                    sent: str = self.kc.kernel_info()
+                    sent: str = self._sent(self.kc.kernel_info())
                     self._waiters[sent] = queue
                     probe = sent
                     budget.replied(max(timeout, SETTLE))
@@ -660,7 +738,7 @@ class Kernel:
         self.kc.input(answer)
 
     def _send_barrier(self) -> tuple[str, asyncio.Queue]:
-        msg_id = self.kc.kernel_info()
+        msg_id = self._sent(self.kc.kernel_info())
         barrier: asyncio.Queue = asyncio.Queue()
         self._waiters[msg_id] = barrier
         return msg_id, barrier
@@ -718,7 +796,7 @@ class Kernel:
         """
         token = f"\u2063tether-end:{uuid.uuid4().hex}"
         code = f"console.log({token!r}); console.error({token!r});"
-        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        msg_id = self._sent(self.kc.execute(code, silent=True, store_history=False, allow_stdin=False))
         self._waiters[msg_id] = queue
         waiting = {"stdout", "stderr", "reply", "idle"}
         # SETTLE of silence while a token is missing: it was lost (seen once on a loaded machine)
@@ -774,6 +852,7 @@ class Kernel:
 
     async def shutdown(self, now: bool = False) -> None:
         """Stop the kernel (gracefully unless ``now``, then by force) and release the channels; bounded."""
+        self._closing = True
         for task in self._readers:
             task.cancel()
         for task in self._readers:

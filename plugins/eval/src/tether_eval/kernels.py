@@ -126,7 +126,8 @@ class KernelFactory:
         self._dir: Path | None = None
         self._serial = itertools.count(1)
         self.python_note = ""
-        self.lost_between_cells = False  # a kernel died while no cell ran (killed from outside, OOM)
+        # a kernel died while no cell ran (killed from outside, OOM): True, or why it was given up
+        self.lost_between_cells: bool | str = False
 
     def lock(self, language: str) -> asyncio.Lock:
         return self._locks.setdefault(language, asyncio.Lock())
@@ -141,7 +142,7 @@ class KernelFactory:
         if kernel is not None:
             return kernel, False
         if language in self._kernels:
-            self.lost_between_cells = True
+            self.lost_between_cells = self._kernels[language].lost or True
         await self.discard(language)
         kernel = await self._start(language)
         self._kernels[language] = kernel

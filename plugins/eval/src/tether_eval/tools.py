@@ -93,9 +93,13 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         factory.lost_between_cells = False
         kernel, started = await factory.get(language)
         if factory.lost_between_cells:
-            notes.append(
-                f"[the previous {language} kernel died since the last cell (killed from outside?): its state is lost]"
+            why = factory.lost_between_cells
+            how = (
+                f"was given up since the last cell ({why})"
+                if isinstance(why, str)
+                else "died since the last cell (killed from outside?)"
             )
+            notes.append(f"[the previous {language} kernel {how}: its state is lost]")
         info = describe(kernel)
         if started:
             notes += _banner(run, kernel, factory.python_note)
@@ -140,6 +144,11 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         tail.append(
             f"[the cell {why} and did not stop when interrupted, so the kernel was "
             "stopped: its state (variables, imports) was lost and the next call starts a fresh kernel]"
+        )
+    elif end.status == "died" and kernel.lost:
+        tail.append(
+            f"[the kernel was given up while running this cell: {kernel.lost}. Its state is lost; the next "
+            "call starts a fresh kernel]"
         )
     elif end.status == "died":
         why = kernel.log_tail(8)
