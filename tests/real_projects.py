@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
@@ -34,11 +35,23 @@ def _checked(target: Path, sha256: str, origin: str) -> Path:
 
 
 def fetch_once(name: str, sha256: str, command: list[str]) -> Path:
-    """CACHE/name, fetched with the registry's own client the first time and checked against its digest."""
+    """CACHE/name, fetched with the registry's own client the first time and checked against its digest.
+
+    The client runs in a folder of its own and the file is renamed into place once whole, so a process
+    that looks at the cache meanwhile (another test session, a benchmark) never sees half an archive."""
     CACHE.mkdir(parents=True, exist_ok=True)
     target = CACHE / name
     if not target.is_file():
-        subprocess.run(command, cwd=CACHE, check=True, capture_output=True, timeout=300)
+        with tempfile.TemporaryDirectory(dir=CACHE, prefix=".fetch-") as scratch:
+            done = subprocess.run(command, cwd=scratch, capture_output=True, text=True, timeout=300)
+            fetched = Path(scratch) / name
+            if done.returncode != 0 or not fetched.is_file():
+                said = (done.stderr or done.stdout).strip()[-2000:]
+                raise AssertionError(
+                    f"fetching {name} failed: {' '.join(command)} (exit {done.returncode}): {said}"
+                )
+            _checked(fetched, sha256, "the registry")
+            os.replace(fetched, target)
     return _checked(target, sha256, "the registry")
 
 
@@ -55,22 +68,28 @@ def unpacked(archive: Path, top: str) -> Path:
     return dest / top
 
 
+def uv() -> list[str]:
+    """The uv that runs this process (`uv run` names itself in $UV), else one on PATH, else the one the
+    README's commands installed beside python3: wherever those commands have run, uv is there, while the
+    project's environment has no pip."""
+    found = os.environ.get("UV") or shutil.which("uv")
+    if found:
+        return [found]
+    return [shutil.which("python3") or sys.executable, "-m", "uv"]
+
+
+def pypi_sdist(requirement: str, name: str, sha256: str) -> Path:
+    """CACHE/name: ``requirement``'s sdist from PyPI (no dependencies, no wheel), checked against its digest.
+
+    pip is run by uv in an environment of its own (``uv tool run``), so it needs no pip installed anywhere."""
+    command = [*uv(), "tool", "run", "--quiet", "--from", "pip", "pip", "download", "--quiet"]
+    command += ["--no-deps", "--no-binary", ":all:", requirement, "-d", "."]
+    return fetch_once(name, sha256, command)
+
+
 def click_pristine() -> Path:
     """click 8.5.1's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
-    python = shutil.which("python3") or sys.executable
-    command = [
-        python,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        "click==8.5.1",
-        "-d",
-        ".",
-    ]
-    return unpacked(fetch_once("click-8.5.1.tar.gz", CLICK_SHA256, command), "click-8.5.1")
+    return unpacked(pypi_sdist("click==8.5.1", "click-8.5.1.tar.gz", CLICK_SHA256), "click-8.5.1")
 
 
 def rxjs_pristine(npm: str) -> Path:
