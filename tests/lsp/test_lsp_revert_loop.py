@@ -171,6 +171,10 @@ async def loop(root: Path, edits, oracle, go: bool, scratch: Path) -> int:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.skipif(
+    not os.environ.get("TETHER_CLICK_LOOP"),
+    reason="7 minutes on a loaded 2-core machine, past CI's budget: TETHER_CLICK_LOOP=1 runs it",
+)
 @pytest.mark.xfail(
     strict=False,
     reason="on a loaded machine (load 20 on 2 cores) the first write of a fresh run over click reports errors "
