@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 

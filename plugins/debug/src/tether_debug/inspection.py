@@ -58,7 +58,9 @@ def adapters_action(run: Run) -> ToolResult:
         language
         for language, (suffixes, _) in _UNCOVERED.items()
         if _in_project(run.root, language)
-        and not any(handles_safely(a, run.root / f"main{suffix}") for a in table.values() for suffix in suffixes)
+        and not any(
+            handles_safely(a, run.root / f"main{suffix}") for a in table.values() for suffix in suffixes
+        )
     ]
     if uncovered:
         lines.append(

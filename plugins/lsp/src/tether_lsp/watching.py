@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
+import stat as stat_module
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,7 @@ def read_text(path: Path) -> str | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        if not stat_module.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return None
         with os.fdopen(fd, "rb") as fh:
             fd = -1
