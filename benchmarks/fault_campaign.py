@@ -15,7 +15,9 @@ judged on four counts:
     uv run python benchmarks/fault_campaign.py            # every fault
     uv run python benchmarks/fault_campaign.py 3 7 11     # some of them (by item number)
 
-Exit status 0 when every count is 0. A fault that cannot be driven here (no mount, no cargo) says
+CI drives the kills, special files, full disk, floods and signals of this list through
+tests/test_faults.py (``TETHER_FAULTS=all`` there drives all of them); this script replays the whole list
+by hand, with its timings. Exit status 0 when every count is 0. A fault that cannot be driven here (no mount, no cargo) says
 "skipped" and why. Everything happens under a fresh temporary folder, removed at the end.
 """
 
@@ -52,6 +54,7 @@ from strays import (  # pyright: ignore[reportMissingImports] - tests/ is put on
 
 PY = sys.executable
 BOUND = 120.0  # seconds a fault may take before it counts as hung
+KILLS = 15  # SIGKILLs of a 400-file apply_patch (fault 4)
 KINDS = ("LOST", "HUNG", "LEFT", "WRONG")
 SERVERS: set[int] = set()  # every `tether serve` the campaign started (owners of private directories)
 
@@ -210,7 +213,7 @@ async def f04_sigkill_mid_write(base: Path, f: Findings) -> None:
     rng = random.Random(18)
     half = 0
     outcomes: list[str] = []
-    for _ in range(15):
+    for _ in range(KILLS):
         _patch_400(root)
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.2, 1.1) * whole)  # from the interpreter's start to past the write's end
@@ -224,9 +227,9 @@ async def f04_sigkill_mid_write(base: Path, f: Findings) -> None:
             half += 1
         stray = [p.name for p in root.rglob("*") if ".tether-" in p.name]
         f.check(not stray, "LEFT", f"SIGKILL mid-write left {len(stray)} temp files: {stray[:3]}")
-    f.check(half == 0, "LOST", f"{half} of 15 SIGKILLed 400-file patches left half-applied")
+    f.check(half == 0, "LOST", f"{half} of {KILLS} SIGKILLed 400-file patches left half-applied")
     print(
-        f"      (one uninterrupted 400-file patch took {whole:.2f} s; after the 15 kills: {outcomes.count('old')} old, {outcomes.count('new')} new)"
+        f"      (one uninterrupted 400-file patch took {whole:.2f} s; after the {KILLS} kills: {outcomes.count('old')} old, {outcomes.count('new')} new)"
     )
 
 
@@ -589,7 +592,7 @@ FAULTS: list[tuple[int, str, Callable[[Path, Findings], Awaitable[str | None]]]]
     (1, "lsp_rename in a file with form feed / U+2028", f01_rename_line_model),
     (2, "apply_patch keeps CRLF, form feeds, U+2028", f02_patch_keeps_untouched_bytes),
     (3, "resolve vs a later write; two processes editing one file", f03_resolve_race_and_two_writers),
-    (4, "SIGKILL mid 400-file apply_patch (15 kills)", f04_sigkill_mid_write),
+    (4, "SIGKILL mid 400-file apply_patch (KILLS kills)", f04_sigkill_mid_write),
     (5, "disk full (256 KiB tmpfs)", f05_disk_full),
     (6, "hard links and the umask", f06_links_and_modes),
     (7, "FIFO, device, 2 GiB sparse file under the root", f07_fifo_device_sparse),

@@ -41,3 +41,26 @@ def confined(tmp_path, monkeypatch):
     world = Confined(tmp_path, monkeypatch)
     yield world
     world.close()
+
+
+STRESS_LOOPS = (
+    4  # busy processes beside a timing-sensitive test: on 2 cores, loads like a busy shared machine's
+)
+
+
+@pytest.fixture
+def cpu_stress():
+    """STRESS_LOOPS busy processes for the length of the test (each stops on its own after 10 minutes at
+    most), for the tests whose real servers, adapters, kernels or workers must answer on a loaded machine:
+    diagnostics on write, debug launches and stops, eval cell ends, vibe waits."""
+    import subprocess
+    import sys
+
+    busy = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(STRESS_LOOPS)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)

@@ -18,6 +18,8 @@ from pathlib import Path
 CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
 # click-8.5.1.tar.gz, the PyPI sdist
 CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"
+# itsdangerous-2.2.0.tar.gz, the PyPI sdist
+ITSDANGEROUS_SHA256 = "e0050c0b7da1eea53ffaf149c0cfbb5c6e2e2b69c4bef22c81fa6eb73e5f6173"
 # rxjs-7.8.2.tgz, the npm registry's tarball
 RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"
 # cjson_1.7.15.orig.tar.gz, Debian's upstream tarball
@@ -90,6 +92,12 @@ def pypi_sdist(requirement: str, name: str, sha256: str) -> Path:
 def click_pristine() -> Path:
     """click 8.5.1's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
     return unpacked(pypi_sdist("click==8.5.1", "click-8.5.1.tar.gz", CLICK_SHA256), "click-8.5.1")
+
+
+def itsdangerous_pristine() -> Path:
+    """itsdangerous 2.2.0's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src/itsdangerous"])."""
+    archive = pypi_sdist("itsdangerous==2.2.0", "itsdangerous-2.2.0.tar.gz", ITSDANGEROUS_SHA256)
+    return unpacked(archive, "itsdangerous-2.2.0")
 
 
 def rxjs_pristine(npm: str) -> Path:

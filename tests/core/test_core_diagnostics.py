@@ -115,6 +115,28 @@ async def test_fixed_then_reintroduced_is_reported_again(run):
     assert reported(back) == [("a.txt", 1, "flaky")]
 
 
+async def test_a_diagnostic_there_before_the_run_wrote_is_never_introduced_by_a_revert(run, tmp_path):
+    # a warning that existed before the first edit, vanished while the edit stood, and came back with
+    # the revert: the revert did not introduce it
+    (tmp_path / "a.txt").write_text("WARN:unknown\n")
+    broken = await write(run, "a.txt", "ERROR:broken\n")
+    assert reported(broken) == [("a.txt", 1, "broken")]
+    reverted = await write(run, "a.txt", "WARN:unknown\n")
+    assert reported(reverted) == [] and "introduced" not in reverted.plain, reverted.plain
+    # the same for another file the write affects: its error was there when the run first saw it
+    (tmp_path / "lib.txt").write_text("beta\n")
+    (tmp_path / "user.txt").write_text("needs alpha from lib.txt\n")
+    mended = await write(run, "lib.txt", "alpha beta\n")
+    assert reported(mended) == []
+    again = await write(run, "lib.txt", "beta\n")
+    assert reported(again) == [], again.plain
+    # one the run's own writes introduced, fixed and brought back is reported again
+    await write(run, "a.txt", "WARN:unknown ERROR:mine\n")
+    await write(run, "a.txt", "WARN:unknown\n")
+    back = await write(run, "a.txt", "WARN:unknown ERROR:mine\n")
+    assert reported(back) == [("a.txt", 1, "mine")]
+
+
 async def test_new_diagnostics_in_other_files_are_reported_errors_first(run, tmp_path):
     (tmp_path / "lib.txt").write_text("alpha beta\n")
     (tmp_path / "user.txt").write_text("needs alpha from lib.txt\n")

@@ -391,3 +391,28 @@ async def test_the_launch_bound_says_the_time_spent_between_its_phases():
     assert took, said.value
     build, configure, other = map(float, took.groups())
     assert other >= 0.4 and abs(build + configure + other - 1.0) <= 0.15, said.value
+
+
+async def test_adapters_on_a_typescript_project_say_none_debugs_it_and_what_would(tmp_path):
+    import shutil
+
+    import real_projects
+    from support import IN_CI
+
+    npm = shutil.which("npm")
+    if npm is None:
+        (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
+    root = real_projects.rxjs_copy(real_projects.rxjs_pristine(npm), tmp_path / "rxjs")
+    async with tether.open_run(root, conversation_id="c") as run:
+        r = await run.call("debug", {"action": "adapters"})
+    assert not r.is_error, r.plain
+    assert r.data["no_adapter"] == ["JavaScript/TypeScript"], r.plain
+    last = r.plain.splitlines()[-1]
+    assert last.startswith("JavaScript/TypeScript: no debug adapter for it is installed or available"), last
+    assert "vscode-js-debug" in last and "tether_debug_adapters" in last, last
+    # a Python project says nothing of JavaScript
+    (tmp_path / "py").mkdir()
+    (tmp_path / "py" / "pyproject.toml").write_text("[project]\nname = 'demo'\nversion = '0'\n")
+    async with tether.open_run(tmp_path / "py", conversation_id="c") as run:
+        r = await run.call("debug", {"action": "adapters"})
+    assert "no_adapter" not in r.data and "JavaScript" not in r.plain, r.plain

@@ -9,8 +9,10 @@ import sys
 import time
 
 import psutil
+import pytest
 
 
+@pytest.mark.usefixtures("cpu_stress")
 async def test_breakpoint_hit_stack_and_variables(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[5])
     launched = await debug.ok(action="launch", program="app.py")
@@ -79,6 +81,7 @@ async def test_evaluate_in_a_frame(debug):
     assert "NameError" in missing.plain and "name 'items' is not defined" in missing.plain
 
 
+@pytest.mark.usefixtures("cpu_stress")
 async def test_step_in_over_out(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[13])
     await debug.ok(action="launch", program="app.py")

@@ -49,6 +49,7 @@ async def test_state_persists_between_calls(run):
     assert r.data["status"] == "ok" and r.data["kernel"]["started"] is False
 
 
+@pytest.mark.usefixtures("cpu_stress")
 async def test_last_expression_and_display_and_print_in_order(run):
     r = await cell(run, "print('before')\ndisplay({'shown': 1})\n'last value'")
     text = r.plain

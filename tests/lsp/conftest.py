@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import textwrap
 from pathlib import Path
 
@@ -145,21 +144,6 @@ def pflag_root(tmp_path: Path) -> Path:
             "golang-github-spf13-pflag-dev is not installed (.ci/run installs it)"
         )
     return real_projects.pflag_copy(tmp_path / "pflag")
-
-
-@pytest.fixture
-def cpu_stress():
-    """Two busy processes for the length of the test (each stops on its own after 10 minutes at most)."""
-    import subprocess
-
-    busy = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
-    procs = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ async def spawn(run, brief: str, label: str = "job", **extra):
     return result
 
 
+@pytest.mark.usefixtures("cpu_stress")
 async def test_spawn_returns_at_once_and_list_shows_running_then_done(open_vibe, project, worker_cmd):
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         begun = time.monotonic()
@@ -44,6 +45,7 @@ async def test_spawn_returns_at_once_and_list_shows_running_then_done(open_vibe,
         assert "- w1 [fast] done" in listed.plain and "last result: result of w1" in listed.plain
 
 
+@pytest.mark.usefixtures("cpu_stress")
 async def test_wait_with_short_timeout_says_still_running(open_vibe, project, worker_cmd):
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         await spawn(run, "@sleep 30")

@@ -2,7 +2,10 @@
 write introduced, the wrapping of every file-writing call, and what the model sees.
 
 A diagnostic's identity is (file, severity, code, message) with multiplicity. Position is left out
-on purpose: an error that only moved (a line inserted above it) is not new. A diagnostic that is
+on purpose: an error that only moved (a line inserted above it) is not new. A diagnostic that was in
+a file when the run first saw it (the file's first baseline, taken before any write of the run was
+reported to affect it) is never introduced by a later write, even when it vanished meanwhile (a call
+broken and mended again brings back the warning its argument had). Beyond those, a diagnostic that is
 gone from a file's latest set leaves the registry, so bringing it back reports it again.
 
 A tool with ``touches`` is a file-writing tool. Before it runs, `before_write` asks
@@ -100,18 +103,25 @@ class DiagnosticRegistry:
     """What the run has seen of each file's diagnostics, as multisets of keys."""
 
     _seen: dict[str, Counter] = attrs.field(factory=dict)
+    # each file's set when the run first saw it, before a write of the run was reported to affect it
+    _origin: dict[str, Counter] = attrs.field(factory=dict)
+    _affected: set[str] = attrs.field(factory=set)  # files a write's latest sets covered
 
     def baseline(self, per_file: Mapping[str, Sequence[Diagnostic]]) -> None:
         """Record a file's diagnostics before a write: those are not the write's doing."""
         for file, diags in per_file.items():
-            self._seen[file] = Counter(d.key for d in diags)
+            keys = Counter(d.key for d in diags)
+            if file not in self._origin and file not in self._affected:
+                self._origin[file] = keys
+            self._seen[file] = keys
 
     def update(self, per_file: Mapping[str, Sequence[Diagnostic]]) -> list[Diagnostic]:
-        """Take each file's latest set; return the diagnostics not in the registry before, errors first."""
+        """Take each file's latest set; return the diagnostics neither in the registry before nor in the
+        file when the run first saw it, errors first."""
         introduced: list[Diagnostic] = []
         for file, diags in per_file.items():
-            before = self._seen.get(file, Counter())
-            budget = Counter(before)
+            self._affected.add(file)
+            budget = self._seen.get(file, Counter()) | self._origin.get(file, Counter())
             for d in sort_diagnostics(diags):
                 if budget[d.key] > 0:
                     budget[d.key] -= 1

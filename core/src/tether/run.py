@@ -374,7 +374,7 @@ class Run:
         if tool is None:
             return self._unknown_tool(name)
         try:
-            problems = _unpaired_surrogates(arguments or {})
+            problems = _argument_problems(arguments or {})
             if problems:
                 raise ArgumentsError(problems)
             args = structure_arguments(tool.args, arguments)
@@ -605,24 +605,53 @@ def _check_path_text(path: str) -> None:
         )
 
 
-def _unpaired_surrogates(value: Any, where: str = "") -> list[str]:
-    """One problem per string argument holding a lone surrogate (valid JSON, not valid text)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
+MAX_ARGUMENT_DEPTH = 64  # levels of nested lists and objects in one call's arguments
+MAX_ARGUMENT_ITEMS = 100_000  # values (strings, numbers, lists, objects) in one call's arguments
+MAX_ARGUMENT_CHARS = 64 * 1024 * 1024  # characters of all strings (keys too) in one call's arguments
+
+
+def _argument_problems(arguments: Any) -> list[str]:
+    """What makes arguments unusable before anything walks them: nesting past MAX_ARGUMENT_DEPTH, more
+    than MAX_ARGUMENT_ITEMS values or MAX_ARGUMENT_CHARS characters (one line, at the first place), and
+    a lone surrogate in a string (valid JSON, not valid text; one line each).
+
+    A loop, not a recursion: the arguments may be nested deeper than Python's recursion limit.
+    """
+    problems: list[str] = []
+    items = chars = 0
+    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        items += 1
+        if depth > MAX_ARGUMENT_DEPTH:
             return [
-                f"{where or 'an argument'}: unpaired surrogate U+{ord(value[exc.start]):04X} at character "
-                f"{exc.start}; send valid UTF-8 text"
+                f"{where or 'the arguments'}: nested deeper than {MAX_ARGUMENT_DEPTH} levels of lists and "
+                "objects; no argument of any tool needs that: send a flatter value"
             ]
-        return []
-    if isinstance(value, dict):
-        return [
-            p for k, v in value.items() for p in _unpaired_surrogates(v, f"{where}.{k}" if where else str(k))
-        ]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _unpaired_surrogates(v, f"{where}[{i}]")]
-    return []
+        if items > MAX_ARGUMENT_ITEMS or chars > MAX_ARGUMENT_CHARS:
+            return [_TOO_LARGE]
+        if isinstance(value, str):
+            chars += len(value)
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                problems.append(
+                    f"{where or 'an argument'}: unpaired surrogate U+{ord(value[exc.start]):04X} at character "
+                    f"{exc.start}; send valid UTF-8 text"
+                )
+        elif isinstance(value, dict):
+            for k, v in reversed(value.items()):
+                chars += len(k) if isinstance(k, str) else 0
+                stack.append((v, f"{where}.{k}" if where else str(k), depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in reversed(list(enumerate(value))))
+    return [_TOO_LARGE] if chars > MAX_ARGUMENT_CHARS else problems
+
+
+_TOO_LARGE = (
+    f"the arguments are too large (more than {MAX_ARGUMENT_ITEMS:,} values or "
+    f"{MAX_ARGUMENT_CHARS // (1024 * 1024)} Mi characters); send less in one call"
+)
 
 
 @asynccontextmanager

@@ -7,6 +7,8 @@ and queries (a tree-sitter parser is not shareable across processes).
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -125,12 +127,35 @@ def parse(data: bytes, pattern: Pattern | Rule, loader: Callable[[], Any]) -> An
     return parser(pattern.lang_key, loader).parse(data)
 
 
-def search_file(path: str, pattern: Pattern | Rule, loader: Callable[[], Any]) -> FileResult:
+def read_file(path: str) -> bytes | str:
+    """A file's bytes, or why it is not searched ("too large", "unreadable"): its size decided from
+    ``fstat`` before a byte is read, and never more than MAX_FILE_BYTES + 1 bytes read (a file that grew
+    meanwhile). Opened non-blocking, so a path swapped for a FIFO is never waited on."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return FileResult(path, "unreadable")
+        return "unreadable"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "unreadable"
+        if st.st_size > MAX_FILE_BYTES:
+            return "too large"
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return "unreadable"
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return "too large" if len(data) > MAX_FILE_BYTES else data
+
+
+def search_file(path: str, pattern: Pattern | Rule, loader: Callable[[], Any]) -> FileResult:
+    data = read_file(path)
+    if isinstance(data, str):
+        return FileResult(path, data)
     return search_data(path, data, pattern, loader)
 
 

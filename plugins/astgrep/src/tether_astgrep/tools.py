@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -400,23 +398,12 @@ class _ReadBack:
 
 
 def _read_back(path: str) -> bytes | None:
-    """A file's bytes now, to show its matches from (None: deleted, unreadable, or no longer a regular
-    file: a path swapped for a FIFO is never waited on)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            return fh.read()
-    except OSError:
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    """A file's bytes now, to show its matches from (None: deleted, unreadable, too large, or no longer a
+    regular file: a path swapped for a FIFO is never waited on)."""
+    from tether_astgrep import engine
+
+    data = engine.read_file(path)
+    return None if isinstance(data, str) else data
 
 
 def _materialize(
@@ -497,11 +484,8 @@ def _rewrite_files(pattern: Pattern | Rule, grammar: Grammar, paths: list[str], 
 
     out = _Rewrites([], [], [])
     for path in paths:
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            continue
-        if engine.classify(data) is not None:
+        data = engine.read_file(path)
+        if isinstance(data, str) or engine.classify(data) is not None:
             continue
         try:
             tree, matches = engine.search_source(data, pattern, grammar.language)

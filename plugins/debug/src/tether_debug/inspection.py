@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tether import ToolError, ToolResult
 from tether.output import cap_items
 
-from tether_debug.adapters import adapter_table
+from tether_debug.adapters import adapter_table, handles_safely
 from tether_debug.breakpoints import listing
 from tether_debug.render import (
     MAX_EVAL,
@@ -52,7 +52,49 @@ def adapters_action(run: Run) -> ToolResult:
         lines.append(
             f"{a.adapter}: {'usable' if a.usable else 'not usable'} - {a.reason} (root markers looked for: {', '.join(adapter.markers)})"
         )
-    return ToolResult.text("\n".join(lines), data={"adapters": rows})
+    data: dict[str, Any] = {"adapters": rows}
+    table = adapter_table(run)
+    uncovered = [
+        language
+        for language, (suffixes, _) in _UNCOVERED.items()
+        if _in_project(run.root, language)
+        and not any(
+            handles_safely(a, run.root / f"main{suffix}") for a in table.values() for suffix in suffixes
+        )
+    ]
+    if uncovered:
+        lines.append(
+            f"{' and '.join(uncovered)}: no debug adapter for {'them' if len(uncovered) > 1 else 'it'} is installed "
+            "or available, so such programs cannot be launched or attached here. "
+            + " ".join(_UNCOVERED[language][1] for language in uncovered)
+        )
+        data["no_adapter"] = uncovered
+    return ToolResult.text("\n".join(lines), data=data)
+
+
+# languages of projects no built-in adapter debugs: their sources' suffixes, and what would be needed
+_UNCOVERED = {
+    "JavaScript/TypeScript": (
+        (".js", ".mjs", ".cjs", ".ts", ".mts", ".tsx", ".jsx"),
+        "It would take a DAP server for Node.js (vscode-js-debug's standalone dapDebugServer) added to the "
+        "run as an adapter through the tether_debug_adapters hook; without one, run the code with eval's "
+        "JavaScript kernel or node --inspect in a shell.",
+    ),
+}
+_JS_MARKERS = ("package.json", "tsconfig.json", "jsconfig.json", "deno.json", "deno.jsonc")
+
+
+def _in_project(root: Any, language: str) -> bool:
+    """Whether the root looks like a project of ``language``: one of its markers, or a source at the top."""
+    import os
+
+    suffixes = _UNCOVERED[language][0]
+    try:
+        with os.scandir(root) as entries:
+            names = [e.name for _, e in zip(range(2000), entries, strict=False)]
+    except OSError:
+        return False
+    return any(n in _JS_MARKERS for n in names) or any(n.endswith(suffixes) for n in names)
 
 
 async def status_action(

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from tether_lsp.servers import ServerDef
-from tether_lsp.watching import Watcher, file_stat
+from tether_lsp.watching import Watcher, file_stat, read_text
 
 log = logging.getLogger("tether.lsp")
 
@@ -508,9 +508,8 @@ class Connection:
         stat = file_stat(path)
         if stat is None:
             return None
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        text = read_text(path)
+        if text is None:
             return None
         doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark(uri, 1))
         self.last_mark = doc.mark
@@ -572,9 +571,8 @@ class Connection:
         if stat is None:
             self.close_doc(doc)
             return True
-        try:
-            text = doc.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        text = read_text(doc.path)
+        if text is None:
             return False
         doc.stat = stat
         if text == doc.text:

@@ -19,6 +19,7 @@ from tether.tools import ToolError
 
 from tether_lsp.positions import from_units
 from tether_lsp.render import uri_to_path
+from tether_lsp.watching import too_large
 
 
 @attrs.define
@@ -98,6 +99,8 @@ class Planner:
             # read once: the snapshot is of the very bytes the edits apply to
             data: bytes | None
             text: str | None
+            if (refusal := too_large(path, self.run.relpath(path), "; nothing was written")) is not None:
+                raise refusal
             try:
                 data = path.read_bytes()
                 text = data.decode("utf-8")

@@ -20,7 +20,7 @@ from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, from_units, to_units
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.tools import LspArgs
-from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP
+from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP, too_large
 from tether_lsp.write_diagnostics import document_diagnostics
 
 NAVIGATION = {
@@ -70,6 +70,8 @@ def source_file(run: Any, file: str) -> tuple[Path, str, str]:
     rel = run.relpath(path)
     if not path.is_file():
         raise ToolError(f"'{rel}' is a directory; give a file", {"error": "not_a_file"})
+    if (refusal := too_large(path, rel)) is not None:
+        raise refusal
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 from tether.diagnostics import Diagnostic
-from tether.files import split_lines
+from tether.files import MAX_FILE_BYTES, split_lines
 
 from tether_lsp.positions import from_units
 
@@ -48,7 +48,8 @@ class Lines:
             text = self._overrides.get(path)
             if text is None:
                 try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
+                    small = path.stat().st_size <= MAX_FILE_BYTES  # a line of a huge file is not shown
+                    text = path.read_text(encoding="utf-8", errors="replace") if small else ""
                 except OSError:
                     text = ""
             self._cache[path] = split_lines(text)

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat as stat_module
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.files import MAX_FILE_BYTES
+from tether.tools import ToolError
 from tether.walk import SKIP_DIRS
 
 if TYPE_CHECKING:
@@ -35,6 +38,44 @@ def file_stat(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size)
+
+
+def too_large(path: Path, rel: str, then: str = "") -> ToolError | None:
+    """The error for a file past MAX_FILE_BYTES (decided from ``stat``, before a byte is read), else None."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size <= MAX_FILE_BYTES:
+        return None
+    return ToolError(
+        f"'{rel}' is {size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB a language server is "
+        f"given, so it is not opened{then}; search it with grep in a shell instead",
+        {"error": "too_large", "size": size},
+    )
+
+
+def read_text(path: Path) -> str | None:
+    """The UTF-8 text of a regular file of at most MAX_FILE_BYTES, else None: the size is decided from
+    ``fstat`` before a byte is read, and no more than MAX_FILE_BYTES + 1 bytes are read (a file that
+    grew meanwhile). Opened non-blocking, so a FIFO put in the file's place is never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(MAX_FILE_BYTES + 1)
+        return data.decode("utf-8") if len(data) <= MAX_FILE_BYTES else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 class Watcher:
