@@ -71,7 +71,9 @@ async def _child(argv, **kw):
 async def zmq(host_conn: str, kernel_conn: str, argv) -> int:
     with open(host_conn) as fh:
         info = json.load(fh)
-    ports = {c: _free_port() for c in CHANNELS}
+    # a Landlock envelope allows TCP only to the ports it names; a network namespace of our own, any
+    pool = [int(p) for p in os.environ.get("TETHER_SANDBOX_PORTS", "").split(",") if p]
+    ports = {c: pool[i] if i < len(pool) else _free_port() for i, c in enumerate(CHANNELS)}
     inside = {**info, "transport": "tcp", "ip": "127.0.0.1", **ports}
     with open(kernel_conn, "w") as fh:
         json.dump(inside, fh)

@@ -30,8 +30,10 @@ import asyncio
 import fnmatch
 import functools
 import inspect
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
     from tether.run import Run
 
 RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
+CONFINE = str(Path(__file__).with_name("confine.py"))  # the Landlock envelope's first process, likewise
+PORTS = 5  # TCP ports a Landlock envelope without network may bind and connect to: the relay's (one per zmq channel)
 
 DEFAULT_DENY = (
     "~/.ssh",
@@ -94,6 +98,17 @@ DEFAULT_HIDE_ENV = (
     "DOCKER_HOST",
 )
 EMPTIED = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # the host's sockets live here: none of them inside
+LANDLOCK_FIX = (
+    "run tether where unprivileged user namespaces are allowed (for bubblewrap) or on Linux 6.7+ with "
+    "Landlock enabled (lsm= boot list) and libseccomp installed (Debian/Ubuntu: apt-get install libseccomp2). "
+    "Nothing was run"
+)
+LANDLOCK_DEBUG = (
+    "debug runs nothing under the Landlock sandbox with sandbox_network=\"off\": debug adapters talk to "
+    "their programs over loopback TCP on ports they choose, and Landlock cannot tell loopback from the "
+    "network (it allows TCP by port only). Use bubblewrap (allow unprivileged user namespaces), or open "
+    "the run with sandbox_network=\"on\" if the program may reach the network. Nothing was run."
+)
 INSTALL = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
     "Arch: pacman -S bubblewrap)"
@@ -113,6 +128,11 @@ class SandboxOptions:
         "inside the built-in bubblewrap envelope, unless the harness offers its own; they refuse to run "
         "when it cannot be had",
         default=False,
+    )
+    sandbox_backend: Literal["auto", "bwrap", "landlock"] = arg(
+        "what confines the built-in sandbox: bwrap (bubblewrap's namespaces), landlock (Landlock and seccomp, "
+        "where user namespaces are not allowed) or auto (bubblewrap, else Landlock)",
+        default="auto",
     )
     sandbox_network: Literal["off", "on"] = arg(
         "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off"
@@ -264,6 +284,21 @@ def bwrap_problem() -> str | None:
     return None
 
 
+@functools.cache
+def landlock_probe() -> tuple[int, str | None]:
+    """(the Landlock ABI, None) when a process can be confined with Landlock and seccomp here; else (0, why)."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", CONFINE, "--probe"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 0, f"the Landlock probe did not run ({exc})"
+    if probe.returncode != 0 or not probe.stdout.strip().isdigit():
+        why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        return 0, f"Landlock and seccomp cannot confine a process here ({why})"
+    return int(probe.stdout), None
+
+
 @attrs.frozen
 class Policy:
     root: Path
@@ -273,15 +308,60 @@ class Policy:
     sockets: tuple[str, ...]
     hide_env: tuple[str, ...]
     pass_env: tuple[str, ...]
+    backend: Literal["bwrap", "landlock"] = "bwrap"
+    abi: int = 0  # Landlock's, when it is the backend
+    fallback: str = ""  # why bubblewrap was not used, when auto fell back to Landlock
 
     def describe(self) -> str:
         deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
-        net = "network on" if self.network else "no network"
-        sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
-        return (
-            f"root read-write except .git hooks and config, everything else read-only, "
-            f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
+        if self.backend == "bwrap":
+            net = "network on" if self.network else "no network"
+            sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
+            return (
+                f"root read-write except .git hooks and config, everything else read-only, "
+                f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
+            )
+        net = (
+            "network on"
+            if self.network
+            else f"no network (TCP connect and bind only to its {PORTS} relay ports, no UDP or raw sockets)"
         )
+        scopes = (
+            "no signals to or abstract sockets of processes outside"
+            if self.abi >= 6
+            else f"signals to and abstract sockets of host processes not confined (Landlock ABI {self.abi} < 6)"
+        )
+        fell = f"bubblewrap could not start ({self.fallback}), so " if self.fallback else ""
+        return (
+            f"{fell}Landlock ABI {self.abi} and seccomp: root read-write, its .git hooks and config included "
+            f"(Landlock cannot make them read-only inside it), everything else read-only (the host's /tmp "
+            f"too, readable: not private), unreadable {deny} (their names can be listed); {net}; host Unix "
+            "sockets reachable by path (Landlock cannot hide them); no pid namespace: host processes are "
+            f"visible, not traceable; {scopes}; no new user namespaces or mounts; no capabilities; "
+            "secret-looking variables hidden"
+        )
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.landlock_argv(argv) if self.backend == "landlock" else self.argv(argv)
+
+    def landlock_argv(self, argv: Sequence[str]) -> list[str]:
+        private = self.private()
+        tmp = private / "tmp"
+        tmp.mkdir(exist_ok=True)
+        ports = [] if self.network else _free_ports(PORTS)
+        setenv = {"TMPDIR": str(tmp), "XDG_CACHE_HOME": str(tmp / ".cache")}
+        if ports:
+            setenv["TETHER_SANDBOX_PORTS"] = ",".join(map(str, ports))
+        spec = {
+            "network": self.network,
+            "deny": list(self.deny),
+            "write": [str(self.root), str(private)],
+            "ports": ports,
+            "unset": [n for n in os.environ if _hidden(n, self.hide_env) and n not in self.pass_env],
+            "setenv": setenv,
+            "chdir": str(self.root),
+        }
+        return [sys.executable, "-I", CONFINE, json.dumps(spec), "--", *argv]
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         out = [
@@ -335,6 +415,16 @@ class Policy:
         return out + list(argv)
 
 
+def _free_ports(count: int) -> list[int]:
+    """Ports free on the host's loopback now (a Landlock envelope shares it: no namespace of its own)."""
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+    try:
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def _hidden(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
@@ -382,16 +472,37 @@ def _git_protected(root: Path) -> list[str]:
 
 
 def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
-    """The built-in bubblewrap envelope when the run asks for the sandbox (see the module docstring)."""
+    """The built-in envelope when the run asks for the sandbox (see the module docstring)."""
     opts = run.options.of(SandboxOptions)
     if not opts.sandbox:
         return None
-    problem = bwrap_problem()
-    if problem is not None:
-        return Envelope("bubblewrap", wrap=list, required=True, refusal=problem)
     network = opts.sandbox_network == "on"
     if purpose == "worker" and opts.sandbox_worker_network != "same":
         network = opts.sandbox_worker_network == "on"
+    backend, abi, fallback = "bwrap", 0, ""
+    if opts.sandbox_backend != "landlock":
+        problem = bwrap_problem()
+        if problem is not None and opts.sandbox_backend == "bwrap":
+            return Envelope("bubblewrap", wrap=list, required=True, refusal=problem)
+        if problem is not None:
+            fallback = _bwrap_why(problem)
+    if opts.sandbox_backend == "landlock" or fallback:
+        backend = "landlock"
+        abi, why = landlock_probe()
+        if why is not None:
+            told = f"bubblewrap cannot start ({fallback}), and " if fallback else ""
+            return Envelope(
+                "landlock",
+                wrap=list,
+                required=True,
+                refusal=(
+                    f"the run asks for the sandbox, but {told}{why}: {LANDLOCK_FIX}"
+                    if fallback
+                    else f"the run asks for the Landlock sandbox, but {why}: {LANDLOCK_FIX}"
+                ),
+            )
+        if purpose == "debug" and not network:
+            return Envelope("landlock", wrap=list, required=True, refusal=LANDLOCK_DEBUG)
     deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
     policy = Policy(
         run.root,
@@ -401,15 +512,38 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         tuple(opts.sandbox_sockets),
         (*DEFAULT_HIDE_ENV, *opts.sandbox_hide_env),
         tuple(opts.sandbox_pass_env),
+        backend,
+        abi,
+        fallback,
     )
     return Envelope(
-        "bubblewrap", wrap=policy.argv, policy=policy.describe(), shares_loopback=network, required=True
+        "bubblewrap" if backend == "bwrap" else "landlock",
+        wrap=policy.wrap,
+        policy=policy.describe(),
+        shares_loopback=network,
+        required=True,
     )
+
+
+def _bwrap_why(problem: str) -> str:
+    """The short reason inside a bwrap_problem() paragraph (what bubblewrap said, or that it is missing)."""
+    if "not on PATH" in problem:
+        return "bwrap is not on PATH"
+    start = problem.find("(")
+    end = problem.find("): ", start)
+    return problem[start + 1 : end] if start >= 0 and end > start else problem[:200]
 
 
 def explain(text: str, policy: str) -> list[str]:
     """Notes for output that shows the sandbox refusing something, so the model learns the rule, not retries."""
     notes = []
+    if "Landlock" in policy and any(m in text for m in ("Permission denied", "PermissionDenied", "PermissionError")):
+        net = "" if "network on" in policy else ", and TCP reaches only the sandbox's relay ports"
+        notes.append(
+            "[sandbox (Landlock): only the root and the run's private folder are writable, credentials and "
+            f"histories (~/.ssh, ~/.aws, ...) are unreadable{net}: a permission denied here is the sandbox, "
+            "on purpose; write under the root, and do not look for a way around it]"
+        )
     if "Read-only file system" in text:
         notes.append(
             "[sandbox: only the root is writable (not its .git hooks or config); everything else is "
