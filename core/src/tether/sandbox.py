@@ -285,6 +285,18 @@ def bwrap_problem() -> str | None:
 
 
 @functools.cache
+def _bwrap_disables_userns() -> bool:
+    """Whether this bubblewrap has --disable-userns (0.8 and later)."""
+    try:
+        shown = subprocess.run(
+            [shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--disable-userns" in shown.stdout
+
+
+@functools.cache
 def landlock_probe() -> tuple[int, str | None]:
     """(the Landlock ABI, None) when a process can be confined with Landlock and seccomp here; else (0, why)."""
     try:
@@ -375,6 +387,8 @@ class Policy:
             "--cap-drop",
             "ALL",
         ]
+        if _bwrap_disables_userns():
+            out.append("--disable-userns")  # no nested user namespace, where a process would hold capabilities
         if not self.network:
             out.append("--unshare-net")
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
