@@ -43,7 +43,7 @@ class Confined:
         if backend == "bwrap":
             require_binary("bwrap")
         else:
-            abi, why = sandbox.landlock_probe()
+            _, why = sandbox.landlock_probe()
             if why is not None:
                 (pytest.fail if IN_CI else pytest.skip)(f"Landlock cannot confine here: {why}")
         self.home = tmp_path / "home"

@@ -91,11 +91,15 @@ def probe(confined, listeners, **options) -> tuple[dict, dict, str]:
         "udp": udp.getsockname()[1],
         "host_pid": os.getpid(),
     }
-    with tether.open_run_sync(confined.root, load_entry_points=False, options=confined.options(**options)) as run:
+    with tether.open_run_sync(
+        confined.root, load_entry_points=False, options=confined.options(**options)
+    ) as run:
         envelope = sandbox.envelope(run, "kernel")
         assert envelope is not None and envelope.refusal is None, envelope
         argv = list(envelope.wrap([sys.executable, "-I", "-c", PROBE, json.dumps(spec)]))
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=confined.root, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, cwd=confined.root, check=False
+        )
         assert done.returncode == 0, done.stderr
         try:
             while udp.recv(64):
@@ -150,7 +154,9 @@ def test_the_policy_line_says_what_landlock_cannot_confine(confined):
     with tether.open_run_sync(confined.root, load_entry_points=False, options=confined.options()) as run:
         policy = sandbox.envelope(run, "kernel").policy
     if confined.backend == "bwrap":
-        assert policy.startswith("root read-write except .git hooks and config") and "no host sockets" in policy
+        assert (
+            policy.startswith("root read-write except .git hooks and config") and "no host sockets" in policy
+        )
         return
     for said in (
         "its .git hooks and config included (Landlock cannot make them read-only inside it)",
@@ -165,16 +171,16 @@ def test_the_policy_line_says_what_landlock_cannot_confine(confined):
 def test_sandbox_backend_bwrap_refuses_where_bubblewrap_cannot_start(confined, monkeypatch, tmp_path):
     stub = tmp_path / "stub-bin"
     stub.mkdir()
-    (stub / "bwrap").write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    (stub / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+    )
     (stub / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{stub}{os.pathsep}{os.environ['PATH']}")
     sandbox.bwrap_problem.cache_clear()
     try:
         with tether.open_run_sync(confined.root, load_entry_points=False, options=confined.options()) as run:
             forced = sandbox.envelope(run, "kernel")
-        with tether.open_run_sync(
-            confined.root, load_entry_points=False, options={"sandbox": True}
-        ) as run:
+        with tether.open_run_sync(confined.root, load_entry_points=False, options={"sandbox": True}) as run:
             auto = sandbox.envelope(run, "kernel")
     finally:
         sandbox.bwrap_problem.cache_clear()

@@ -76,13 +76,17 @@ async def test_a_sandboxed_cell_and_its_shell_cannot_reach_what_the_policy_denie
         )
         assert "BEGIN OPENSSH" not in shell.plain and "s3cret" not in shell.plain and "token=" in shell.plain
         assert confined.by_backend("No such file or directory", "Permission denied") in shell.plain
-        assert confined.by_backend("[sandbox: credentials and histories", "[sandbox (Landlock):") in shell.plain
+        assert (
+            confined.by_backend("[sandbox: credentials and histories", "[sandbox (Landlock):") in shell.plain
+        )
         bash = await run.call(
             "eval",
             {"code": f"%%bash\necho hi > {confined.home}/x.txt\necho made > in-root.txt", "description": D},
         )
         assert confined.by_backend("Read-only file system", "Permission denied") in bash.plain
-        assert confined.by_backend("[sandbox: only the root is writable", "[sandbox (Landlock):") in bash.plain
+        assert (
+            confined.by_backend("[sandbox: only the root is writable", "[sandbox (Landlock):") in bash.plain
+        )
         js = await run.call(
             "eval",
             {
@@ -184,7 +188,9 @@ async def test_pip_installs_a_local_wheel_into_the_projects_environment_inside_t
     assert list((confined.root / ".venv").glob("lib/python3*/site-packages/tinypkg/__init__.py"))
 
 
-APPARMOR = "bwrap: setting up uid map: Permission denied"  # what Ubuntu 24.04's userns restriction makes it say
+APPARMOR = (
+    "bwrap: setting up uid map: Permission denied"  # what Ubuntu 24.04's userns restriction makes it say
+)
 
 
 def stub_bwrap(tmp_path, monkeypatch) -> None:

@@ -81,7 +81,9 @@ async def test_without_bubblewrap_a_sandboxed_worker_is_refused(confined, open_v
     sandbox.bwrap_problem.cache_clear()
     try:
         async with open_vibe(
-            confined.root, {"fast": [sys.executable, "-c", "open('ran.txt', 'w')"]}, options=confined.options()
+            confined.root,
+            {"fast": [sys.executable, "-c", "open('ran.txt', 'w')"]},
+            options=confined.options(),
         ) as run:
             refused = await run.call("vibe_spawn", {"brief": "b", "label": "l"})
             assert refused.is_error and refused.data["error"] == "sandbox_unavailable", refused.plain

@@ -38,7 +38,16 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 READ = EXECUTE | READ_FILE | READ_DIR
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # all a rule on a non-folder may hold
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts")
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+)
 
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
@@ -49,7 +58,14 @@ SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_MASKED_EQ = 4, 5, 7
 CLONE_NEWUSER = 0x10000000
 SOCK_TYPE_MASK = 0xF
-NOT_STREAM = (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_RDM, socket.SOCK_SEQPACKET, 6, 10)  # 6 DCCP, 10 PACKET
+NOT_STREAM = (
+    socket.SOCK_DGRAM,
+    socket.SOCK_RAW,
+    socket.SOCK_RDM,
+    socket.SOCK_SEQPACKET,
+    6,
+    10,
+)  # 6 DCCP, 10 PACKET
 MOUNTS = (
     "mount",
     "umount2",
@@ -90,7 +106,11 @@ class CapHeader(ctypes.Structure):
 
 
 class CapData(ctypes.Structure):
-    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
 
 
 class Unconfinable(Exception):
@@ -187,7 +207,9 @@ def landlock(spec: dict, version: int) -> None:
             for port in spec["ports"]:
                 rule = NetPort(NET_BIND_TCP | NET_CONNECT_TCP, port)
                 _check(
-                    libc.syscall(SYS_ADD_RULE, ruleset, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0)),
+                    libc.syscall(
+                        SYS_ADD_RULE, ruleset, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0)
+                    ),
                     f"landlock_add_rule(port {port})",
                 )
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")

@@ -104,10 +104,10 @@ LANDLOCK_FIX = (
     "Nothing was run"
 )
 LANDLOCK_DEBUG = (
-    "debug runs nothing under the Landlock sandbox with sandbox_network=\"off\": debug adapters talk to "
+    'debug runs nothing under the Landlock sandbox with sandbox_network="off": debug adapters talk to '
     "their programs over loopback TCP on ports they choose, and Landlock cannot tell loopback from the "
     "network (it allows TCP by port only). Use bubblewrap (allow unprivileged user namespaces), or open "
-    "the run with sandbox_network=\"on\" if the program may reach the network. Nothing was run."
+    'the run with sandbox_network="on" if the program may reach the network. Nothing was run.'
 )
 INSTALL = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
@@ -289,7 +289,11 @@ def _bwrap_disables_userns() -> bool:
     """Whether this bubblewrap has --disable-userns (0.8 and later)."""
     try:
         shown = subprocess.run(
-            [shutil.which("bwrap") or "bwrap", "--help"], capture_output=True, text=True, timeout=20, check=False
+            [shutil.which("bwrap") or "bwrap", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return False
@@ -301,7 +305,11 @@ def landlock_probe() -> tuple[int, str | None]:
     """(the Landlock ABI, None) when a process can be confined with Landlock and seccomp here; else (0, why)."""
     try:
         probe = subprocess.run(
-            [sys.executable, "-I", CONFINE, "--probe"], capture_output=True, text=True, timeout=20, check=False
+            [sys.executable, "-I", CONFINE, "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return 0, f"the Landlock probe did not run ({exc})"
@@ -388,7 +396,9 @@ class Policy:
             "ALL",
         ]
         if _bwrap_disables_userns():
-            out.append("--disable-userns")  # no nested user namespace, where a process would hold capabilities
+            out.append(
+                "--disable-userns"
+            )  # no nested user namespace, where a process would hold capabilities
         if not self.network:
             out.append("--unshare-net")
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -551,7 +561,9 @@ def _bwrap_why(problem: str) -> str:
 def explain(text: str, policy: str) -> list[str]:
     """Notes for output that shows the sandbox refusing something, so the model learns the rule, not retries."""
     notes = []
-    if "Landlock" in policy and any(m in text for m in ("Permission denied", "PermissionDenied", "PermissionError")):
+    if "Landlock" in policy and any(
+        m in text for m in ("Permission denied", "PermissionDenied", "PermissionError")
+    ):
         net = "" if "network on" in policy else ", and TCP reaches only the sandbox's relay ports"
         notes.append(
             "[sandbox (Landlock): only the root and the run's private folder are writable, credentials and "
