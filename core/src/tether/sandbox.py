@@ -2,7 +2,9 @@
 
 A harness offers its own envelope (its container, its VM) through the ``tether_envelope`` hook. When
 it offers none and the run asks for one (``sandbox=true``: `tether serve|call --sandbox`, or the run
-option), the built-in one below confines every process an exec tool starts with bubblewrap:
+option), the built-in one below confines every process an exec tool starts, with bubblewrap or, where
+bubblewrap cannot create its namespaces (``sandbox_backend``: auto, bwrap, landlock), with Landlock
+and seccomp (`tether.confine`). Under bubblewrap:
 
 - filesystem: everything read-only; the root read-write, except its ``.git`` hooks and config (a
   written hook would run at the user's next commit); a private, empty ``/tmp``; a deny list that
@@ -15,10 +17,15 @@ option), the built-in one below confines every process an exec tool starts with 
 - environment: secret-looking variables (``*_TOKEN``, ``*_KEY``, ``*_SECRET``, ``AWS_*``, ...) are
   not passed in (``sandbox_hide_env`` adds patterns, ``sandbox_pass_env`` names exceptions);
 - processes: a pid namespace of their own, killed with the envelope (``--die-with-parent``); no
-  capabilities, no new privileges, even when tether runs as root.
+  capabilities, no new privileges, no nested user namespaces, even when tether runs as root.
 
-Fail closed: when the run asks for the sandbox and bubblewrap or user namespaces are missing, the
-built-in envelope carries a refusal that every exec tool returns instead of running anything.
+Under Landlock the same deny list, root and environment rules hold, and the network when off allows
+TCP only to a few ports chosen per process (the relay's), with UDP, raw and non-TCP stream sockets
+refused by seccomp; what it cannot do (a private ``/tmp``, read-only ``.git`` hooks inside the root,
+hidden host sockets, a pid namespace, debug without the network) is said in its policy line.
+
+Fail closed: when the run asks for the sandbox and no backend can arm, the built-in envelope carries a
+refusal that every exec tool returns instead of running anything.
 
 TCP between the host and the inside (Deno's kernel, delve) does not cross a network namespace: it is
 relayed through `tether.relay`, over Unix sockets in the run's private directory or over stdio.
@@ -125,8 +132,8 @@ def _absolute(instance, attribute, value) -> None:
 class SandboxOptions:
     sandbox: bool = arg(
         "run the exec tools (eval kernels and their shell idioms, debug adapters and programs, vibe workers) "
-        "inside the built-in bubblewrap envelope, unless the harness offers its own; they refuse to run "
-        "when it cannot be had",
+        "inside the built-in envelope (see sandbox_backend), unless the harness offers its own; they refuse "
+        "to run when it cannot be had",
         default=False,
     )
     sandbox_backend: Literal["auto", "bwrap", "landlock"] = arg(
