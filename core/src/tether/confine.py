@@ -232,11 +232,16 @@ def drop_capabilities() -> None:
 
 def seccomp(network: bool) -> None:
     """libseccomp's filter: refuse what Landlock does not govern (see the module docstring)."""
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
-        lib = ctypes.CDLL(name, use_errno=True)
-    except OSError as exc:
-        raise Unconfinable(f"libseccomp is not installed ({exc})") from None
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        name = ctypes.util.find_library(
+            "seccomp"
+        )  # slow (it runs ldconfig): only where the soname is not found
+        try:
+            lib = ctypes.CDLL(name or "libseccomp.so.2", use_errno=True)
+        except OSError as exc:
+            raise Unconfinable(f"libseccomp is not installed ({exc})") from None
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = (ctypes.c_uint32,)
     lib.seccomp_rule_add_array.argtypes = (

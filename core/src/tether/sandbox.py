@@ -43,12 +43,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from tether import egress
 from tether.args import arg
 from tether.tools import ToolError
 
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 
 RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
 CONFINE = str(Path(__file__).with_name("confine.py"))  # the Landlock envelope's first process, likewise
+PROXY_PORT = 3128  # where bubblewrap's inside reaches the egress proxy (a loopback of its own: never taken)
 PORTS = 5  # TCP ports a Landlock envelope without network may bind and connect to: the relay's (one per zmq channel)
 
 DEFAULT_DENY = (
@@ -128,6 +131,18 @@ def _absolute(instance, attribute, value) -> None:
             raise ValueError(f"'{p}' is not an absolute path; give it as /abs/path or ~/path")
 
 
+def _names(instance, attribute, value) -> None:
+    if isinstance(value, str):
+        return
+    for name in value:
+        bare = name[2:] if name.startswith("*.") else name
+        if not bare or not (egress.NAME.match(bare.lower()) or egress.is_ip(bare)):
+            raise ValueError(
+                f'\'{name}\' is not a host name; list names like "pypi.org" or "*.example.com" (no scheme, port '
+                "or path)"
+            )
+
+
 @attrs.frozen
 class SandboxOptions:
     sandbox: bool = arg(
@@ -141,8 +156,11 @@ class SandboxOptions:
         "where user namespaces are not allowed) or auto (bubblewrap, else Landlock)",
         default="auto",
     )
-    sandbox_network: Literal["off", "on"] = arg(
-        "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off"
+    sandbox_network: Literal["off", "on"] | list[str] = arg(
+        "network inside the sandbox: off (a loopback of its own), on (the host's network), or a list of "
+        'host names (exact, or "*.example.com") reached only through tether\'s HTTP(S) proxy',
+        default="off",
+        validator=_names,
     )
     sandbox_worker_network: Literal["same", "off", "on"] = arg(
         "network of vibe workers inside the sandbox (an agent CLI needs its model's API): same as "
@@ -338,11 +356,18 @@ class Policy:
     backend: Literal["bwrap", "landlock"] = "bwrap"
     abi: int = 0  # Landlock's, when it is the backend
     fallback: str = ""  # why bubblewrap was not used, when auto fell back to Landlock
+    names: tuple[str, ...] = ()  # sandbox_network's list: the network is off but for the egress proxy
+    egress: Callable[[], egress.Egress] | None = None  # the run's proxy, started when first needed
+
+    def _net(self) -> str:
+        if self.names:
+            return f"network only through tether's HTTP(S) proxy, to {', '.join(self.names)}"
+        return ""
 
     def describe(self) -> str:
         deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
         if self.backend == "bwrap":
-            net = "network on" if self.network else "no network"
+            net = self._net() or ("network on" if self.network else "no network")
             sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
             return (
                 f"root read-write except .git hooks and config, everything else read-only, "
@@ -351,7 +376,9 @@ class Policy:
         net = (
             "network on"
             if self.network
-            else f"no network (TCP connect and bind only to its {PORTS} relay ports, no UDP or raw sockets)"
+            else (self._net() or "no network")
+            + f" (TCP connect and bind only to its {PORTS} relay ports{', the proxy' if self.names else ''}, "
+            "no UDP or raw sockets)"
         )
         scopes = (
             "no signals to or abstract sockets of processes outside"
@@ -379,11 +406,16 @@ class Policy:
         setenv = {"TMPDIR": str(tmp), "XDG_CACHE_HOME": str(tmp / ".cache")}
         if ports:
             setenv["TETHER_SANDBOX_PORTS"] = ",".join(map(str, ports))
+        proxy = []
+        if self.egress is not None:
+            port = self.egress().port  # the host's loopback: the one port out besides the relay's
+            proxy = [port]
+            setenv.update(egress.proxy_env(port))
         spec = {
             "network": self.network,
             "deny": list(self.deny),
             "write": [str(self.root), str(private)],
-            "ports": ports,
+            "ports": ports + proxy,
             "unset": [n for n in os.environ if _hidden(n, self.hide_env) and n not in self.pass_env],
             "setenv": setenv,
             "chdir": str(self.root),
@@ -428,6 +460,12 @@ class Policy:
         for name in os.environ:
             if _hidden(name, self.hide_env) and name not in self.pass_env:
                 out += ["--unsetenv", name]
+        if self.egress is not None:
+            for name, value in egress.proxy_env(PROXY_PORT).items():
+                out += ["--setenv", name, value]
+            # the proxy's Unix socket (in the private directory) served on the namespace's own loopback
+            sock = self.egress().unix_path
+            argv = [sys.executable, "-I", RELAY, "proxy", str(sock), str(PROXY_PORT), "--", *argv]
         # a host pid means nothing in a pid namespace (ipykernel would take its parent for gone)
         # and caches (pip, uv, deno) go to the private /tmp: the home is read-only
         out += [
@@ -534,6 +572,11 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
             )
         if purpose == "debug" and not network:
             return Envelope("landlock", wrap=list, required=True, refusal=LANDLOCK_DEBUG)
+    names: tuple[str, ...] = ()
+    if isinstance(opts.sandbox_network, list) and not (
+        purpose == "worker" and opts.sandbox_worker_network != "same"
+    ):
+        names = tuple(opts.sandbox_network)
     deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
     policy = Policy(
         run.root,
@@ -546,6 +589,8 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         backend,
         abi,
         fallback,
+        names,
+        functools.partial(run_egress, run) if names else None,
     )
     return Envelope(
         "bubblewrap" if backend == "bwrap" else "landlock",
@@ -554,6 +599,35 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         shares_loopback=network,
         required=True,
     )
+
+
+_EGRESS: weakref.WeakKeyDictionary[Run, egress.Egress] = weakref.WeakKeyDictionary()
+RESOLVER: egress.Resolver | None = None  # where the proxy connects for a name (None: the name itself, by DNS)
+
+
+def run_egress(run: Run) -> egress.Egress:
+    """The run's egress proxy (``sandbox_network`` as a list of names), started on first use, closed with the run."""
+    proxy = _EGRESS.get(run)
+    if proxy is None:
+        names = run.options.of(SandboxOptions).sandbox_network
+        assert isinstance(names, list)
+        proxy = egress.Egress(names, str(run.private_dir() / "egress.sock"), RESOLVER)
+        _EGRESS[run] = proxy
+        run.on_close(proxy.close)
+    return proxy
+
+
+def egress_notes(run: Run) -> list[str]:
+    """One line on the connections the run's proxy refused since the last answer that said so; else none."""
+    proxy = _EGRESS.get(run)
+    blocked = proxy.take_blocked() if proxy is not None else []
+    if not blocked:
+        return []
+    shown = ", ".join(blocked[:5]) + (f", and {len(blocked) - 5} more" if len(blocked) > 5 else "")
+    word = "connection" if len(blocked) == 1 else "connections"
+    return [
+        f"[sandbox: blocked {len(blocked)} {word}: {shown}; the run option sandbox_network lists what may be reached]"
+    ]
 
 
 def _bwrap_why(problem: str) -> str:
