@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import tether
@@ -29,7 +30,7 @@ ALLOWED = [NAME, "*.mirror.test"]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    files: dict[str, tuple[str, bytes]] = {}
+    files: ClassVar[dict[str, tuple[str, bytes]]] = {}
 
     def do_GET(self) -> None:
         kind, body = self.files.get(self.path.split("?")[0], ("text/plain", b""))
@@ -52,8 +53,21 @@ def certificate(tmp_path_factory) -> tuple[Path, Path]:
     where = tmp_path_factory.mktemp("tls")
     key, cert = where / "key.pem", where / "cert.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={NAME}"]
-        + ["-addext", f"subjectAltName=DNS:{NAME}", "-keyout", str(key), "-out", str(cert)],
+        [
+            *(
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                f"/CN={NAME}",
+            ),
+            *("-addext", f"subjectAltName=DNS:{NAME}", "-keyout", str(key), "-out", str(cert)),
+        ],
         check=True,
         capture_output=True,
         timeout=60,

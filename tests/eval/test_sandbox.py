@@ -308,3 +308,25 @@ def test_a_project_cannot_loosen_its_own_sandbox(tmp_path):
     ):
         pass
     assert os.environ.get("FAKE_SERVICE_TOKEN") is None
+
+
+async def test_a_cell_whose_connection_the_egress_proxy_refused_says_so_once(confined):
+    options = confined.options(sandbox_network=["pypi.org"])
+    cell = (
+        "import urllib.request, urllib.error\n"
+        "try:\n"
+        "    urllib.request.urlopen('https://github.com/', timeout=30)\n"
+        "except (urllib.error.URLError, OSError) as e:\n"
+        "    print('refused', e)\n"
+    )
+    async with tether.open_run(
+        confined.root, plugins=[eval_plugin], load_entry_points=False, options=options
+    ) as run:
+        r = await run.call("eval", {"code": cell, "description": D})
+        assert "Tunnel connection failed: 403 Forbidden" in r.plain, r.plain
+        assert (
+            "[sandbox: blocked 1 connection: github.com:443 (not in sandbox_network); the run option "
+            "sandbox_network lists what may be reached]" in r.plain
+        ), r.plain
+        again = await run.call("eval", {"code": "1+1", "description": D})
+        assert "blocked" not in again.plain, again.plain

@@ -330,7 +330,7 @@ def landlock_probe() -> tuple[int, str | None]:
     """(the Landlock ABI, None) when a process can be confined with Landlock and seccomp here; else (0, why)."""
     try:
         probe = subprocess.run(
-            [sys.executable, "-I", CONFINE, "--probe"],
+            [sys.executable, "-I", "-S", CONFINE, "--probe"],
             capture_output=True,
             text=True,
             timeout=20,
@@ -377,7 +377,7 @@ class Policy:
             "network on"
             if self.network
             else (self._net() or "no network")
-            + f" (TCP connect and bind only to its {PORTS} relay ports{', the proxy' if self.names else ''}, "
+            + f" (TCP connect and bind only to its {PORTS} relay ports{' and the proxy' if self.names else ''}, "
             "no UDP or raw sockets)"
         )
         scopes = (
@@ -420,7 +420,8 @@ class Policy:
             "setenv": setenv,
             "chdir": str(self.root),
         }
-        return [sys.executable, "-I", CONFINE, json.dumps(spec), "--", *argv]
+        # -S: confine.py needs the stdlib only, and an interpreter start without .pth files is faster
+        return [sys.executable, "-I", "-S", CONFINE, json.dumps(spec), "--", *argv]
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         out = [
