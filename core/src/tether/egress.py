@@ -15,8 +15,8 @@ the target): what is ambiguous is refused with a 400 rather than guessed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 MAX_HEAD = 16384
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 30.0
+F_SETPIPE_SZ = 1031
+CHUNK = 1 << 20  # bytes read at once while piping: fewer turns of the loop on a large download
 REQUEST_LINE = re.compile(rb"^([A-Z]{3,12}) (\S+) HTTP/1\.[01]$")
 HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*$")
 ABSOLUTE = re.compile(r"^http://([^/?#@\s]+)(/[^\s#]*)?$", re.IGNORECASE)
@@ -66,40 +68,29 @@ def is_ip(host: str) -> bool:
 
 
 class Egress:
-    """The proxy of one run: listens on a loopback TCP port and a Unix socket, in a thread of its own."""
+    """The proxy of one run: listens on a loopback TCP port and a Unix socket; a thread per connection,
+    whose bytes, once the request is allowed, are spliced between the sockets by the kernel."""
 
     def __init__(self, allowed: Sequence[str], unix_path: str | None = None, resolve: Resolver | None = None):
         self.allowed = tuple(a.lower().rstrip(".") for a in allowed)
         self.resolve: Resolver = resolve or (lambda host, port: (host, port))
         self._blocked: list[str] = []
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._servers: list[asyncio.base_events.Server] = []
-        tcp = socket.create_server(("127.0.0.1", 0))
+        self._open: set[socket.socket] = set()  # every connection's sockets, shut down at close
+        self._closed = False
+        tcp = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.port: int = tcp.getsockname()[1]
-        socks = [tcp]
+        self._listeners = [tcp]
         self.unix_path = unix_path
         if unix_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(unix_path)
             unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             unix.bind(unix_path)
-            unix.listen(64)
-            socks.append(unix)
-        ready = threading.Event()
-
-        def serve() -> None:
-            asyncio.set_event_loop(self._loop)
-            for sock in socks:
-                self._servers.append(
-                    self._loop.run_until_complete(asyncio.start_server(self._handle, sock=sock))
-                )
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=serve, name="tether-egress", daemon=True)
-        self._thread.start()
-        ready.wait(30)
+            unix.listen(128)
+            self._listeners.append(unix)
+        for listener in self._listeners:
+            threading.Thread(target=self._accept, args=(listener,), name="tether-egress", daemon=True).start()
 
     def allows(self, host: str) -> bool:
         for name in self.allowed:
@@ -117,53 +108,80 @@ class Egress:
         return out
 
     def close(self) -> None:
-        if self._loop.is_closed():
-            return
-
-        async def stop() -> None:
-            for server in self._servers:
-                server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        with contextlib.suppress(Exception):
-            self._loop.close()
+        """Stop listening and cut every connection (the Unix socket's file goes too)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            live = list(self._open)
+        for sock in self._listeners:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if self.unix_path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.unix_path)
 
     # -- one connection --------------------------------------------------------------------------
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(
+                target=self._handle, args=(conn,), name="tether-egress-conn", daemon=True
+            ).start()
+
+    def _track(self, sock: socket.socket) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            self._open.add(sock)
+            return True
+
+    def _handle(self, conn: socket.socket) -> None:
+        up: socket.socket | None = None
+        if not self._track(conn):
+            conn.close()
+            return
         try:
-            try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
-            except asyncio.LimitOverrunError:
-                raise Refused(431, "?", f"the request head is over {MAX_HEAD} bytes") from None
-            except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
-                return
-            if len(head) > MAX_HEAD:
+            conn.settimeout(HEAD_TIMEOUT)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                if len(got) > MAX_HEAD:
+                    raise Refused(431, "?", f"the request head is over {MAX_HEAD} bytes")
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                got += chunk
+            end = got.index(b"\r\n\r\n") + 4
+            if end > MAX_HEAD:
                 raise Refused(431, "?", f"the request head is over {MAX_HEAD} bytes")
-            method, host, port, forward = self.check(head)
+            method, host, port, forward = self.check(got[:end])
             try:
-                where = self.resolve(host, port)
-                up_reader, up_writer = await asyncio.wait_for(
-                    asyncio.open_connection(*where), CONNECT_TIMEOUT
-                )
-            except (OSError, TimeoutError) as exc:
-                await self._answer(writer, 502, f"tether sandbox proxy: cannot reach {host}:{port}: {exc}\n")
+                up = socket.create_connection(self.resolve(host, port), timeout=CONNECT_TIMEOUT)
+            except OSError as exc:
+                _answer(conn, 502, f"tether sandbox proxy: cannot reach {host}:{port}: {exc}\n")
                 return
+            if not self._track(up):
+                return
+            conn.settimeout(None)
+            up.settimeout(None)
             if method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                await writer.drain()
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
-                up_writer.write(forward)
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                up.sendall(forward)
+            if got[end:]:
+                up.sendall(got[end:])  # what the client sent after the head (a request body)
+            back = threading.Thread(target=_pipe, args=(up, conn), name="tether-egress-pipe", daemon=True)
+            back.start()
+            _pipe(conn, up)
+            back.join()
         except Refused as refused:
             if refused.status == 403:
                 with self._lock:
@@ -173,26 +191,16 @@ class Egress:
                 f"lists the names a sandboxed process may reach ({', '.join(self.allowed)}); add the name there "
                 "to allow it\n"
             )
-            with contextlib.suppress(ConnectionError, OSError):
-                await self._answer(writer, refused.status, body)
+            with contextlib.suppress(OSError):
+                _answer(conn, refused.status, body)
+        except OSError:
+            pass  # a client or server gone mid-way: nothing to tell anyone
         finally:
-            with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-                writer.close()
-
-    async def _answer(self, writer: asyncio.StreamWriter, status: int, body: str) -> None:
-        reason = {
-            400: "Bad Request",
-            403: "Forbidden",
-            431: "Request Header Fields Too Large",
-            502: "Bad Gateway",
-        }
-        data = body.encode()
-        writer.write(
-            f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-            + data
-        )
-        await writer.drain()
+            for sock in (conn, up):
+                if sock is not None:
+                    with self._lock:
+                        self._open.discard(sock)
+                    sock.close()
 
     def check(self, head: bytes) -> tuple[str, str, int, bytes]:
         """(method, host, port, the head to send upstream) of an allowed request, else Refused."""
@@ -273,19 +281,48 @@ class Egress:
         return method, host, port, forward
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+def _answer(conn: socket.socket, status: int, body: str) -> None:
+    reason = {
+        400: "Bad Request",
+        403: "Forbidden",
+        431: "Request Header Fields Too Large",
+        502: "Bad Gateway",
+    }
+    data = body.encode()
+    conn.sendall(
+        f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+        + data
+    )
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(5)
+        while conn.recv(65536):  # let the client read the answer before the close resets it
+            pass
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    """Carry src's bytes to dst until src ends, through a kernel pipe (splice: no copy through Python)."""
     try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
+        if hasattr(os, "splice"):
+            r, w = os.pipe()
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(w, F_SETPIPE_SZ, CHUNK)  # up to 1 MiB a turn (the default pipe holds 64 KiB)
+            try:
+                while n := os.splice(src.fileno(), w, CHUNK):
+                    while n:
+                        n -= os.splice(r, dst.fileno(), n)
+            finally:
+                os.close(r)
+                os.close(w)
+        else:
+            while data := src.recv(CHUNK):
+                dst.sendall(data)
+    except OSError:
         pass
     finally:
-        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-            if writer.can_write_eof():
-                writer.write_eof()
-            else:
-                writer.close()
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
 
 
 def proxy_env(port: int) -> dict[str, str]:
