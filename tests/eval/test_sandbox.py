@@ -122,6 +122,8 @@ async def test_a_sandboxed_cell_and_its_shell_cannot_reach_what_the_policy_denie
     assert (confined.root / ".git" / "hooks" / "pre-commit").exists() == confined.by_backend(False, True)
 
 
+# the escapes run on both backends (above); this one on bubblewrap only, for the CI budget
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)
 async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with_diagnostics(
     confined, fake_tools
 ):
@@ -155,6 +157,8 @@ async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with
     assert (confined.root / "pkg" / "mod.py").read_text() == "x = 1  # TODO\n"
 
 
+# the escapes run on both backends (above); this one on bubblewrap only, for the CI budget
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)
 async def test_a_sandboxed_cell_past_its_budget_is_interrupted_and_the_kernel_keeps_its_state(confined):
     # a SIGINT to the kernel's process group would kill bubblewrap, and the kernel with it
     async with tether.open_run(
@@ -171,6 +175,8 @@ async def test_a_sandboxed_cell_past_its_budget_is_interrupted_and_the_kernel_ke
         assert after.data["kernel"]["started"] is False
 
 
+# the escapes run on both backends (above); this one on bubblewrap only, for the CI budget
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)
 async def test_pip_installs_a_local_wheel_into_the_projects_environment_inside_the_sandbox(confined):
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(confined.root / ".venv")], check=True, timeout=60
@@ -310,6 +316,8 @@ def test_a_project_cannot_loosen_its_own_sandbox(tmp_path):
     assert os.environ.get("FAKE_SERVICE_TOKEN") is None
 
 
+# the escapes run on both backends (above); this one on bubblewrap only, for the CI budget
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)
 async def test_a_cell_whose_connection_the_egress_proxy_refused_says_so_once(confined):
     options = confined.options(sandbox_network=["pypi.org"])
     cell = (
