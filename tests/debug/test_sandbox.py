@@ -122,3 +122,23 @@ async def test_without_bubblewrap_a_sandboxed_launch_is_refused(confined, monkey
     assert refused.is_error and refused.data["error"] == "sandbox_unavailable", refused.plain
     assert "bubblewrap (bwrap) is not on PATH" in refused.plain and "Traceback" not in refused.plain
     assert not (confined.root / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)  # Landlock: debug needs the network on
+async def test_a_debuggees_connection_the_egress_proxy_refused_is_said_in_the_next_answer(confined):
+    (confined.root / "fetch.py").write_text(
+        "import urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen('https://github.com/', timeout=30)\n"
+        "except OSError as e:\n"
+        "    print('refused', e)\n"
+        "done = True\n"
+    )
+    options = confined.options(sandbox_network=["pypi.org"])
+    async with tether.open_run(confined.root, conversation_id="c", options=options) as run:
+        await run.call("debug", {"action": "breakpoints", "file": "fetch.py", "lines": [6]})
+        launched = await run.call("debug", {"action": "launch", "program": "fetch.py"})
+        assert not launched.is_error and launched.data["stopped"]["line"] == 6, launched.plain
+        said = launched.plain + (await run.call("debug", {"action": "output"})).plain
+        assert "[sandbox: blocked 1 connection: github.com:443 (not in sandbox_network)" in said, said
+        await run.call("debug", {"action": "terminate"})
