@@ -33,12 +33,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     faulthandler.dump_traceback_later(300, exit=True)
 
 
-@pytest.fixture
-def confined(tmp_path, monkeypatch):
-    """A fake HOME with a fake ~/.ssh/id_ed25519, a loopback listener on the host, a secret variable, a git root."""
+@pytest.fixture(params=["bwrap", "landlock"])
+def confined(request, tmp_path, monkeypatch):
+    """A fake HOME with a fake ~/.ssh/id_ed25519, a loopback listener on the host, a secret variable, a git
+    root; once per sandbox backend (``confined.options`` opens a run on it)."""
     from support import Confined
 
-    world = Confined(tmp_path, monkeypatch)
+    world = Confined(tmp_path, monkeypatch, request.param)
     yield world
     world.close()
 

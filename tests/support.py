@@ -27,17 +27,25 @@ def require_binary(name: str, *candidates: str) -> str:
 
 class Confined:
     """A world to test the sandbox in: a fake HOME with a fake key, a listener on the host's loopback,
-    a secret-looking variable, and a git root with a pyproject.toml (see the `confined` fixture)."""
+    a secret-looking variable, and a git root with a pyproject.toml (see the `confined` fixture), for one
+    sandbox backend: `options` are the run options that open a run sandboxed on it."""
 
-    def __init__(self, tmp_path, monkeypatch) -> None:
+    def __init__(self, tmp_path, monkeypatch, backend: str = "bwrap") -> None:
         import socket
         import subprocess
         import threading
 
         from tether import sandbox
 
-        require_binary("bwrap")
+        self.backend = backend
         sandbox.bwrap_problem.cache_clear()
+        sandbox.landlock_probe.cache_clear()
+        if backend == "bwrap":
+            require_binary("bwrap")
+        else:
+            _, why = sandbox.landlock_probe()
+            if why is not None:
+                (pytest.fail if IN_CI else pytest.skip)(f"Landlock cannot confine here: {why}")
         self.home = tmp_path / "home"
         (self.home / ".ssh").mkdir(parents=True)
         self.key = self.home / ".ssh" / "id_ed25519"
@@ -64,6 +72,15 @@ class Confined:
                 conn.close()
 
         threading.Thread(target=accept, daemon=True).start()
+
+    def options(self, **more) -> dict:
+        """Run options for a sandboxed run on this world's backend, with ``more``."""
+        return {"sandbox": True, "sandbox_backend": self.backend, **more}
+
+    def by_backend(self, bwrap, landlock):
+        """What a check expects on this backend: Landlock cannot do all that bubblewrap does (a private
+        /tmp, read-only .git hooks inside a writable root, a hidden file that looks absent)."""
+        return bwrap if self.backend == "bwrap" else landlock
 
     def close(self) -> None:
         self.listener.close()

@@ -2,6 +2,7 @@
 
     relay.py zmq HOST_CONN KERNEL_CONN -- ARGV...   a Jupyter kernel that speaks only TCP (Deno)
     relay.py stdio -- ARGV...                       a debug adapter that listens on TCP (delve)
+    relay.py proxy SOCKET PORT -- ARGV...           the egress proxy's Unix socket served on PORT inside
 
 zmq: the host's connection file (HOST_CONN) uses the ipc transport, whose Unix sockets live in the
 run's private directory, shared with the host. The relay writes KERNEL_CONN, the same file with TCP
@@ -71,7 +72,9 @@ async def _child(argv, **kw):
 async def zmq(host_conn: str, kernel_conn: str, argv) -> int:
     with open(host_conn) as fh:
         info = json.load(fh)
-    ports = {c: _free_port() for c in CHANNELS}
+    # a Landlock envelope allows TCP only to the ports it names; a network namespace of our own, any
+    pool = [int(p) for p in os.environ.get("TETHER_SANDBOX_PORTS", "").split(",") if p]
+    ports = {c: pool[i] if i < len(pool) else _free_port() for i, c in enumerate(CHANNELS)}
     inside = {**info, "transport": "tcp", "ip": "127.0.0.1", **ports}
     with open(kernel_conn, "w") as fh:
         json.dump(inside, fh)
@@ -127,11 +130,29 @@ async def stdio(argv) -> int:
     return code
 
 
+async def proxy(sock: str, port: int, argv) -> int:
+    async def accepted(reader, writer):
+        try:
+            up_reader, up_writer = await asyncio.open_unix_connection(sock)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+    server = await asyncio.start_server(accepted, "127.0.0.1", port)
+    proc = await _child(argv)
+    code = await proc.wait()
+    server.close()
+    return code
+
+
 def main(args) -> int:
     split = args.index("--")
     mode, rest, argv = args[0], args[1:split], args[split + 1 :]
     if mode == "zmq":
         return asyncio.run(zmq(rest[0], rest[1], argv))
+    if mode == "proxy":
+        return asyncio.run(proxy(rest[0], int(rest[1]), argv))
     return asyncio.run(stdio(argv))
 
 

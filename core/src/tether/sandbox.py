@@ -2,7 +2,9 @@
 
 A harness offers its own envelope (its container, its VM) through the ``tether_envelope`` hook. When
 it offers none and the run asks for one (``sandbox=true``: `tether serve|call --sandbox`, or the run
-option), the built-in one below confines every process an exec tool starts with bubblewrap:
+option), the built-in one below confines every process an exec tool starts, with bubblewrap or, where
+bubblewrap cannot create its namespaces (``sandbox_backend``: auto, bwrap, landlock), with Landlock
+and seccomp (`tether.confine`). Under bubblewrap:
 
 - filesystem: everything read-only; the root read-write, except its ``.git`` hooks and config (a
   written hook would run at the user's next commit); a private, empty ``/tmp``; a deny list that
@@ -15,10 +17,15 @@ option), the built-in one below confines every process an exec tool starts with 
 - environment: secret-looking variables (``*_TOKEN``, ``*_KEY``, ``*_SECRET``, ``AWS_*``, ...) are
   not passed in (``sandbox_hide_env`` adds patterns, ``sandbox_pass_env`` names exceptions);
 - processes: a pid namespace of their own, killed with the envelope (``--die-with-parent``); no
-  capabilities, no new privileges, even when tether runs as root.
+  capabilities, no new privileges, no nested user namespaces, even when tether runs as root.
 
-Fail closed: when the run asks for the sandbox and bubblewrap or user namespaces are missing, the
-built-in envelope carries a refusal that every exec tool returns instead of running anything.
+Under Landlock the same deny list, root and environment rules hold, and the network when off allows
+TCP only to a few ports chosen per process (the relay's), with UDP, raw and non-TCP stream sockets
+refused by seccomp; what it cannot do (a private ``/tmp``, read-only ``.git`` hooks inside the root,
+hidden host sockets, a pid namespace, debug without the network) is said in its policy line.
+
+Fail closed: when the run asks for the sandbox and no backend can arm, the built-in envelope carries a
+refusal that every exec tool returns instead of running anything.
 
 TCP between the host and the inside (Deno's kernel, delve) does not cross a network namespace: it is
 relayed through `tether.relay`, over Unix sockets in the run's private directory or over stdio.
@@ -30,16 +37,20 @@ import asyncio
 import fnmatch
 import functools
 import inspect
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from tether import egress
 from tether.args import arg
 from tether.tools import ToolError
 
@@ -47,6 +58,9 @@ if TYPE_CHECKING:
     from tether.run import Run
 
 RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
+CONFINE = str(Path(__file__).with_name("confine.py"))  # the Landlock envelope's first process, likewise
+PROXY_PORT = 3128  # where bubblewrap's inside reaches the egress proxy (a loopback of its own: never taken)
+PORTS = 5  # TCP ports a Landlock envelope without network may bind and connect to: the relay's (one per zmq channel)
 
 DEFAULT_DENY = (
     "~/.ssh",
@@ -94,6 +108,17 @@ DEFAULT_HIDE_ENV = (
     "DOCKER_HOST",
 )
 EMPTIED = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # the host's sockets live here: none of them inside
+LANDLOCK_FIX = (
+    "run tether where unprivileged user namespaces are allowed (for bubblewrap) or on Linux 6.7+ with "
+    "Landlock enabled (lsm= boot list) and libseccomp installed (Debian/Ubuntu: apt-get install libseccomp2). "
+    "Nothing was run"
+)
+LANDLOCK_DEBUG = (
+    'debug runs nothing under the Landlock sandbox with sandbox_network="off": debug adapters talk to '
+    "their programs over loopback TCP on ports they choose, and Landlock cannot tell loopback from the "
+    "network (it allows TCP by port only). Use bubblewrap (allow unprivileged user namespaces), or open "
+    'the run with sandbox_network="on" if the program may reach the network. Nothing was run.'
+)
 INSTALL = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap; "
     "Arch: pacman -S bubblewrap)"
@@ -106,16 +131,36 @@ def _absolute(instance, attribute, value) -> None:
             raise ValueError(f"'{p}' is not an absolute path; give it as /abs/path or ~/path")
 
 
+def _names(instance, attribute, value) -> None:
+    if isinstance(value, str):
+        return
+    for name in value:
+        bare = name[2:] if name.startswith("*.") else name
+        if not bare or not (egress.NAME.match(bare.lower()) or egress.is_ip(bare)):
+            raise ValueError(
+                f'\'{name}\' is not a host name; list names like "pypi.org" or "*.example.com" (no scheme, port '
+                "or path)"
+            )
+
+
 @attrs.frozen
 class SandboxOptions:
     sandbox: bool = arg(
         "run the exec tools (eval kernels and their shell idioms, debug adapters and programs, vibe workers) "
-        "inside the built-in bubblewrap envelope, unless the harness offers its own; they refuse to run "
-        "when it cannot be had",
+        "inside the built-in envelope (see sandbox_backend), unless the harness offers its own; they refuse "
+        "to run when it cannot be had",
         default=False,
     )
-    sandbox_network: Literal["off", "on"] = arg(
-        "network inside the sandbox: off (a loopback of its own) or on (the host's network)", default="off"
+    sandbox_backend: Literal["auto", "bwrap", "landlock"] = arg(
+        "what confines the built-in sandbox: bwrap (bubblewrap's namespaces), landlock (Landlock and seccomp, "
+        "where user namespaces are not allowed) or auto (bubblewrap, else Landlock)",
+        default="auto",
+    )
+    sandbox_network: Literal["off", "on"] | list[str] = arg(
+        "network inside the sandbox: off (a loopback of its own), on (the host's network), or a list of "
+        'host names (exact, or "*.example.com") reached only through tether\'s HTTP(S) proxy',
+        default="off",
+        validator=_names,
     )
     sandbox_worker_network: Literal["same", "off", "on"] = arg(
         "network of vibe workers inside the sandbox (an agent CLI needs its model's API): same as "
@@ -264,6 +309,41 @@ def bwrap_problem() -> str | None:
     return None
 
 
+@functools.cache
+def _bwrap_disables_userns() -> bool:
+    """Whether this bubblewrap has --disable-userns (0.8 and later)."""
+    try:
+        shown = subprocess.run(
+            [shutil.which("bwrap") or "bwrap", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--disable-userns" in shown.stdout
+
+
+@functools.cache
+def landlock_probe() -> tuple[int, str | None]:
+    """(the Landlock ABI, None) when a process can be confined with Landlock and seccomp here; else (0, why)."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", "-S", CONFINE, "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 0, f"the Landlock probe did not run ({exc})"
+    if probe.returncode != 0 or not probe.stdout.strip().isdigit():
+        why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        return 0, f"Landlock and seccomp cannot confine a process here ({why})"
+    return int(probe.stdout), None
+
+
 @attrs.frozen
 class Policy:
     root: Path
@@ -273,15 +353,75 @@ class Policy:
     sockets: tuple[str, ...]
     hide_env: tuple[str, ...]
     pass_env: tuple[str, ...]
+    backend: Literal["bwrap", "landlock"] = "bwrap"
+    abi: int = 0  # Landlock's, when it is the backend
+    fallback: str = ""  # why bubblewrap was not used, when auto fell back to Landlock
+    names: tuple[str, ...] = ()  # sandbox_network's list: the network is off but for the egress proxy
+    egress: Callable[[], egress.Egress] | None = None  # the run's proxy, started when first needed
+
+    def _net(self) -> str:
+        if self.names:
+            return f"network only through tether's HTTP(S) proxy, to {', '.join(self.names)}"
+        return ""
 
     def describe(self) -> str:
         deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
-        net = "network on" if self.network else "no network"
-        sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
-        return (
-            f"root read-write except .git hooks and config, everything else read-only, "
-            f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
+        if self.backend == "bwrap":
+            net = self._net() or ("network on" if self.network else "no network")
+            sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
+            return (
+                f"root read-write except .git hooks and config, everything else read-only, "
+                f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
+            )
+        net = (
+            "network on"
+            if self.network
+            else (self._net() or "no network")
+            + f" (TCP connect and bind only to its {PORTS} relay ports{' and the proxy' if self.names else ''}, "
+            "no UDP or raw sockets)"
         )
+        scopes = (
+            "no signals to or abstract sockets of processes outside"
+            if self.abi >= 6
+            else f"signals to and abstract sockets of host processes not confined (Landlock ABI {self.abi} < 6)"
+        )
+        fell = f"bubblewrap could not start ({self.fallback}), so " if self.fallback else ""
+        return (
+            f"{fell}Landlock ABI {self.abi} and seccomp: root read-write, its .git hooks and config included "
+            f"(Landlock cannot make them read-only inside it), everything else read-only (the host's /tmp "
+            f"too, readable: not private), unreadable {deny} (their names can be listed); {net}; host Unix "
+            "sockets reachable by path (Landlock cannot hide them); no pid namespace: host processes are "
+            f"visible, not traceable; {scopes}; no new user namespaces or mounts; no capabilities; "
+            "secret-looking variables hidden"
+        )
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return self.landlock_argv(argv) if self.backend == "landlock" else self.argv(argv)
+
+    def landlock_argv(self, argv: Sequence[str]) -> list[str]:
+        private = self.private()
+        tmp = private / "tmp"
+        tmp.mkdir(exist_ok=True)
+        ports = [] if self.network else _free_ports(PORTS)
+        setenv = {"TMPDIR": str(tmp), "XDG_CACHE_HOME": str(tmp / ".cache")}
+        if ports:
+            setenv["TETHER_SANDBOX_PORTS"] = ",".join(map(str, ports))
+        proxy = []
+        if self.egress is not None:
+            port = self.egress().port  # the host's loopback: the one port out besides the relay's
+            proxy = [port]
+            setenv.update(egress.proxy_env(port))
+        spec = {
+            "network": self.network,
+            "deny": list(self.deny),
+            "write": [str(self.root), str(private)],
+            "ports": ports + proxy,
+            "unset": [n for n in os.environ if _hidden(n, self.hide_env) and n not in self.pass_env],
+            "setenv": setenv,
+            "chdir": str(self.root),
+        }
+        # -S: confine.py needs the stdlib only, and an interpreter start without .pth files is faster
+        return [sys.executable, "-I", "-S", CONFINE, json.dumps(spec), "--", *argv]
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         out = [
@@ -295,6 +435,10 @@ class Policy:
             "--cap-drop",
             "ALL",
         ]
+        if _bwrap_disables_userns():
+            out.append(
+                "--disable-userns"
+            )  # no nested user namespace, where a process would hold capabilities
         if not self.network:
             out.append("--unshare-net")
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -317,6 +461,12 @@ class Policy:
         for name in os.environ:
             if _hidden(name, self.hide_env) and name not in self.pass_env:
                 out += ["--unsetenv", name]
+        if self.egress is not None:
+            for name, value in egress.proxy_env(PROXY_PORT).items():
+                out += ["--setenv", name, value]
+            # the proxy's Unix socket (in the private directory) served on the namespace's own loopback
+            sock = self.egress().unix_path
+            argv = [sys.executable, "-I", RELAY, "proxy", str(sock), str(PROXY_PORT), "--", *argv]
         # a host pid means nothing in a pid namespace (ipykernel would take its parent for gone)
         # and caches (pip, uv, deno) go to the private /tmp: the home is read-only
         out += [
@@ -333,6 +483,16 @@ class Policy:
             "--",
         ]
         return out + list(argv)
+
+
+def _free_ports(count: int) -> list[int]:
+    """Ports free on the host's loopback now (a Landlock envelope shares it: no namespace of its own)."""
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+    try:
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _hidden(name: str, patterns: Sequence[str]) -> bool:
@@ -382,16 +542,42 @@ def _git_protected(root: Path) -> list[str]:
 
 
 def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
-    """The built-in bubblewrap envelope when the run asks for the sandbox (see the module docstring)."""
+    """The built-in envelope when the run asks for the sandbox (see the module docstring)."""
     opts = run.options.of(SandboxOptions)
     if not opts.sandbox:
         return None
-    problem = bwrap_problem()
-    if problem is not None:
-        return Envelope("bubblewrap", wrap=list, required=True, refusal=problem)
     network = opts.sandbox_network == "on"
     if purpose == "worker" and opts.sandbox_worker_network != "same":
         network = opts.sandbox_worker_network == "on"
+    backend, abi, fallback = "bwrap", 0, ""
+    if opts.sandbox_backend != "landlock":
+        problem = bwrap_problem()
+        if problem is not None and opts.sandbox_backend == "bwrap":
+            return Envelope("bubblewrap", wrap=list, required=True, refusal=problem)
+        if problem is not None:
+            fallback = _bwrap_why(problem)
+    if opts.sandbox_backend == "landlock" or fallback:
+        backend = "landlock"
+        abi, why = landlock_probe()
+        if why is not None:
+            told = f"bubblewrap cannot start ({fallback}), and " if fallback else ""
+            return Envelope(
+                "landlock",
+                wrap=list,
+                required=True,
+                refusal=(
+                    f"the run asks for the sandbox, but {told}{why}: {LANDLOCK_FIX}"
+                    if fallback
+                    else f"the run asks for the Landlock sandbox, but {why}: {LANDLOCK_FIX}"
+                ),
+            )
+        if purpose == "debug" and not network:
+            return Envelope("landlock", wrap=list, required=True, refusal=LANDLOCK_DEBUG)
+    names: tuple[str, ...] = ()
+    if isinstance(opts.sandbox_network, list) and not (
+        purpose == "worker" and opts.sandbox_worker_network != "same"
+    ):
+        names = tuple(opts.sandbox_network)
     deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
     policy = Policy(
         run.root,
@@ -401,15 +587,71 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         tuple(opts.sandbox_sockets),
         (*DEFAULT_HIDE_ENV, *opts.sandbox_hide_env),
         tuple(opts.sandbox_pass_env),
+        backend,
+        abi,
+        fallback,
+        names,
+        functools.partial(run_egress, run) if names else None,
     )
     return Envelope(
-        "bubblewrap", wrap=policy.argv, policy=policy.describe(), shares_loopback=network, required=True
+        "bubblewrap" if backend == "bwrap" else "landlock",
+        wrap=policy.wrap,
+        policy=policy.describe(),
+        shares_loopback=network,
+        required=True,
     )
+
+
+_EGRESS: weakref.WeakKeyDictionary[Run, egress.Egress] = weakref.WeakKeyDictionary()
+RESOLVER: egress.Resolver | None = None  # where the proxy connects for a name (None: the name itself, by DNS)
+
+
+def run_egress(run: Run) -> egress.Egress:
+    """The run's egress proxy (``sandbox_network`` as a list of names), started on first use, closed with the run."""
+    proxy = _EGRESS.get(run)
+    if proxy is None:
+        names = run.options.of(SandboxOptions).sandbox_network
+        assert isinstance(names, list)
+        proxy = egress.Egress(names, str(run.private_dir() / "egress.sock"), RESOLVER)
+        _EGRESS[run] = proxy
+        run.on_close(proxy.close)
+    return proxy
+
+
+def egress_notes(run: Run) -> list[str]:
+    """One line on the connections the run's proxy refused since the last answer that said so; else none."""
+    proxy = _EGRESS.get(run)
+    blocked = proxy.take_blocked() if proxy is not None else []
+    if not blocked:
+        return []
+    shown = ", ".join(blocked[:5]) + (f", and {len(blocked) - 5} more" if len(blocked) > 5 else "")
+    word = "connection" if len(blocked) == 1 else "connections"
+    return [
+        f"[sandbox: blocked {len(blocked)} {word}: {shown}; the run option sandbox_network lists what may be reached]"
+    ]
+
+
+def _bwrap_why(problem: str) -> str:
+    """The short reason inside a bwrap_problem() paragraph (what bubblewrap said, or that it is missing)."""
+    if "not on PATH" in problem:
+        return "bwrap is not on PATH"
+    start = problem.find("(")
+    end = problem.find("): ", start)
+    return problem[start + 1 : end] if start >= 0 and end > start else problem[:200]
 
 
 def explain(text: str, policy: str) -> list[str]:
     """Notes for output that shows the sandbox refusing something, so the model learns the rule, not retries."""
     notes = []
+    if "Landlock" in policy and any(
+        m in text for m in ("Permission denied", "PermissionDenied", "PermissionError")
+    ):
+        net = "" if "network on" in policy else ", and TCP reaches only the sandbox's relay ports"
+        notes.append(
+            "[sandbox (Landlock): only the root and the run's private folder are writable, credentials and "
+            f"histories (~/.ssh, ~/.aws, ...) are unreadable{net}: a permission denied here is the sandbox, "
+            "on purpose; write under the root, and do not look for a way around it]"
+        )
     if "Read-only file system" in text:
         notes.append(
             "[sandbox: only the root is writable (not its .git hooks or config); everything else is "

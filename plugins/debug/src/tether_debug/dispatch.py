@@ -76,6 +76,10 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
         result = ToolResult(
             (Text(note + "\n"), *result.content), result.is_error, {**(result.data or {}), "note": note}
         )
+    from tether.sandbox import egress_notes
+
+    if blocked := egress_notes(run):  # what the sandbox's egress proxy refused the program since
+        result = ToolResult((*result.content, Text("\n" + "\n".join(blocked))), result.is_error, result.data)
     return result
 
 

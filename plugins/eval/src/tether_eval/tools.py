@@ -128,9 +128,10 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         status = "error"
     tail: list[str] = []
     if kernel.spec.policy:
-        from tether.sandbox import explain
+        from tether.sandbox import egress_notes, explain
 
         tail += explain("\n".join(b.text for b in shown.blocks if isinstance(b, Text)), kernel.spec.policy)
+        tail += egress_notes(run)
     if end.spent == "total":
         why = f"ran for its total budget of {option(run, 'eval_total_timeout'):g} s (run option eval_total_timeout)"
     else:
