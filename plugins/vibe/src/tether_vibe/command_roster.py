@@ -84,9 +84,11 @@ class _Worker:
     start: str | None = None  # the commit its worktree began from
     branch: str | None = None
     changes: tuple[dict[str, Any], ...] | None = None
+    found: list[Any] | None = None  # worktree.Change of what its last run left (for a merge)
     note: str = ""
     data: Any = None
     result_file: Path | None = None
+    cleanup: asyncio.Future | None = None  # its last worktree, being removed
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(
@@ -121,6 +123,7 @@ class CommandRoster:
         self._closed = False
         self._repo: tuple[worktree.Repo | None, str] | None = None  # found on the first spawn
         self._folder: Path | None = None  # this run's folder of worktrees in the repository
+        self._cleanups: set[asyncio.Future] = set()  # worktrees being removed after a merge or discard
 
     @property
     def tiers(self) -> list[str]:
@@ -225,6 +228,7 @@ class CommandRoster:
         self._closed = True
         running = [w for w in self._workers.values() if w.status.active]
         await asyncio.gather(*(self._stop(w) for w in running), return_exceptions=True)
+        await asyncio.gather(*self._cleanups, return_exceptions=True)
         await asyncio.to_thread(self._close_worktrees)
 
     # -- merging -----------------------------------------------------------------------------------
@@ -253,8 +257,22 @@ class CommandRoster:
             return MergePlan(worker.id, action, {}, [], [], [], [])
         repo = self._repo[0] if self._repo else None
         assert repo is not None
-        _, found = worktree.changes(worker.work, worker.start)
-        worker.changes = self._summary(repo, found)
+        plan = self._plan(worker, repo, action, paths, fresh=False) or self._plan(
+            worker, repo, action, paths, fresh=True
+        )
+        assert plan is not None  # a fresh plan is made or refused
+        return plan
+
+    def _plan(
+        self, worker: _Worker, repo: worktree.Repo, action: str, paths: tuple[str, ...] | None, *, fresh: bool
+    ) -> MergePlan | None:
+        """The plan from what the worker's last run left (None when its worktree changed since: then
+        again with ``fresh``, from a new snapshot)."""
+        assert worker.work is not None and worker.start is not None
+        found = worker.found
+        if fresh or found is None:
+            _, found = worktree.changes(worker.work, worker.start)
+            worker.found, worker.changes = found, self._summary(repo, found)
         inside: dict[str, worktree.Change] = {}
         outside = []
         for change in found:
@@ -275,36 +293,46 @@ class CommandRoster:
                     {"error": "not_changed", "paths": unknown, "changed": sorted(inside)},
                 )
             chosen = {p: c for p, c in inside.items() if p in wanted}
-        kinds = [
-            p
-            for p, c in chosen.items()
-            if worktree.SYMLINK in (c.new_mode, c.old_mode) or worktree.SUBMODULE in (c.new_mode, c.old_mode)
-        ]
+        odd = (worktree.SYMLINK, worktree.SUBMODULE)
+        kinds = sorted(p for p, c in chosen.items() if c.new_mode in odd or c.old_mode in odd)
         if kinds:
             raise ToolError(
-                f"worker {worker.id} changed {', '.join(sorted(kinds))} as a symlink or submodule, which a merge "
-                f"does not carry; apply the other files with paths, and that change by hand from its branch "
+                f"worker {worker.id} changed {', '.join(kinds)} as a symlink or submodule, which a merge does "
+                f"not carry; apply the other files with paths, and that change by hand from its branch "
                 f"{worker.branch}.",
-                {"error": "unsupported_kind", "paths": sorted(kinds)},
+                {"error": "unsupported_kind", "paths": kinds},
             )
-        contents = worktree.blobs(
-            repo.top, [b for c in chosen.values() for b in (c.old_blob, c.new_blob) if b]
-        )
+        from tether.atomic import Snapshot
+
         writes: dict[Path, bytes | None] = {}
         expect: list[Any] = []
         applied, same, conflicts = [], [], []
-        from tether.atomic import Snapshot
-
         for rel, change in sorted(chosen.items()):
             target = self.run.root / rel
-            base = contents[change.old_blob] if change.old_blob else None
-            new = contents[change.new_blob] if change.new_blob else None
-            now = Snapshot.take(target)
-            if now == Snapshot.of(target, new):
+            new = None
+            if change.new_blob is not None:  # the worker's file, checked against the blob it was seen as
+                try:
+                    new = (worker.work / change.path).read_bytes()
+                except OSError:
+                    new = None
+                if new is None or worktree.blob_id(new, change.new_blob) != change.new_blob:
+                    if fresh:
+                        raise ToolError(
+                            f"worker {worker.id}'s worktree changes under the merge ({rel}); call vibe_merge again.",
+                            {"error": "moved", "paths": [rel]},
+                        )
+                    return None
+            now = _regular_bytes(target)
+            if now is False:
+                conflicts.append(rel)
+                continue
+            like = change.old_blob or change.new_blob or ""
+            now_id = worktree.blob_id(now, like) if isinstance(now, bytes) else None
+            if now_id == change.new_blob:
                 same.append(rel)
-            elif now == Snapshot.of(target, base):
+            elif now_id == change.old_blob:
                 writes[target] = new
-                expect.append(Snapshot.of(target, base))
+                expect.append(Snapshot.of(target, now if isinstance(now, bytes) else None))
                 applied.append(
                     (change.status, rel, change.new_mode == "100755" and change.old_mode != "100755")
                 )
@@ -330,7 +358,7 @@ class CommandRoster:
                 f"worker {worker.id} changed state meanwhile; call vibe_merge again", {"error": "moved"}
             )
         if plan.action == "discard":
-            await asyncio.to_thread(self._drop_worktree, worker, delete_branch=True)
+            self._forget(worker)
             worker.note = "its worktree and branch were discarded"
             return {"removed": True}
         if plan.writes:
@@ -351,7 +379,7 @@ class CommandRoster:
                     os.chmod(path, os.stat(path).st_mode | 0o111)
         removed = not plan.rest and not plan.outside
         if removed:
-            await asyncio.to_thread(self._drop_worktree, worker, delete_branch=True)
+            self._forget(worker)
             worker.note = "its changes were applied; its worktree and branch were removed"
         return {"removed": removed}
 
@@ -406,6 +434,30 @@ class CommandRoster:
         if linked:
             parts.append(f"; linked in (not copied, not on the branch): {', '.join(linked)}")
         worker.note = "".join(parts)
+
+    def _forget(self, worker: _Worker) -> None:
+        """Let go of a merged or discarded worktree now; git removes it and its branch in the background
+        (the worker's next worktree, and the run's close, wait for that)."""
+        repo = self._repo[0] if self._repo else None
+        if worker.work is None or repo is None:
+            return
+        work, branch, record = (
+            worker.work,
+            worker.branch,
+            (self._folder or worker.work.parent) / f"{worker.id}.json",
+        )
+        worker.work = worker.start = worker.branch = None
+        worker.found = None
+
+        def remove() -> None:
+            worktree.remove(repo.top, work, branch)
+            with _suppress_os():
+                record.unlink()
+
+        task = asyncio.ensure_future(asyncio.to_thread(remove))
+        worker.cleanup = task
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     def _drop_worktree(self, worker: _Worker, *, delete_branch: bool) -> None:
         repo = self._repo[0] if self._repo else None
@@ -467,7 +519,7 @@ class CommandRoster:
             worker.changes = None
             worker.note = f"what it changed could not be read: {exc}"
             return
-        worker.changes = self._summary(repo, found)
+        worker.found, worker.changes = found, self._summary(repo, found)
 
     def _read_result(self, worker: _Worker) -> None:
         worker.data = None
@@ -491,6 +543,8 @@ class CommandRoster:
 
     async def _start(self, worker: _Worker) -> asyncio.subprocess.Process:
         if worker.isolation == "worktree" and worker.work is None:
+            if worker.cleanup is not None:  # its previous worktree (same path, same branch) must be gone
+                await asyncio.gather(worker.cleanup, return_exceptions=True)
             try:
                 await asyncio.to_thread(self._make_worktree, worker)
             except (worktree.GitError, OSError) as exc:
@@ -543,6 +597,7 @@ class CommandRoster:
             ) from None
         self.run.track_process(proc)
         worker.proc = proc
+        worker.found = None  # what it changes from now on is read again when this run ends
         worker.status = Status.RUNNING
         worker.stalled.clear()
         worker.timed_out = False
@@ -701,6 +756,19 @@ class MergePlan:
     same: list[str]  # already as the worker left them in the root
     rest: list[str]  # changed by the worker, not chosen by paths
     outside: list[str] = attrs.field(factory=list)  # changed by the worker outside the run's root
+
+
+def _regular_bytes(path: Path) -> bytes | bool | None:
+    """A file's content; None when there is none; False when something else stands there (a folder, a FIFO)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    return path.read_bytes()
 
 
 def _under(path: str, sub: str) -> str | None:

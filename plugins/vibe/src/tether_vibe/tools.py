@@ -379,7 +379,8 @@ def make_tools(roster: Roster) -> list[Tool]:
         outcome = await roster.merge(plan)  # type: ignore[attr-defined]
         if plan.action == "discard":
             return ToolResult.text(
-                f"Discarded worker {args.worker_id}'s worktree and branch; nothing was written to the root.",
+                f"Discarded worker {args.worker_id}'s work: its worktree and branch are being removed; nothing was "
+                "written to the root.",
                 {"worker_id": args.worker_id, "action": "discard", **outcome},
             )
         rows = [f"  {status} {path}" for status, path, _ in plan.applied]
@@ -400,7 +401,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         if plan.outside:
             text += f"\nOutside the run's root, not applied: {', '.join(plan.outside)}."
         if outcome["removed"]:
-            text += "\nIts worktree and branch were removed."
+            text += "\nIts worktree and branch are being removed (all of its work is in the root now)."
         data = {
             "worker_id": args.worker_id,
             "action": "apply",

@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -115,10 +115,25 @@ def common_dir_quick(root: Path) -> Path | None:
 # -- snapshots of a work tree --------------------------------------------------------------------------
 
 
+def git_dir(work: Path) -> Path:
+    """A work tree's own git dir: ``.git`` itself, or where a linked worktree's ``.git`` file points."""
+    dot = work / ".git"
+    if dot.is_dir():
+        return dot
+    try:
+        text = dot.read_text()
+    except OSError:
+        text = ""
+    if text.startswith("gitdir: "):
+        found = Path(text[len("gitdir: ") :].strip())
+        return found if found.is_absolute() else (work / found).resolve()
+    return Path(out(work, "rev-parse", "--absolute-git-dir"))
+
+
 def snapshot(work: Path, exclude: Sequence[str] = ()) -> str:
     """The tree object of what ``work`` holds now (tracked and untracked files, not ignored ones),
     through a scratch copy of its index (the real index, the user's staging, is never touched)."""
-    gitdir = Path(out(work, "rev-parse", "--absolute-git-dir"))
+    gitdir = git_dir(work)
     try:
         fd, scratch = tempfile.mkstemp(prefix="index.tether-", dir=gitdir)
     except OSError:  # a read-only git dir: the scratch index goes to the temporary directory
@@ -142,9 +157,9 @@ def snapshot(work: Path, exclude: Sequence[str] = ()) -> str:
 
 def start_point(top: Path) -> tuple[str, bool]:
     """A commit holding HEAD plus the user's uncommitted changes, and whether there were any."""
-    head = out(top, "rev-parse", "HEAD^{commit}")
+    head, head_tree = out(top, "rev-parse", "HEAD^{commit}", "HEAD^{tree}").split()
     tree = snapshot(top)
-    if tree == out(top, "rev-parse", "HEAD^{tree}"):
+    if tree == head_tree:
         return head, False
     message = "tether vibe: the uncommitted changes a worker started from"
     return out(top, "commit-tree", tree, "-p", head, "-m", message, env=IDENTITY), True
@@ -161,7 +176,8 @@ def create(
     the environments linked in). The record beside it names the branch and the start for the sweep."""
     start, dirty = start_point(repo.top)
     path = folder / worker_id
-    git(repo.top, "worktree", "add", "-q", "-b", branch, str(path), start)
+    # checkout.workers=0: git checks the files out in parallel (on as many cores as there are)
+    git(repo.top, "-c", "checkout.workers=0", "worktree", "add", "-q", "-b", branch, str(path), start)
     (folder / f"{worker_id}.json").write_text(json.dumps({"branch": branch, "start": start}))
     linked = []
     work_root = path / repo.sub if repo.sub else path
@@ -190,27 +206,38 @@ class Change:
     deleted: int | None
 
 
-ZERO = "0" * 40
+def is_zero(blob: str) -> bool:
+    return not blob.strip("0")
+
+
+def blob_id(data: bytes, like: str) -> str:
+    """The git object id of a blob with this content, in the hash of ``like`` (sha1, or sha256 for a
+    repository in that object format): comparing it says whether a file holds that blob, without git."""
+    import hashlib
+
+    algo = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def changes(work: Path, start: str) -> tuple[str, list[Change]]:
     """What the worktree changed against its start: (the tree it holds now, the changed files)."""
     tree = snapshot(work, [*links_in(work)])
-    raw = git(work, "diff-tree", "-r", "--no-renames", "-z", "--raw", start, tree).split(b"\0")
-    stats = git(work, "diff-tree", "-r", "--no-renames", "-z", "--numstat", start, tree).split(b"\0")
+    # one diff-tree: the raw records (":modes blobs status" NUL path NUL), then the numstat ones
+    # ("added TAB deleted TAB path" NUL)
+    fields = iter(
+        git(work, "diff-tree", "-r", "--no-renames", "-z", "--raw", "--numstat", start, tree).split(b"\0")
+    )
+    raw: list[tuple[str, str]] = []
     numbers: dict[str, tuple[int | None, int | None]] = {}
-    for item in stats:
-        if not item:
-            continue
-        added, deleted, path = item.decode(errors="surrogateescape").split("\t", 2)
-        numbers[path] = (int(added) if added != "-" else None, int(deleted) if deleted != "-" else None)
+    for item in fields:
+        if item.startswith(b":"):
+            raw.append((item[1:].decode(), next(fields).decode(errors="surrogateescape")))
+        elif item:
+            added, deleted, path = item.decode(errors="surrogateescape").split("\t", 2)
+            numbers[path] = (int(added) if added != "-" else None, int(deleted) if deleted != "-" else None)
     found = []
-    fields = iter(raw)
-    for head in fields:
-        if not head.startswith(b":"):
-            continue
-        path = next(fields).decode(errors="surrogateescape")
-        old_mode, new_mode, old_blob, new_blob, status = head[1:].decode().split(" ")
+    for head, path in raw:
+        old_mode, new_mode, old_blob, new_blob, status = head.split(" ")
         added, deleted = numbers.get(path, (None, None))
         found.append(
             Change(
@@ -218,29 +245,13 @@ def changes(work: Path, start: str) -> tuple[str, list[Change]]:
                 path,
                 old_mode,
                 new_mode,
-                None if old_blob == ZERO else old_blob,
-                None if new_blob == ZERO else new_blob,
+                None if is_zero(old_blob) else old_blob,
+                None if is_zero(new_blob) else new_blob,
                 added,
                 deleted,
             )
         )
     return tree, found
-
-
-def blobs(cwd: Path, names: Iterable[str]) -> dict[str, bytes]:
-    """The content of each blob, read through one ``git cat-file --batch``."""
-    wanted = list(dict.fromkeys(names))
-    if not wanted:
-        return {}
-    data = git(cwd, "cat-file", "--batch", input=("\n".join(wanted) + "\n").encode())
-    found, at = {}, 0
-    for name in wanted:
-        end = data.index(b"\n", at)
-        header = data[at:end].split(b" ")
-        size = int(header[2])
-        found[name] = data[end + 1 : end + 1 + size]
-        at = end + 1 + size + 1
-    return found
 
 
 # -- keeping and removing ---------------------------------------------------------------------------
@@ -250,12 +261,14 @@ def keep(work: Path, branch: str, start: str) -> bool:
     """Commit what the worktree holds on its branch (fixed identity, no hooks); True when the branch
     now carries work the start did not (it is kept), False when there was none (the branch is deleted)."""
     tree = snapshot(work, links_in(work))
-    tip = out(work, "rev-parse", "HEAD^{commit}")
-    if tree != out(work, "rev-parse", "HEAD^{tree}"):
+    tip, tip_tree, start_tree = out(
+        work, "rev-parse", "HEAD^{commit}", "HEAD^{tree}", f"{start}^{{tree}}"
+    ).split()
+    if tree != tip_tree:
         message = "tether vibe: a worker's unmerged work, kept when its run closed"
         commit = out(work, "commit-tree", tree, "-p", tip, "-m", message, env=IDENTITY)
         git(work, "update-ref", f"refs/heads/{branch}", commit, tip)
-    return tree != out(work, "rev-parse", f"{start}^{{tree}}")
+    return tree != start_tree
 
 
 def remove(top: Path, work: Path, branch: str | None) -> None:
