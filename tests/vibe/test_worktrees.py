@@ -80,6 +80,17 @@ def worktrees(root: Path) -> list[str]:
     ]
 
 
+def busy(root: Path) -> list[str]:
+    """The worktrees workers work in, on their branches (not the spare checkout, detached, that a run
+    keeps ready for its next spawn)."""
+    text = git(root, "worktree", "list", "--porcelain")
+    return [
+        block.split("\n")[0].split(" ", 1)[1]
+        for block in text.strip().split("\n\n")[1:]
+        if "\nbranch refs/heads/tether/vibe/" in block
+    ]
+
+
 def branches(root: Path) -> list[str]:
     return git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/tether/").split()
 
@@ -134,13 +145,14 @@ async def test_two_workers_on_one_file_the_second_merge_is_refused_naming_it(ope
         part = await run.call("vibe_merge", {"worker_id": "w2", "action": "apply", "paths": ["lib.py"]})
         assert not part.is_error, part.plain
         assert (repo / "lib.py").read_text() == "y = 2\n" and part.data["not_applied"] == ["app.py"]
-        assert part.data["removed"] is False and len(worktrees(repo)) == 2
+        assert part.data["removed"] is False and len(busy(repo)) == 1
 
         gone = await run.call("vibe_merge", {"worker_id": "w2", "action": "discard"})
         assert not gone.is_error and "being removed" in gone.plain
-        await wait_for(lambda: worktrees(repo) == [str(repo)] and branches(repo) == [])
+        await wait_for(lambda: busy(repo) == [] and branches(repo) == [])
         assert (repo / "app.py").read_text() == "x = 'one'\n"
     assert git(repo, "status", "--porcelain").split("\n")[0] == " M app.py"  # the user's index untouched
+    assert worktrees(repo) == [str(repo)]  # the spare checkout went at close too
 
 
 async def test_a_worker_sees_the_uncommitted_changes_and_the_linked_environment(open_vibe, repo, editor):
@@ -220,7 +232,7 @@ async def test_bad_merges_are_one_paragraph_and_write_nothing(open_vibe, repo, e
         spawned = await run.call("vibe_spawn", {"brief": "@write app.py x = 2\n@sleep 30", "label": "slow"})
         running = await run.call("vibe_merge", {"worker_id": "w1", "action": "apply"})
         assert running.is_error and "still running" in running.plain and "vibe_wait" in running.plain
-        await wait_for(lambda: any(read(Path(w) / "app.py") == "x = 2\n" for w in worktrees(repo)[1:]))
+        await wait_for(lambda: any(read(Path(w) / "app.py") == "x = 2\n" for w in busy(repo)))
         await run.call("vibe_kill", {"worker_id": spawned.data["worker_id"]})
         unknown = await run.call("vibe_merge", {"worker_id": "w1", "action": "apply", "paths": ["nope.py"]})
         assert unknown.is_error and "did not change nope.py" in unknown.plain and "app.py" in unknown.plain
@@ -265,11 +277,11 @@ async def test_after_a_sigkill_the_next_run_keeps_the_work_and_leaves_no_worktre
     server = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "spawned"
-        await wait_for(lambda: any("half" in read(Path(w) / "app.py") for w in worktrees(repo)[1:]))
+        await wait_for(lambda: any("half" in read(Path(w) / "app.py") for w in busy(repo)))
     finally:
         os.kill(server.pid, signal.SIGKILL)
         server.wait()
-    assert len(worktrees(repo)) == 2  # left behind: its run never closed
+    assert len(busy(repo)) == 1  # left behind: its run never closed
     async with open_vibe(repo, {"fast": editor}) as run:
         assert worktrees(repo) == [str(repo)]
         (branch,) = branches(repo)
@@ -282,11 +294,11 @@ async def test_after_a_sigkill_the_next_run_keeps_the_work_and_leaves_no_worktre
 async def test_a_live_runs_worktrees_are_not_swept_by_another_run(open_vibe, repo, editor):
     async with open_vibe(repo, {"fast": editor}) as first:
         await first.call("vibe_spawn", {"brief": "@write app.py x = 3\n@sleep 30", "label": "long"})
-        await wait_for(lambda: len(worktrees(repo)) == 2)
+        await wait_for(lambda: len(busy(repo)) == 1)
         async with open_vibe(repo, {"fast": editor}) as second:
             await finish(second, "@show app.py")  # makes its own run folder: the sweep runs again
-            assert len(worktrees(repo)) == 3
-        assert len(worktrees(repo)) == 2  # the second's is gone, the first's still there
+            assert len(busy(repo)) == 2
+        assert len(busy(repo)) == 1  # the second's is gone, the first's still there
     assert worktrees(repo) == [str(repo)]
     (branch,) = branches(repo)  # the first's killed worker wrote app.py: kept on its branch
     assert git(repo, "show", f"{branch}:app.py") == "x = 3\n"

@@ -124,6 +124,9 @@ class CommandRoster:
         self._repo: tuple[worktree.Repo | None, str] | None = None  # found on the first spawn
         self._folder: Path | None = None  # this run's folder of worktrees in the repository
         self._cleanups: set[asyncio.Future] = set()  # worktrees being removed after a merge or discard
+        self._spare: asyncio.Future | None = None  # a checkout of HEAD being made for the next spawn
+        self._spares = itertools.count(1)
+        self._orphan_spares: list[Path] = []  # spares that could not be taken: removed at close
 
     @property
     def tiers(self) -> list[str]:
@@ -229,6 +232,11 @@ class CommandRoster:
         running = [w for w in self._workers.values() if w.status.active]
         await asyncio.gather(*(self._stop(w) for w in running), return_exceptions=True)
         await asyncio.gather(*self._cleanups, return_exceptions=True)
+        if self._spare is not None:
+            await asyncio.gather(self._spare, return_exceptions=True)
+            spare = self._take_spare()
+            if spare is not None:
+                self._orphan_spares.append(spare)
         await asyncio.to_thread(self._close_worktrees)
 
     # -- merging -----------------------------------------------------------------------------------
@@ -418,15 +426,15 @@ class CommandRoster:
             )
         return "none", f"it works in the root itself (isolation none): {why}"
 
-    def _make_worktree(self, worker: _Worker) -> None:
+    def _make_worktree(self, worker: _Worker, spare: Path | None) -> None:
         repo = self._repo[0] if self._repo else None
         assert repo is not None
         if self._folder is None:
             self._folder = worktree.run_folder(repo.common)
         branch = f"{self.branch_prefix}{worker.id}"
-        with _suppress_git():
-            worktree.git(repo.top, "branch", "-q", "-D", branch)  # a leftover of an earlier merge's failure
-        work, start, dirty, linked = worktree.create(repo, self.run.root, self._folder, worker.id, branch)
+        work, start, dirty, linked = worktree.create(
+            repo, self.run.root, self._folder, worker.id, branch, spare
+        )
         worker.work, worker.start, worker.branch = work, start, branch
         worker.changes = ()
         parts = [f"it works in a git worktree of its own on branch {branch}, from HEAD"]
@@ -434,6 +442,26 @@ class CommandRoster:
         if linked:
             parts.append(f"; linked in (not copied, not on the branch): {', '.join(linked)}")
         worker.note = "".join(parts)
+
+    def _take_spare(self) -> Path | None:
+        """The spare checkout when it is ready (a spare still being made is not waited for)."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if not spare.done():
+            self._spare = spare
+            return None
+        if spare.cancelled() or spare.exception() is not None:
+            return None
+        return spare.result()
+
+    def _next_spare(self) -> None:
+        """Make the next worktree's checkout in the background, while this worker works."""
+        repo = self._repo[0] if self._repo else None
+        if self._spare is not None or self._closed or repo is None or self._folder is None:
+            return
+        folder, name = self._folder, f"spare-{next(self._spares)}"
+        self._spare = asyncio.ensure_future(asyncio.to_thread(worktree.prepare_spare, repo, folder, name))
 
     def _forget(self, worker: _Worker) -> None:
         """Let go of a merged or discarded worktree now; git removes it and its branch in the background
@@ -472,6 +500,13 @@ class CommandRoster:
             worker.branch = None
 
     def _close_worktrees(self) -> None:
+        repo = self._repo[0] if self._repo else None
+        for spare in self._orphan_spares:
+            if repo is not None and self._folder is not None:
+                with _suppress_git():
+                    worktree.remove(repo.top, spare, None)
+                with _suppress_os():
+                    (self._folder / f"{spare.name}.json").unlink()
         for worker in self._workers.values():
             if worker.work is None or worker.start is None or worker.branch is None:
                 continue
@@ -545,14 +580,18 @@ class CommandRoster:
         if worker.isolation == "worktree" and worker.work is None:
             if worker.cleanup is not None:  # its previous worktree (same path, same branch) must be gone
                 await asyncio.gather(worker.cleanup, return_exceptions=True)
+            spare = self._take_spare()
             try:
-                await asyncio.to_thread(self._make_worktree, worker)
+                await asyncio.to_thread(self._make_worktree, worker, spare)
             except (worktree.GitError, OSError) as exc:
+                if spare is not None:
+                    self._orphan_spares.append(spare)
                 raise ToolError(
                     f"the worker's git worktree could not be made: {exc}. Use isolation 'none' to run it in "
                     "the root itself.",
                     {"error": "worktree_failed"},
                 ) from None
+            self._next_spare()
         cwd = self.run.root
         extra = {}
         if worker.work is not None:

@@ -169,16 +169,34 @@ def links_in(work: Path) -> list[str]:
     return [n for n in LINKED if (work / n).is_symlink()]
 
 
+def prepare_spare(repo: Repo, folder: Path, name: str) -> Path:
+    """A checkout of HEAD made ahead of the next spawn (writing the files is most of a worktree's cost);
+    its record (no branch) lets the sweep remove it."""
+    path = folder / name
+    (folder / f"{name}.json").write_text(json.dumps({"branch": None, "start": None, "path": name}))
+    git(repo.top, "-c", "checkout.workers=0", "worktree", "add", "-q", "--detach", str(path), "HEAD")
+    return path
+
+
 def create(
-    repo: Repo, root: Path, folder: Path, worker_id: str, branch: str
+    repo: Repo, root: Path, folder: Path, worker_id: str, branch: str, spare: Path | None = None
 ) -> tuple[Path, str, bool, list[str]]:
     """A worktree for a worker: (its path, the starting commit, whether it carries uncommitted changes,
-    the environments linked in). The record beside it names the branch and the start for the sweep."""
+    the environments linked in). The record beside it names the branch and the start for the sweep.
+    With a ``spare`` (see `prepare_spare`), that checkout is taken: only the files that differ are written."""
     start, dirty = start_point(repo.top)
-    path = folder / worker_id
-    # checkout.workers=0: git checks the files out in parallel (on as many cores as there are)
-    git(repo.top, "-c", "checkout.workers=0", "worktree", "add", "-q", "-b", branch, str(path), start)
-    (folder / f"{worker_id}.json").write_text(json.dumps({"branch": branch, "start": start}))
+    if spare is not None:
+        path = spare
+        git(path, "checkout", "-q", "-f", "-B", branch, start)
+    else:
+        path = folder / worker_id
+        # checkout.workers=0: git checks the files out in parallel (on as many cores as there are)
+        git(repo.top, "-c", "checkout.workers=0", "worktree", "add", "-q", "-B", branch, str(path), start)
+    record = {"branch": branch, "start": start, "path": path.name}
+    (folder / f"{worker_id}.json").write_text(json.dumps(record))
+    if spare is not None:
+        with contextlib.suppress(OSError):
+            (folder / f"{spare.name}.json").unlink()
     linked = []
     work_root = path / repo.sub if repo.sub else path
     for name in LINKED:
@@ -293,9 +311,12 @@ def sweep_folder(path: str) -> None:
     folder = Path(path)
     common = folder.parent.parent
     for record in sorted(folder.glob("*.json")):
-        work = folder / record.stem
         info = json.loads(record.read_text())
-        if (work / ".git").is_file():
+        work = folder / info.get("path", record.stem)
+        if info["branch"] is None:  # a spare checkout: nothing of anyone's in it
+            if (work / ".git").is_file():
+                remove(common, work, None)
+        elif (work / ".git").is_file():
             kept = keep(work, info["branch"], info["start"])
             remove(common, work, None if kept else info["branch"])
             if kept:
