@@ -3,6 +3,7 @@ one that writes slowly but steadily never is, and budget_seconds stops a worker 
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import time
@@ -56,6 +57,9 @@ async def test_a_fifo_reader_and_an_endless_sleep_are_marked_stalled(open_vibe, 
             assert "is stalled after" in waited.plain and "no CPU used" in waited.plain
             assert "starting" in waited.plain  # what it last printed
             assert waits_in in waited.data["note"]  # its process tree's states
+        first = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 0})
+        if os.path.exists("/proc/self/wchan"):  # Linux tells what a process waits in
+            assert "waiting in wait_for_partner" in first.data["note"]  # cat, opening the FIFO no one writes
         listed = await run.call("vibe_list")
         assert [w["status"] for w in listed.data["workers"]] == ["stalled", "stalled"]
         assert "2 stalled" in listed.plain

@@ -44,8 +44,9 @@ def _wchan(pid: int) -> str:
 
 
 def tree_states(pid: int) -> str:
-    """One line per process of the tree: pid, name, state and (Linux) the kernel function it waits in,
-    e.g. ``pipe_read`` or ``fifo_open`` for a read from a FIFO, ``futex_wait`` for a lock."""
+    """One line per process of the tree: pid, name, state and (Linux) the kernel function it waits in
+    where the kernel tells, e.g. ``wait_for_partner`` for a FIFO no one opened for writing,
+    ``pipe_read`` for an empty pipe, ``hrtimer_nanosleep`` for a sleep."""
     lines = []
     for p in _tree(pid):
         try:
