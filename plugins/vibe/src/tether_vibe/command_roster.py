@@ -616,7 +616,11 @@ class CommandRoster:
         )
         envelope = sandbox.envelope(self.run, "worker")
         inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
-        argv = envelope.wrap(worker.argv) if envelope is not None and inside else worker.argv
+        argv = worker.argv
+        if envelope is not None and inside:
+            # an envelope starts its command in the run's root (bubblewrap's --chdir; a container's
+            # workdir): a worker in a worktree is moved there first (the inside shares the root's paths)
+            argv = envelope.wrap(["env", "-C", str(cwd), "--", *worker.argv] if cwd != self.run.root else argv)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
