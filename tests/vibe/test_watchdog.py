@@ -29,7 +29,7 @@ STUCK = textwrap.dedent(
         for i in range(int(brief.split()[1])):
             with open("drip.txt", "a") as fh:
                 fh.write(f"{i}\\n")
-            time.sleep(0.7)
+            time.sleep(0.6)
         print("dripped")
     """
 )
@@ -70,7 +70,9 @@ async def test_a_fifo_reader_and_an_endless_sleep_are_marked_stalled(open_vibe, 
 async def test_a_slow_steady_writer_is_never_stalled(open_vibe, stuck):
     root, cmd = stuck
     async with open_vibe(root, {"fast": cmd, "stall_seconds": STALL}) as run:
-        await run.call("vibe_spawn", {"brief": "drip 9", "label": "drip"})  # a line each 0.7 s, ~6 s
+        await run.call(
+            "vibe_spawn", {"brief": "drip 6", "label": "drip"}
+        )  # a line each 0.6 s: never 2 s quiet
         waited = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
         assert waited.data["status"] == "done", waited.plain
         assert "dripped" in waited.data["result"]
