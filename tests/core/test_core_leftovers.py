@@ -463,3 +463,25 @@ def test_a_scratch_dir_whose_owner_cannot_be_written_is_not_left(tmp_path, monke
     with pytest.raises(OSError):
         procs.private_dir("scratch-", str(tmp_path))
     assert not list(tmp_path.glob("scratch-*"))
+
+
+def test_the_sweep_lets_a_family_save_a_dead_owners_folder_first_and_keeps_it_when_that_fails(tmp_path):
+    from tether import procs
+
+    busy = Path(private_dir("w-", str(tmp_path)))  # alive: never handed to the callback
+    dead = _dead_owner()
+    for name in ("saved", "unsaved"):
+        (tmp_path / f"w-{name}").mkdir()
+        (tmp_path / f"w-{name}" / ".owner").write_text(dead)
+    seen: list[str] = []
+
+    def save(path: str) -> None:
+        seen.append(Path(path).name)
+        assert (Path(path) / ".owner").exists()  # called before anything is removed
+        if path.endswith("unsaved"):
+            raise OSError("disk full")
+
+    procs.sweep_stale("w-", str(tmp_path), save)
+    assert sorted(seen) == ["w-saved", "w-unsaved"]
+    assert not (tmp_path / "w-saved").exists() and (tmp_path / "w-unsaved").exists() and busy.exists()
+    procs.release(str(busy))

@@ -175,3 +175,55 @@ async def test_list_is_bounded_and_puts_running_workers_first(open_vibe, project
         in listed.plain
     )
     assert len(listed.data["workers"]) == 60 and "log" not in listed.data["workers"][0]
+
+
+class WatchfulRoster(SessionRoster):
+    """A harness roster with the optional parts: spawn keywords, and the stalled and timed out statuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: dict[str, object] = {}
+
+    def spawn(self, brief: str, label: str, tier: str, *, isolation=None, budget_seconds=None) -> WorkerInfo:
+        self.asked = {"isolation": isolation, "budget_seconds": budget_seconds}
+        wid = f"s{len(self.workers) + 1}"
+        self.workers[wid] = WorkerInfo(
+            wid, label, tier, "running", time.time(), isolation=isolation or "none"
+        )
+        return self.workers[wid]
+
+    async def wait(self, worker_id: str, timeout: float) -> WorkerInfo:
+        w = self._get(worker_id)
+        status = "timed out" if self.asked["budget_seconds"] else "stalled"
+        self.workers[worker_id] = WorkerInfo(
+            w.id, w.label, w.tier, status, w.started_at, None, note="its session waits on a permission prompt"
+        )
+        return self.workers[worker_id]
+
+
+async def test_a_harness_roster_may_take_the_spawn_keywords_and_report_stalls(open_vibe, project):
+    roster = WatchfulRoster()
+    async with open_vibe(project, plugins=[Harness(roster)]) as run:
+        assert "vibe_merge" not in [t.name for t in run.tools()]  # it cannot merge: not offered
+        await run.call("vibe_spawn", {"brief": "b", "label": "l", "tier": "good", "isolation": "worktree"})
+        assert roster.asked == {"isolation": "worktree", "budget_seconds": None}
+        begun = time.monotonic()
+        stalled = await run.call("vibe_wait", {"worker_id": "s1", "timeout_seconds": 600})
+        assert time.monotonic() - begun < 5 and not stalled.is_error
+        assert stalled.data["status"] == "stalled" and "is stalled after" in stalled.plain
+        assert "permission prompt" in stalled.plain
+        assert "1 stalled" in (await run.call("vibe_list")).plain
+        await run.call("vibe_spawn", {"brief": "b", "label": "l", "tier": "good", "budget_seconds": 5})
+        timed = await run.call("vibe_wait", {"worker_id": "s2", "timeout_seconds": 1})
+        assert timed.data["status"] == "timed out" and "timed out after" in timed.plain
+
+
+async def test_a_harness_roster_without_the_keywords_refuses_them_in_one_line(open_vibe, project):
+    async with open_vibe(project, plugins=[Harness(SessionRoster())]) as run:
+        refused = await run.call(
+            "vibe_spawn", {"brief": "b", "label": "l", "tier": "good", "budget_seconds": 9}
+        )
+        assert refused.is_error and refused.plain == (
+            "this run's worker roster does not take budget_seconds; call vibe_spawn without it."
+        )
+        assert (await run.call("vibe_list")).data["workers"] == []  # nothing started

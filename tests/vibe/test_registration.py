@@ -8,7 +8,8 @@ from tether.testing import assert_light_entry_point
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
-VIBE_TOOLS = ["vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"]
+VIBE_TOOLS = ["vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"]  # tier read: on every surface
+WITH_MERGE = sorted([*VIBE_TOOLS, "vibe_merge"])  # vibe_merge lands work: tier write
 
 
 def vibe_names(run) -> list[str]:
@@ -21,10 +22,11 @@ def reasons(run) -> list[str]:
 
 async def test_tools_registered_when_vibe_mode_and_roster(open_vibe, project, worker_cmd):
     async with open_vibe(project, {"fast": worker_cmd}) as run:
-        assert vibe_names(run) == VIBE_TOOLS
+        assert vibe_names(run) == WITH_MERGE
         assert reasons(run) == []
         tools = {t.name: t for t in run.tools()}
-        assert {t.tier for t in tools.values()} == {tether.Tier.READ}
+        assert {t.name for t in tools.values() if t.tier is not tether.Tier.READ} == {"vibe_merge"}
+        assert tools["vibe_merge"].tier is tether.Tier.WRITE
         spawn = tools["vibe_spawn"].input_schema
         assert spawn["required"] == ["brief", "label"]
         assert spawn["properties"]["tier"]["enum"] == ["fast", "good"]
@@ -52,7 +54,7 @@ async def test_no_roster_means_no_tools(open_vibe, project):
 @pytest.mark.parametrize("surface", ["plan", "readonly", "full"])
 async def test_tools_visible_on_every_surface(open_vibe, project, worker_cmd, surface):
     async with open_vibe(project, {"fast": worker_cmd}, surface=surface) as run:
-        assert vibe_names(run) == VIBE_TOOLS
+        assert vibe_names(run) == (WITH_MERGE if surface == "full" else VIBE_TOOLS)
         spawned = await run.call("vibe_spawn", {"brief": "hello", "label": "on " + surface})
         assert not spawned.is_error
         done = await run.call("vibe_wait", {"worker_id": spawned.data["worker_id"], "timeout_seconds": 30})
@@ -62,7 +64,7 @@ async def test_tools_visible_on_every_surface(open_vibe, project, worker_cmd, su
 async def test_found_through_its_entry_point(project, worker_cmd, monkeypatch):
     monkeypatch.setenv("TETHER_PLUGINS", "vibe")
     async with tether.open_run(project, modes={"vibe"}, options={"vibe": {"fast": worker_cmd}}) as run:
-        assert vibe_names(run) == VIBE_TOOLS
+        assert vibe_names(run) == WITH_MERGE
 
 
 def test_entry_point_imports_nothing_heavy(tmp_path):
@@ -100,3 +102,4 @@ async def test_mcp_clients_are_not_told_vibe_spawn_is_read_only(open_vibe, proje
     spawn = tools["vibe_spawn"]
     assert (spawn.read_only_hint, spawn.destructive_hint, spawn.open_world_hint) == (False, True, True)
     assert all(tools[n].read_only_hint for n in VIBE_TOOLS if n != "vibe_spawn")
+    assert tools["vibe_merge"].destructive_hint and not tools["vibe_merge"].read_only_hint

@@ -92,3 +92,25 @@ async def test_without_bubblewrap_a_sandboxed_worker_is_refused(confined, open_v
     finally:
         sandbox.bwrap_problem.cache_clear()
     assert not (confined.root / "ran.txt").exists()
+
+
+async def test_a_sandboxed_worker_in_a_worktree_works_there_not_in_the_root(confined, open_vibe):
+    import subprocess
+
+    (confined.root / "app.py").write_text("x = 1\n")
+    ident = ["-c", "user.name=dev", "-c", "user.email=dev@example.org"]
+    subprocess.run(["git", "add", "-A"], cwd=confined.root, check=True)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "init"], cwd=confined.root, check=True)
+    edit = "import os, sys; sys.stdin.read(); open('app.py', 'w').write('x = 2\\n'); print(os.getcwd())"
+    async with open_vibe(
+        confined.root, {"fast": [sys.executable, "-c", edit]}, options={"sandbox": True}
+    ) as run:
+        await run.call("vibe_spawn", {"brief": "edit", "label": "edit"})
+        done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
+        assert done.data["status"] == "done", done.plain
+        assert done.data["result"].strip() != str(confined.root)  # it ran in its worktree
+        assert (confined.root / "app.py").read_text() == "x = 1\n"
+        assert [c["path"] for c in done.data["changes"]] == ["app.py"]
+        merged = await run.call("vibe_merge", {"worker_id": "w1", "action": "apply"})
+        assert not merged.is_error, merged.plain
+    assert (confined.root / "app.py").read_text() == "x = 2\n"

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 log = logging.getLogger("tether.procs")
@@ -427,9 +427,11 @@ class Keeper:
 # -- private directories ------------------------------------------------------------------------------
 
 
-def private_dir(prefix: str, parent: str | None = None) -> str:
+def private_dir(
+    prefix: str, parent: str | None = None, before_remove: Callable[[str], None] | None = None
+) -> str:
     """A new directory named ``prefix*`` in ``parent`` (the temporary directory unless given); stale
-    ones there (their owner died) are removed first.
+    ones there (their owner died) are removed first (see `sweep_stale` for ``before_remove``).
 
     The owner is written into the directory's ``.owner``, and this process holds a shared flock on
     it (`hold`; so does the keeper once told) for the directory's life, so the next run can tell a
@@ -439,7 +441,7 @@ def private_dir(prefix: str, parent: str | None = None) -> str:
     if not prefix or os.sep in prefix or "\0" in prefix:
         raise ValueError(f"a scratch directory's prefix must be a non-empty name without '/', got {prefix!r}")
     base = tempfile.gettempdir() if parent is None else parent
-    sweep_stale(prefix, base)
+    sweep_stale(prefix, base, before_remove)
     path = tempfile.mkdtemp(prefix=prefix, dir=base)
     me = process(os.getpid())
     fd = None
@@ -536,8 +538,12 @@ def _stale(fd: int) -> bool:
         return True
 
 
-def sweep_stale(prefix: str, base: str) -> None:
-    """Remove the directories ``prefix*`` in ``base`` whose owner died (see `private_dir`)."""
+def sweep_stale(prefix: str, base: str, before_remove: Callable[[str], None] | None = None) -> None:
+    """Remove the directories ``prefix*`` in ``base`` whose owner died (see `private_dir`).
+
+    ``before_remove(path)`` is called first, under the folder's lock, to save what must outlive it
+    (a family's unfinished work); when it raises, the folder is left for a later sweep.
+    """
     try:
         names = [n for n in os.listdir(base) if n.startswith(prefix)]
     except OSError:
@@ -549,6 +555,14 @@ def sweep_stale(prefix: str, base: str) -> None:
             continue  # not one of ours, or being created
         try:
             if _stale(fd):
+                if before_remove is not None:
+                    try:
+                        before_remove(path)
+                    except Exception:  # kept: the next sweep tries again
+                        log.warning(
+                            "could not save what %s holds; left for a later sweep", path, exc_info=True
+                        )
+                        continue
                 shutil.rmtree(path, ignore_errors=True)  # under the lock: a symlinked folder is refused
         finally:
             os.close(fd)

@@ -31,6 +31,8 @@ class VibeConfig:
     result_chars: int = 4_000  # the tail of stdout kept as the result
     log_chars: int = 20_000  # the tail of stderr kept as the log
     wait_timeout: float = DEFAULT_WAIT
+    isolation: str = "auto"  # auto, worktree or none
+    stall_seconds: float = 300.0
 
 
 def _command(value: str | list[str], tier: str) -> tuple[str, ...]:
@@ -62,4 +64,6 @@ def load_config(options: VibeOptions) -> VibeConfig:
         result_chars=options.vibe_result_chars,
         log_chars=options.vibe_log_chars,
         wait_timeout=options.vibe_wait_timeout,
+        isolation=options.vibe_isolation,
+        stall_seconds=options.vibe_stall_seconds,
     )

@@ -6,6 +6,8 @@ registering them when a run opens imports nothing else of the family.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 from tether import arg
 
@@ -35,4 +37,15 @@ class VibeOptions:
     )
     vibe_wait_timeout: float = arg(
         "seconds vibe_wait waits when the call gives no timeout", default=DEFAULT_WAIT, minimum=0
+    )
+    vibe_isolation: Literal["auto", "worktree", "none"] = arg(
+        "where a worker works unless vibe_spawn says: worktree (a git worktree and branch of its own, from "
+        "HEAD plus the uncommitted changes), none (the run's root), or auto: worktree when the root is in a "
+        "git repository with a commit, else none",
+        default="auto",
+    )
+    vibe_stall_seconds: float = arg(
+        "seconds without CPU use, output or a file written after which a running worker is marked stalled",
+        default=300.0,
+        minimum=1,
     )

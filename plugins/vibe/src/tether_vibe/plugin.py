@@ -5,6 +5,8 @@ Imports stay light here (no subprocess machinery): `tether tools` loads every fa
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tether import hookimpl
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from tether.run import Run
 
 MODE = "vibe"
+log = logging.getLogger("tether.vibe")
 
 
 @hookimpl
@@ -42,6 +45,42 @@ def tether_vibe_roster(run: Run) -> Any:
     from tether_vibe.command_roster import CommandRoster
 
     return CommandRoster(run, config)
+
+
+def _vibe_folder(root: Path) -> Path | None:
+    """``.git/tether-vibe`` of the repository the root is in, when it exists (stat calls only)."""
+    for folder in (root, *root.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            found = dot / "tether-vibe"
+            return found if found.is_dir() else None
+        if dot.exists():  # a linked worktree: its common dir is found by git
+            from tether_vibe import worktree
+
+            common = worktree.common_dir_quick(folder)
+            return (
+                common / worktree.FOLDER
+                if common is not None and (common / worktree.FOLDER).is_dir()
+                else None
+            )
+    return None
+
+
+@hookimpl
+async def tether_run_opened(run: Run) -> None:
+    """Sweep the worktrees that runs killed before their close (SIGKILL) left in this repository:
+    each one's work is committed on its branch, the worktree removed (see `tether_vibe.worktree`)."""
+    folder = _vibe_folder(run.root)
+    if folder is None:
+        return  # the common case: one stat per parent, nothing imported
+    import asyncio
+
+    from tether_vibe import worktree
+
+    try:
+        await asyncio.to_thread(worktree.sweep, folder.parent)
+    except Exception:
+        log.warning("vibe: could not sweep %s", folder, exc_info=True)
 
 
 @hookimpl

@@ -24,9 +24,16 @@ TIERS: tuple[str, ...] = typing.get_args(WorkerTier)
 
 class Status(str, enum.Enum):
     RUNNING = "running"
+    STALLED = "stalled"  # still running, but its processes used no CPU and wrote nothing for a while
     DONE = "done"
     FAILED = "failed"
     KILLED = "killed"
+    TIMED_OUT = "timed out"  # killed at the end of its budget_seconds
+
+    @property
+    def active(self) -> bool:
+        """Its process still runs (running or stalled)."""
+        return self in (Status.RUNNING, Status.STALLED)
 
 
 @attrs.frozen
@@ -37,7 +44,8 @@ class WorkerInfo:
         id: the worker's id in the run (what vibe_send, vibe_wait and vibe_kill take).
         label: the label vibe_spawn gave it.
         tier: the worker tier it runs on ("fast" or "good" for the built-in roster).
-        status: running, done, failed or killed.
+        status: running, stalled (running, but no CPU, output or file written for the roster's stall
+            time), done, failed, killed, or timed out (killed at the end of its budget).
         started_at: epoch seconds when its latest run began (a `send` runs it again).
         finished_at: epoch seconds when its latest run ended; None while it runs.
         result: the bounded result of its latest finished run.
@@ -46,6 +54,14 @@ class WorkerInfo:
         queued: messages its current run has not seen: they are in its briefing and it runs again
             with them when the current run ends.
         exit_code: its process's exit code, for a roster of processes; None while it runs.
+        isolation: where it works: "worktree" (a git worktree of its own), "none" (the run's root), or
+            "" when the roster does not say.
+        branch: its worktree's branch (the built-in roster: tether/vibe/<run id>/<worker id>).
+        changes: what it changed against its starting point, as ``{"status": "A"|"M"|"D"|"T", "path",
+            "added", "deleted"}`` (lines; None for a binary file), paths relative to the root; None when
+            not known (not isolated, or not computed yet).
+        note: a line the roster adds (a stall's process states, what is kept where, an unread result).
+        data: the JSON the worker wrote to ``$TETHER_VIBE_RESULT`` (bounded), else None.
     """
 
     id: str
@@ -59,6 +75,11 @@ class WorkerInfo:
     runs: int = 1
     queued: int = 0
     exit_code: int | None = None
+    isolation: str = ""
+    branch: str | None = None
+    changes: tuple[dict[str, Any], ...] | None = None
+    note: str = ""
+    data: Any = None
 
     def elapsed(self, now: float | None = None) -> float:
         end = self.finished_at if self.finished_at is not None else (time.time() if now is None else now)
@@ -78,6 +99,11 @@ class WorkerInfo:
             "exit_code": self.exit_code,
             "result": self.result,
             "log": self.log,
+            "isolation": self.isolation,
+            "branch": self.branch,
+            "changes": list(self.changes) if self.changes is not None else None,
+            "note": self.note,
+            "data": self.data,
         }
 
 
@@ -86,11 +112,17 @@ class Roster(Protocol):
     """The roster the vibe tools drive. A harness implements these five methods.
 
     Optional: a ``tiers`` attribute (the tiers it can run, named in vibe_spawn's description), and
-    ``aclose()`` or ``close()``, which the run calls when it closes (stop every worker there).
+    ``aclose()`` or ``close()``, which the run calls when it closes (stop every worker there). A
+    ``spawn`` that accepts the keywords ``isolation`` and ``budget_seconds`` gets them when the call
+    gives them (else such a call is refused, saying the roster does not take them); the statuses
+    stalled and timed out are a roster's to report (absent: running, done, failed, killed as before).
+    `vibe_merge` is offered for a roster with ``merge_plan(worker_id, action, paths)`` and
+    ``merge(plan)`` (the built-in command roster).
     """
 
     def spawn(self, brief: str, label: str, tier: str) -> WorkerInfo | Awaitable[WorkerInfo]:
-        """Start a worker on ``brief`` and return at once (status running)."""
+        """Start a worker on ``brief`` and return at once (status running). See the class for the
+        optional keywords ``isolation`` and ``budget_seconds``."""
         ...
 
     def send(self, worker_id: str, message: str) -> WorkerInfo | Awaitable[WorkerInfo]:
@@ -98,7 +130,7 @@ class Roster(Protocol):
         ...
 
     def wait(self, worker_id: str, timeout: float) -> WorkerInfo | Awaitable[WorkerInfo]:
-        """The worker once it is no longer running, or as it is after ``timeout`` seconds (still running)."""
+        """The worker once it is no longer running (or stalled), or as it is after ``timeout`` seconds."""
         ...
 
     def kill(self, worker_id: str) -> WorkerInfo | Awaitable[WorkerInfo]:

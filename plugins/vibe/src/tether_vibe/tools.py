@@ -1,7 +1,8 @@
-"""The five vibe tools: spawn, send, wait, kill and list background workers of a roster.
+"""The vibe tools: spawn, send, wait, kill and list background workers of a roster, and merge one's work.
 
-All are tier read: they only steer workers. The gate belongs on the worker's own tools, where the
-work happens; a worker runs with its own surface.
+The five that steer are tier read: the gate belongs on the worker's own tools, where the work
+happens; a worker runs with its own surface. `vibe_merge` lands a worker's changes in the root, so it
+is tier write: plan and read-only surfaces can steer workers but not land their work.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 from tether import Tool, ToolError, ToolResult, arg
@@ -41,6 +42,19 @@ class SpawnArgs:
         max_length=80,
     )
     tier: WorkerTier = arg(f"Which kind of worker: {TIER_HELP}.", default="fast")
+    isolation: Literal["worktree", "none"] | None = arg(
+        "Where it works: 'worktree' (a git worktree and branch of its own, from HEAD plus the uncommitted "
+        "changes; land its work with vibe_merge) or 'none' (the root itself). Default: the run option "
+        "vibe_isolation (worktree in a git repository with a commit, else none).",
+        default=None,
+    )
+    budget_seconds: float | None = arg(
+        "A total budget in seconds for its run: at the end it is stopped and marked 'timed out' (not "
+        "vibe_wait's timeout_seconds, which only bounds one wait). Default: none.",
+        default=None,
+        minimum=1,
+        maximum=86_400,
+    )
 
 
 @attrs.frozen
@@ -73,6 +87,21 @@ class ListArgs:
     pass
 
 
+@attrs.frozen
+class MergeArgs:
+    worker_id: str = arg("The worker's id, as vibe_spawn or vibe_list gave it (e.g. 'w1').", min_length=1)
+    action: Literal["apply", "discard"] = arg(
+        "'apply' brings the worker's changes into the root (all or nothing); 'discard' removes its "
+        "worktree and branch."
+    )
+    paths: list[str] | None = arg(
+        "apply only these of the files it changed (relative to the root, as vibe_wait lists them). "
+        "Default: all of them.",
+        default=None,
+        min_length=1,
+    )
+
+
 # -- rendering ---------------------------------------------------------------------------------------
 
 
@@ -94,9 +123,13 @@ def _head(w: WorkerInfo) -> str:
 
 def _state(w: WorkerInfo) -> str:
     elapsed = _seconds(w.elapsed())
-    if w.status is Status.RUNNING:
+    if w.status.active:
         queued = f", {w.queued} message(s) queued for its next run" if w.queued else ""
+        if w.status is Status.STALLED:
+            return f"is stalled after {elapsed}{queued}"
         return f"is still running after {elapsed}{queued}"
+    if w.status is Status.TIMED_OUT:
+        return f"timed out after {elapsed} (its budget ran out; it was stopped)"
     if w.status is Status.DONE:
         return f"is done after {elapsed}"
     if w.status is Status.KILLED:
@@ -112,16 +145,44 @@ def _log_tail(w: WorkerInfo) -> str:
     return cut + cap_text(tail, TEXT_CHARS)
 
 
+CHANGES_SHOWN = 30  # files in a change summary's text
+
+
+def _changes(w: WorkerInfo) -> str:
+    """What the worker changed, as a bounded diffstat; empty when the roster does not know."""
+    if w.changes is None:
+        return ""
+    if not w.changes:
+        return "Changes: none against its starting point."
+    counts = {k: sum(c["status"] == k for c in w.changes) for k in "AMDT"}
+    words = {"A": "added", "M": "modified", "D": "deleted", "T": "type changed"}
+    head = ", ".join(f"{n} {words[k]}" for k, n in counts.items() if n)
+    lines = [f"Changes against its starting point ({head}; merge with vibe_merge):"]
+    for c in w.changes[:CHANGES_SHOWN]:
+        stat = "binary" if c["added"] is None else f"+{c['added']} -{c['deleted']}"
+        lines.append(f"  {c['status']} {c['path']} ({stat})")
+    if len(w.changes) > CHANGES_SHOWN:
+        lines.append(f"  [{len(w.changes) - CHANGES_SHOWN} more files; vibe_list's data has them all]")
+    return "\n".join(lines)
+
+
 def _report(w: WorkerInfo) -> str:
     """A worker's state with its result (and, when it failed, the tail of its log)."""
     parts = [f"Worker {_head(w)} {_state(w)}" + (f" (run {w.runs})." if w.runs > 1 else ".")]
-    if w.status is Status.FAILED or (w.status is Status.KILLED and w.log.strip()):
+    if w.note:
+        parts.append(cap_text(w.note, TEXT_CHARS))
+    if w.status in (Status.FAILED, Status.TIMED_OUT) or (w.status is Status.KILLED and w.log.strip()):
         parts.append("Last lines of its log (stderr):\n" + (_log_tail(w) or "(empty)"))
-    if w.status is not Status.RUNNING:
+    if not w.status.active:
         result = cap_text(
             w.result.rstrip("\n"), TEXT_CHARS, "The worker's full result is longer; ask it for less."
         )
         parts.append("Result:\n" + result if result.strip() else "Result: (it wrote nothing to stdout)")
+        if w.data is not None:
+            parts.append("It wrote a JSON result to $TETHER_VIBE_RESULT: it is the data of this result.")
+    changes = _changes(w)
+    if changes:
+        parts.append(changes)
     return "\n".join(parts)
 
 
@@ -130,6 +191,7 @@ def _summary(w: WorkerInfo) -> dict[str, Any]:
     data = w.to_json()
     del data["log"]
     data["result"] = w.result[-LIST_RESULT_CHARS:]
+    data["data"] = None if w.data is None else "(in vibe_wait's answer)"
     return data
 
 
@@ -166,20 +228,47 @@ def _default_wait(run: Any) -> float:
     return run.options.of(VibeOptions).vibe_wait_timeout
 
 
+def _kept_text(kept: list[str]) -> str:
+    shown = ", ".join(kept[:10]) + (f" and {len(kept) - 10} more" if len(kept) > 10 else "")
+    return (
+        f"Kept from earlier runs (unmerged work of their workers, committed on these branches): {shown}. "
+        "See one with `git diff HEAD...<branch>`; merge it with git, or delete it with `git branch -D`."
+    )
+
+
 def make_tools(roster: Roster) -> list[Tool]:
-    """The five tools, bound to one run's roster."""
+    """The tools, bound to one run's roster (vibe_merge when the roster can merge)."""
     tiers = getattr(roster, "tiers", None)  # optional: the tiers this roster can run
     tiers_note = f" Tiers configured for this run: {', '.join(tiers)}." if tiers else ""
+    try:
+        spawn_keywords = set(inspect.signature(roster.spawn).parameters)
+    except (TypeError, ValueError):
+        spawn_keywords = set()
 
     async def spawn(ctx, args: SpawnArgs) -> ToolResult:
         _not_blank("brief", args.brief, "say what the worker should do")
         label = " ".join(args.label.split())  # one line: it is shown in vibe_list's one-line rows
         _not_blank("label", label, "give a short name such as 'tests for parser'")
-        w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, label, args.tier))
+        extra = {
+            k: v
+            for k, v in (("isolation", args.isolation), ("budget_seconds", args.budget_seconds))
+            if v is not None
+        }
+        missing = [k for k in extra if k not in spawn_keywords]
+        if missing:
+            raise ToolError(
+                f"this run's worker roster does not take {' or '.join(missing)}; call vibe_spawn without it.",
+                {"error": "unsupported", "arguments": missing},
+            )
+        w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, label, args.tier, **extra))
         text = (
             f"Started worker {_head(w)}. It works in the background: vibe_wait '{w.id}' for its result, "
             "vibe_list to see every worker, vibe_send to add to its briefing, vibe_kill to stop it."
         )
+        if w.note:
+            text += f" Where: {w.note}."
+        if args.budget_seconds is not None:
+            text += f" Its budget: {args.budget_seconds:g} s, then it is stopped (timed out)."
         return ToolResult.text(text, _data(w))
 
     async def send(ctx, args: SendArgs) -> ToolResult:
@@ -204,10 +293,16 @@ def make_tools(roster: Roster) -> list[Tool]:
             left = timeout - (time.monotonic() - begun)
             chunk = max(0.0, min(left, PROGRESS_EVERY))
             w: WorkerInfo = await _ask("vibe_wait", roster.wait(args.worker_id, chunk), chunk)
-            if w.status is not Status.RUNNING or left <= PROGRESS_EVERY:
+            if w.status is not Status.RUNNING or left <= PROGRESS_EVERY:  # a stall returns at once
                 break
             await ctx.progress(time.monotonic() - begun, timeout, f"worker {w.id} still running")
         waited = time.monotonic() - begun
+        if w.status is Status.STALLED:
+            text = (
+                f"{_report(w)}\nThis is not an error: it may be waiting on input or a lock. vibe_kill '{w.id}' "
+                "to stop it, vibe_wait again if it may resume (it goes back to running when it does)."
+            )
+            return ToolResult.text(text, _data(w, timed_out=False))
         if w.status is Status.RUNNING:
             text = (
                 f"Worker {_head(w)} {_state(w)} (waited {_seconds(waited)}). This is not an error: call "
@@ -220,7 +315,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         before: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         was = next((b for b in before if b.id == args.worker_id), None)
         w: WorkerInfo = await _ask("vibe_kill", roster.kill(args.worker_id))
-        if was is not None and was.status is not Status.RUNNING:
+        if was is not None and not was.status.active:
             text = f"Worker {_head(w)} was not running (it is {w.status.value}); nothing was stopped."
             return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=False))
         dropped = (
@@ -235,25 +330,98 @@ def make_tools(roster: Roster) -> list[Tool]:
     async def list_(ctx, args: ListArgs) -> ToolResult:
         workers: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         if not workers:
-            return ToolResult.text("No workers yet in this run; start one with vibe_spawn.", {"workers": []})
+            kept = await _kept()
+            text = "No workers yet in this run; start one with vibe_spawn."
+            return ToolResult.text(
+                text + (f"\n{_kept_text(kept)}" if kept else ""),
+                {"workers": [], **({"kept_branches": kept} if kept else {})},
+            )
         # the running ones and the latest matter most: show those when there are too many
-        ordered = sorted(workers, key=lambda w: (w.status is not Status.RUNNING, -w.started_at))
+        ordered = sorted(workers, key=lambda w: (not w.status.active, -w.started_at))
         shown, note = cap_items(ordered, LIST_CAP, "workers", "vibe_wait on an id shows that worker.")
         counts = {s.value: sum(w.status is s for w in workers) for s in Status}
         lines = [f"{len(workers)} worker(s): " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
         for w in shown:
             line = f"- {w.id} [{w.tier}] {w.status.value}, {_seconds(w.elapsed())}: {w.label}"
-            if w.status is Status.FAILED:
+            if w.status is Status.STALLED:
+                line += " | no CPU, output or file written lately (vibe_wait shows its processes)"
+            elif w.status is Status.FAILED:
                 last = next((ln for ln in reversed(w.log.splitlines()) if ln.strip()), "")
                 line += f" | exit code {w.exit_code}; log ends: {_one_line(last) or '(empty)'}"
-            elif w.status is not Status.RUNNING or w.runs > 1:
+            elif not w.status.active or w.runs > 1:
                 line += f" | last result: {_one_line(w.result) or '(empty)'}"
             if w.queued:
                 line += f" | {w.queued} message(s) queued"
+            if w.changes:
+                line += f" | changed {len(w.changes)} file(s), on {w.branch}"
             lines.append(line)
         if note:
             lines.append(note)
-        return ToolResult.text("\n".join(lines), {"workers": [_summary(w) for w in workers]})
+        kept = await _kept()
+        if kept:
+            lines.append(_kept_text(kept))
+        data: dict[str, Any] = {"workers": [_summary(w) for w in workers]}
+        if kept:
+            data["kept_branches"] = kept
+        return ToolResult.text("\n".join(lines), data)
+
+    async def _kept() -> list[str]:
+        finder = getattr(roster, "kept", None)
+        if finder is None:
+            return []
+        return list(await _ask("vibe_list", finder()))
+
+    async def merge(ctx, args: MergeArgs) -> ToolResult:
+        made = plans.pop() if plans else None
+        plan = made[1] if made is not None and made[0] is args else None
+        if plan is None:  # touches made it for these very arguments; else it is made here
+            plan = await asyncio.to_thread(plan_for, args)
+        outcome = await roster.merge(plan)  # type: ignore[attr-defined]
+        if plan.action == "discard":
+            return ToolResult.text(
+                f"Discarded worker {args.worker_id}'s work: its worktree and branch are being removed; nothing was "
+                "written to the root.",
+                {"worker_id": args.worker_id, "action": "discard", **outcome},
+            )
+        rows = [f"  {status} {path}" for status, path, _ in plan.applied]
+        if plan.applied:
+            text = (
+                f"Applied {len(plan.applied)} file(s) of worker {args.worker_id} to the root:\n"
+                + "\n".join(rows)
+            )
+        else:
+            text = f"Nothing of worker {args.worker_id} was left to apply."
+        if plan.same:
+            text += f"\nAlready as the worker left them in the root: {', '.join(plan.same)}."
+        made_x = [p for _, p, x in plan.applied if x]
+        if made_x:
+            text += f"\nMade executable as in the worker's tree: {', '.join(made_x)}."
+        if plan.rest:
+            text += f"\nNot applied (left out of paths), still in its worktree: {', '.join(plan.rest)}."
+        if plan.outside:
+            text += f"\nOutside the run's root, not applied: {', '.join(plan.outside)}."
+        if outcome["removed"]:
+            text += "\nIts worktree and branch are being removed (all of its work is in the root now)."
+        data = {
+            "worker_id": args.worker_id,
+            "action": "apply",
+            "applied": [{"status": st, "path": p} for st, p, _ in plan.applied],
+            "unchanged": plan.same,
+            "not_applied": plan.rest,
+            **outcome,
+        }
+        return ToolResult.text(text, data)
+
+    plans: list[tuple[MergeArgs, Any]] = []  # the plan touches made, for the handler of the same call
+
+    def plan_for(args: MergeArgs) -> Any:
+        paths = tuple(args.paths) if args.paths is not None else None
+        return roster.merge_plan(args.worker_id, args.action, paths)  # type: ignore[attr-defined]
+
+    def touches(args: MergeArgs) -> list[str]:
+        plan = plan_for(args)  # in a thread: git runs; a refusal (a conflict) is the call's answer
+        plans[:] = [(args, plan)]
+        return [ctx_path for _, ctx_path, _ in plan.applied]
 
     def tool(name: str, description: str, args: type, handler: Any, read_only: bool | None = None) -> Tool:
         return Tool(
@@ -267,7 +435,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             read_only=read_only,
         )
 
-    return [
+    tools = [
         tool(
             "vibe_spawn",
             "Start a background worker on a brief and return at once with its worker_id. Tier 'fast' "
@@ -295,8 +463,25 @@ def make_tools(roster: Roster) -> list[Tool]:
         tool("vibe_kill", "Stop a worker and every process it started.", KillArgs, kill),
         tool(
             "vibe_list",
-            "Every worker of this run: tier, status (running, done, failed, killed), elapsed time and last result.",
+            "Every worker of this run: tier, status (running, stalled, done, failed, killed, timed out), "
+            "elapsed time, last result and the files it changed in its worktree.",
             ListArgs,
             list_,
         ),
     ]
+    if hasattr(roster, "merge_plan") and hasattr(roster, "merge"):
+        tools.append(
+            Tool(
+                "vibe_merge",
+                "write",
+                "Land a finished worker's work: 'apply' writes the files it changed in its worktree into the "
+                "root, all or nothing (refused, naming the files, where the root changed a file since the "
+                "worker started; answers with the diagnostics the change introduced); 'discard' removes its "
+                "worktree and branch.",
+                args=MergeArgs,
+                handler=merge,
+                family=FAMILY,
+                touches=touches,
+            )
+        )
+    return tools
