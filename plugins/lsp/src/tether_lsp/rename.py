@@ -42,6 +42,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     from tether.atomic import ChangedSince
     from tether.files import split_lines
 
+    from tether_lsp import readiness
     from tether_lsp.edits import plan_workspace_edit
     from tether_lsp.positions import find_symbol
     from tether_lsp.queries import (
@@ -50,7 +51,6 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         occurrences,
         position,
         source_file,
-        still_indexing,
         supervisor,
     )
     from tether_lsp.supervisor import NotAnswered
@@ -64,6 +64,14 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
             raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
+        # a rename computed while the server still analyses the project could miss uses: wait, else refuse
+        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        if state is not None:
+            raise ToolError(
+                f"nothing was renamed: {conn.server.id} still {state}, and a rename computed now could miss "
+                "uses it has not analysed yet; ask again in a few seconds (or raise the run option lsp_ready_wait)",
+                {"error": "not_ready", "ready": False},
+            )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
         old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
         pos = position(conn, doc.text, spot)
@@ -74,8 +82,6 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         plan = plan_workspace_edit(edit, run, conn.encoding)
         writes = plan.writes()
         if not writes:
-            if conn.indexing:
-                raise NotAnswered(still_indexing(conn, "rename edits"))
             raise NotAnswered(
                 ToolError(
                     f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
@@ -137,6 +143,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
             "operations": plan.operations,
             "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
             "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
+            "ready": True,
         }
         return ToolResult.text("\n".join(lines), data)
 

