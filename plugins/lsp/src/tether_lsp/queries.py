@@ -149,6 +149,17 @@ async def _answer(ctx: Any, args: LspArgs) -> ToolResult:
 
 
 async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+    if args.line is None and args.symbol is not None:
+        # a qualified name, or a name declared once in the file: its line is found, nothing is guessed
+        from tether_lsp.locate import locate
+
+        resolved, said = await locate(run, sup, args)
+        try:
+            found = await navigate(run, sup, resolved)
+        except ToolError as exc:
+            raise ToolError(f"{said}\n{exc.message}", exc.data) from None
+        where = {"file": resolved.file, "line": resolved.line}
+        return ToolResult.text(f"{said}\n{found.plain}", {**(found.data or {}), "resolved": where})
     file, line, symbol = args.file, args.line, args.symbol
     if file is None or line is None or symbol is None:
         raise _missing(args, args.action, "file", "line", "symbol")

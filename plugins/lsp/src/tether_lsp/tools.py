@@ -54,7 +54,12 @@ class LspArgs:
         default=None,
         min_length=1,
     )
-    line: int | None = arg("1-based line on which the symbol is written.", default=None, minimum=1)
+    line: int | None = arg(
+        "1-based line on which the symbol is written. Without it, symbol is found by name: a qualified name "
+        "(Class.method) among the workspace symbols, or a name declared once in file.",
+        default=None,
+        minimum=1,
+    )
     symbol: str | None = arg(
         "The symbol as written on that line (or a substring of it that occurs once there); positions are "
         "found from this, never from a column.",
