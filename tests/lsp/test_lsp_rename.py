@@ -234,3 +234,27 @@ async def test_leftovers_of_references_and_rename_include_gitignored_files_outsi
     assert "scripts/report.py" not in {f["file"] for f in r.data["files"]}, r.plain
     assert {"file": "scripts/report.py", "line": 3} in r.data["not_renamed"], r.plain
     assert 'scripts/report.py:3: print(greet("r"))' in r.plain, r.plain
+
+
+async def test_a_rename_while_the_server_is_not_ready_is_refused_and_writes_nothing(py_root):
+    import time
+
+    rename = {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+    async with tether.open_run(py_root, options={"lsp_ready_wait": 1}) as run:
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        assert not r.is_error and r.data["ready"] is True, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        # as a $/progress begin without its end (a server loading its packages) would leave it
+        conn.progress_tokens.add("load")
+        conn.progress_titles["load"] = ("Loading packages", time.monotonic())
+        before = snapshot(py_root)
+        r = await run.call("lsp_rename", rename)
+        assert r.is_error and r.data == {"error": "not_ready", "ready": False}, r.plain
+        assert r.plain.startswith(
+            "nothing was renamed: basedpyright still working on 'Loading packages' ("
+        ), r.plain
+        assert snapshot(py_root) == before
+        conn.progress_tokens.discard("load")
+        del conn.progress_titles["load"]
+        r = await run.call("lsp_rename", rename)
+        assert not r.is_error and r.data["ready"] is True and r.data["edits"] == 10, r.plain
