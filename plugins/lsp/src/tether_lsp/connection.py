@@ -151,6 +151,7 @@ class Connection:
         self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
         self.timed: Mark | None = None  # the change whose round was measured last
         self.first_end: float | None = None  # "progress" servers: when the first round ended
+        self.first_open: float | None = None  # when the first document was opened
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.watcher = Watcher(self)
@@ -178,6 +179,11 @@ class Connection:
             return True
         if self.server.ready_after_publish and self.docs and not self.published:
             return True  # its indexing has not begun yet (clangd: once the first document's command is read)
+        grace = self.server.load_begins_within
+        opened = self.first_open
+        if grace is not None and opened is not None and self.first_end is None:
+            # the project's load (tsserver: from the first open document) has not ended
+            return bool(self.begins) or time.monotonic() - opened < grace
         from tether_lsp.write_diagnostics import round_done  # the round rule is diagnostics on write's
 
         return self.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
@@ -522,6 +528,8 @@ class Connection:
         except (OSError, UnicodeDecodeError):
             return None
         doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark(uri, 1))
+        if self.first_open is None:
+            self.first_open = time.monotonic()
         self.last_mark = doc.mark
         self.docs[uri] = doc
         self.watcher.files[path] = stat

@@ -19,15 +19,26 @@ ASKED: ContextVar[dict[str, str | None] | None] = ContextVar("tether_lsp_asked",
 
 def busy(conn: Any) -> str | None:
     """What the server is still doing, in the words of the note ("working on 'Setting up workspace' (3 s)"),
-    or None when it is ready."""
+    or None when it is ready.
+
+    A diagnosis round after the first one (gopls's "diagnosing opened files", `ServerDef.round_titles`,
+    begun by the very document a question opens) does not count: gopls answers navigation from the
+    packages it loaded, which that round does not change."""
     if not conn.indexing:
         return None
     now = time.monotonic()
-    work = sorted((at, title) for title, at in conn.progress_titles.values())
+    titles = conn.server.round_titles
+    work = sorted(
+        (at, title)
+        for title, at in conn.progress_titles.values()
+        if not (titles and conn.first_end is not None and title.startswith(titles))
+    )
     if work:
         at, title = work[0]
         what = f"working on '{title}'" if title else "analysing the project"
         return f"{what} ({now - at:.0f} s)"
+    if conn.progress_tokens and not (conn.progress_tokens - conn.progress_titles.keys()) and conn.quiescent:
+        return None  # only such diagnosis rounds
     return f"analysing the project ({now - conn.started_at:.0f} s since it started)"
 
 

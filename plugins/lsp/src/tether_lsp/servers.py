@@ -123,6 +123,11 @@ class ServerDef:
             document's compile command (clangd's background index of compile_commands.json), so before its
             first publish of a document an answer is from that one file alone (the first definition of
             `cJSON_AddItemToObject` asked in `cJSON_Utils.c` answered a use there): it is not ready until then.
+        load_begins_within: the server loads its project when the first document is opened and reports the
+            load as work-done progress (typescript-language-server: "Initializing JS/TS language features"
+            from tsserver's projectLoadingStart to its projectLoadingFinish): it is not ready until that
+            progress ended, or until this many seconds passed after the first open with no progress begun (a
+            file of no configured project is loaded without it).
     """
 
     id: str
@@ -155,6 +160,7 @@ class ServerDef:
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     ready_after_publish: bool = False
+    load_begins_within: float | None = None
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -253,6 +259,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker_format="tsc",
         rounds="tsserver",
         symbols_need_open_file=True,
+        load_begins_within=5.0,
     ),
     ServerDef(
         id="clangd",
