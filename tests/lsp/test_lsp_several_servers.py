@@ -270,4 +270,6 @@ async def test_code_actions_asked_while_a_server_is_still_analysing_the_project_
         r = await run.call("lsp", clean)
         assert not r.is_error, r.plain
         head, note = r.plain.splitlines()
-        assert head == "no code actions offered for 'VALUE' at src/click/_probe.py:3" and still.fullmatch(note), r.plain
+        assert head == "no code actions offered for 'VALUE' at src/click/_probe.py:3" and still.fullmatch(
+            note
+        ), r.plain
