@@ -86,6 +86,7 @@ async def test_the_first_references_of_a_fresh_run_are_complete_or_say_they_may_
         assert again.data["ready"] is True and "ask again" not in again.plain, again.plain
 
 
+@pytest.mark.timeout(300)  # basedpyright's first round of click, then click's test_commands.py
 async def test_a_rename_covers_the_callers_outside_the_servers_program_and_clicks_suite_passes(
     click_root, tmp_path, monkeypatch
 ):
@@ -101,7 +102,7 @@ async def test_a_rename_covers_the_callers_outside_the_servers_program_and_click
     )
     monkeypatch.setenv("PATH", f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}")
 
-    async with tether.open_run(click_root, plugins=[tether.files]) as run:
+    async with tether.open_run(click_root, plugins=[tether.files], options={"lsp_ready_wait": 120}) as run:
         r = await run.call(
             "lsp",
             {
