@@ -17,7 +17,7 @@ from tether_lsp import readiness, render
 from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.dependents import changes_seen_by
 from tether_lsp.hookspecs import tether_lsp_supervisor
-from tether_lsp.positions import Spot, find_symbol, from_units, to_units
+from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_units
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.tools import LspArgs
 from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP
@@ -91,7 +91,7 @@ def _missing(args: Any, action: str, *names: str) -> ToolError:
 
 
 def position(conn: Any, text: str, spot: Spot) -> Any:
-    lines = split_lines(text)
+    lines = text_lines(text)
     source = lines[spot.line] if spot.line < len(lines) else ""
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
@@ -240,7 +240,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         outside: list[tuple[str, int, str]] = []
         more: list[str] = []
         if args.action == "references" and conn.server.publishes_program:
-            name = identifier_at(split_lines(doc.text)[spot.line], spot.char, symbol)
+            name = identifier_at(text_lines(doc.text)[spot.line], spot.char, symbol)
             # paths, not relative names, and through the connection's uri cache: resolving every file of the
             # program again per answer cost more than the server's own answer on a small project
             known = (lines.where(u, run)[0] for u in [*conn.published, *conn.docs])

@@ -40,11 +40,10 @@ class RenameArgs:
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import ChangedSince
-    from tether.files import split_lines
 
     from tether_lsp import readiness, render
     from tether_lsp.edits import plan_workspace_edit
-    from tether_lsp.positions import find_symbol
+    from tether_lsp.positions import find_symbol, text_lines
     from tether_lsp.queries import (
         identifier_at,
         occurrence_lines,
@@ -73,7 +72,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 {"error": "not_ready", "ready": False},
             )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
-        old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
+        old_name = identifier_at(text_lines(doc.text)[spot.line], spot.char, args.symbol)
         # files outside the server's program that mention the name are opened first: the server analyses open
         # files whatever its include says, so the rename covers the uses it can resolve there
         extra = await open_mentions(conn, run, old_name) if old_name != args.new_name else []

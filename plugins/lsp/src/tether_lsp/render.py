@@ -10,9 +10,8 @@ from typing import Any
 
 import attrs
 from tether.diagnostics import Diagnostic
-from tether.files import split_lines
 
-from tether_lsp.positions import from_units
+from tether_lsp.positions import from_units, text_lines
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
@@ -31,7 +30,7 @@ class Lines:
     def __init__(
         self, overrides: dict[Path, str] | None = None, uris: dict[str, tuple[Path | None, str]] | None = None
     ) -> None:
-        self._cache: dict[Path, list[str]] = {}
+        self._cache: dict[Path, tuple[str, ...]] = {}
         self._overrides = overrides or {}
         self._uris = {} if uris is None else uris  # may be shared across answers: a uri always shows the same
 
@@ -51,7 +50,7 @@ class Lines:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     text = ""
-            self._cache[path] = split_lines(text)
+            self._cache[path] = text_lines(text)
         lines = self._cache[path]
         return lines[line] if 0 <= line < len(lines) else ""
 
