@@ -190,7 +190,8 @@ async def hierarchy(sup: Any, path: Any, rel: str, args: Any) -> ToolResult:
                     sites_file = lines.where(in_uri, run)[1]
                     sites = tuple(sorted({r.start.line + 1 for r in call.from_ranges or []}))
                     found.append((other, sites, sites_file))
-            return sorted(found, key=lambda f: place(f[0])[:2])
+            # by file then line, from the uri and the range alone: only the entries shown read their file
+            return sorted(found, key=lambda f: (lines.where(_field(f[0], "uri"), run)[1], _start(f[0])))
 
         entries: list[Entry] = []
         seen = {(_field(items[0], "uri"), _start(items[0]))}

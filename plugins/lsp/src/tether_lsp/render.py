@@ -45,14 +45,30 @@ class Lines:
     def get(self, path: Path, line: int) -> str:
         if path not in self._cache:
             text = self._overrides.get(path)
-            if text is None:
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    text = ""
-            self._cache[path] = text_lines(text)
+            self._cache[path] = text_lines(text) if text is not None else file_lines(path)
         lines = self._cache[path]
         return lines[line] if 0 <= line < len(lines) else ""
+
+
+FILES_KEPT = 64
+_files: dict[tuple[Path, int, int], tuple[str, ...]] = {}
+
+
+def file_lines(path: Path) -> tuple[str, ...]:
+    """A file's lines, read again only when its mtime or size changed (the last FILES_KEPT files): the
+    callers of a method span tens of files, and each answer read and split them all again."""
+    try:
+        st = path.stat()
+        key = (path, st.st_mtime_ns, st.st_size)
+        hit = _files.pop(key, None)
+        if hit is None:
+            hit = text_lines(path.read_text(encoding="utf-8", errors="replace"))
+        _files[key] = hit  # the most recent last
+        while len(_files) > FILES_KEPT:
+            del _files[next(iter(_files))]
+        return hit
+    except OSError:
+        return ()
 
 
 @attrs.frozen(order=True)
