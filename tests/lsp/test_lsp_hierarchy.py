@@ -8,11 +8,15 @@ once the server is ready, it says `ready: true` and no note.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 import tether
+import tether.files
 from support import require_binary
 from tether_lsp import readiness
 
@@ -58,21 +62,37 @@ def ready_or_noted(r) -> None:
         assert r.data["ready"] is True and not any(NOTE.fullmatch(x) for x in r.plain.splitlines()), r.plain
 
 
-@pytest.mark.timeout(300)  # basedpyright's first round of click: a minute on a loaded 2-core machine
-async def test_callers_of_echo_on_click_match_its_call_sites_and_a_cold_answer_says_when_it_may_not(
-    click_root,
+@pytest.mark.timeout(300)  # basedpyright's first round of click, then click's test_commands.py
+async def test_click_callers_of_echo_symbols_without_a_line_and_a_rename_covering_its_tests(
+    click_root, tmp_path, monkeypatch
 ):
+    """One run over click (one cold start of basedpyright): callers against tree-sitter's call sites, symbols
+    found without a line, then a rename that also covers tests/ (outside the server's program)."""
+    # tests/ is outside [tool.pyright] include: basedpyright does not analyse the call there until it is opened.
+    # click is installed in development mode (the .pth of src that an editable install writes) in the
+    # environment basedpyright asks (the first python on PATH), as in a clone being worked on: otherwise
+    # `import click` in tests/ resolves to whatever click that environment holds (this one's has its own), a
+    # module the rename rightly leaves alone and lists
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    (next(env.glob("lib/python3*/site-packages")) / "_click_editable.pth").write_text(
+        f"{click_root / 'src'}\n"
+    )
+    monkeypatch.setenv("PATH", f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}")
+
     importers = {
         f"src/click/{p.name}"
         for p in (click_root / "src/click").glob("*.py")
         if re.search(r"^from \.utils import .*\becho\b", p.read_text(), re.M)
     }
     ask = {"action": "callers", "file": "src/click/utils.py", "line": 240, "symbol": "echo"}
-    async with tether.open_run(click_root) as run:
+    async with tether.open_run(click_root, plugins=[tether.files], options={"lsp_ready_wait": 120}) as run:
         first = await run.call("lsp", ask)
         assert not first.is_error, first.plain
         ready_or_noted(first)
         expected = await calls(run, "echo($$$A)", "src/click", "python", importers)
+        # and the calls as click.echo(...) in tests/typing (in pyright's include; they import click)
+        expected |= await calls(run, "click.echo($$$A)", "tests/typing", "python")
         await until_ready(run, "basedpyright")
         r = await run.call("lsp", ask)
         assert r.data["ready"] is True and not NOTE.search(r.plain), r.plain
@@ -82,7 +102,8 @@ async def test_callers_of_echo_on_click_match_its_call_sites_and_a_cold_answer_s
             e["file"] for e in r.data["entries"]
         }, r.plain
         # the known difference: none. Every call of echo in an importer is inside a function (click has no
-        # module-level call of it), and no importer shadows the name.
+        # module-level call of it), and no importer shadows the name. (With the click another environment
+        # holds, those of tests/typing are calls of that click's echo, and not among these.)
         assert sites(r) == expected, (sites(r) ^ expected, r.plain)
         entries = [(e["file"], e["line"]) for e in r.data["entries"]]
         assert entries == sorted(entries), r.plain
@@ -113,6 +134,63 @@ async def test_callers_of_echo_on_click_match_its_call_sites_and_a_cold_answer_s
         ], r.plain
         r = await run.call("lsp", {"action": "references", "symbol": "Context.no_such_method"})
         assert r.is_error and r.data["error"] == "symbol_not_found", r.plain
+        # the rename: tests/test_commands.py:417 calls it as click.core.iter_params_for_processing(...)
+        r = await run.call(
+            "lsp",
+            {
+                "action": "references",
+                "file": "src/click/core.py",
+                "line": 147,
+                "symbol": "iter_params_for_processing",
+            },
+        )
+        assert "outside basedpyright's program" in r.plain and "tests/test_commands.py:417:" in r.plain, (
+            r.plain
+        )
+        files = ("src/click/core.py", "tests/test_commands.py")
+        before = {f: (click_root / f).read_text().splitlines() for f in files}
+        r = await run.call(
+            "lsp_rename",
+            {
+                "file": "src/click/core.py",
+                "line": 147,
+                "symbol": "iter_params_for_processing",
+                "new_name": "params_in_processing_order",
+            },
+        )
+        assert not r.is_error and r.data["ready"] is True, r.plain
+        assert {"file": "tests/test_commands.py", "edits": 1} in r.data["files"], r.plain
+        assert "opened first, since they are outside basedpyright's program" in r.plain, r.plain
+        # what is left are the two comments that name it, listed, not changed
+        assert r.data["not_renamed"] == [
+            {"file": "src/click/core.py", "line": 1213},
+            {"file": "tests/test_commands.py", "line": 528},
+        ], r.plain
+    changed = {
+        (f, n)
+        for f in files
+        for n, (old, new) in enumerate(zip(before[f], (click_root / f).read_text().splitlines()), 1)
+        if old != new
+    }
+    assert changed == {
+        ("src/click/core.py", 147),
+        ("src/click/core.py", 1374),
+        ("tests/test_commands.py", 417),
+    }
+    assert (click_root / "src/click/core.py").read_text().splitlines()[
+        146
+    ] == "def params_in_processing_order("
+    # click's own suite passes after the rename (the call in tests/test_commands.py:417 renamed too)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/test_commands.py"],
+        cwd=click_root,
+        # only click's own configuration: none of this environment's pytest plugins
+        env={**os.environ, "PYTHONPATH": str(click_root / "src"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 async def test_callers_on_cjson_match_its_calls_and_clangd_says_it_lacks_callees(cjson_root):
