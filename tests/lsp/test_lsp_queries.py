@@ -157,7 +157,7 @@ BAD = [
         "resolves outside the root",
     ),
     ({"action": "definition", "file": "pkg/util.py", "line": 1}, "action definition needs symbol"),
-    ({"action": "references", "file": "pkg/util.py", "symbol": "greet"}, "action references needs line"),
+    ({"action": "references", "symbol": "greet"}, "action references needs line"),
     ({"action": "diagnostics"}, "action diagnostics needs file"),
     ({"action": "symbols"}, "action symbols needs query"),
     ({"action": "hover", "file": "pkg", "line": 1, "symbol": "x"}, "'pkg' is a directory"),

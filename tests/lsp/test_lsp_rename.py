@@ -9,6 +9,7 @@ import tether
 import tether.atomic
 from lsprotocol import types as lsp
 from tether.tools import ToolError
+from tether_lsp import readiness
 from tether_lsp.edits import plan_workspace_edit
 
 
@@ -209,8 +210,8 @@ async def test_rename_counts_lines_as_the_server_does_not_at_form_feeds_or_line_
 
 
 async def test_leftovers_of_references_and_rename_include_gitignored_files_outside_the_program(py_root):
-    """A .gitignore'd script outside pyright's include is a file the model can see and edit: the
-    leftover search of references and of lsp_rename names the old name written there."""
+    """A .gitignore'd script outside pyright's include is a file the model can see and edit: references
+    name the old name written there, and lsp_rename opens it first, so its use is renamed too."""
     (py_root / "pyproject.toml").write_text(
         '[project]\nname = "sample"\nversion = "0"\n\n[tool.basedpyright]\ninclude = ["pkg"]\n'
     )
@@ -231,6 +232,37 @@ async def test_leftovers_of_references_and_rename_include_gitignored_files_outsi
             "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
         )
         assert not r.is_error, r.plain
-    assert "scripts/report.py" not in {f["file"] for f in r.data["files"]}, r.plain
-    assert {"file": "scripts/report.py", "line": 3} in r.data["not_renamed"], r.plain
-    assert 'scripts/report.py:3: print(greet("r"))' in r.plain, r.plain
+    assert {"file": "scripts/report.py", "edits": 2} in r.data["files"], r.plain
+    assert r.data["not_renamed"] == [], r.plain
+    assert (
+        "opened first, since they are outside basedpyright's program and mention 'greet': scripts/report.py"
+        in (r.plain)
+    )
+    assert (
+        py_root / "scripts/report.py"
+    ).read_text() == 'from pkg.util import welcome\n\nprint(welcome("r"))\n'
+
+
+async def test_a_rename_while_the_server_is_not_ready_is_refused_and_writes_nothing(py_root):
+    import time
+
+    rename = {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
+    async with tether.open_run(py_root, options={"lsp_ready_wait": 1}) as run:
+        r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
+        assert not r.is_error, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        assert await readiness.wait_ready(conn, 90) is None
+        # as a $/progress begin without its end (a server loading its packages) would leave it
+        conn.progress_tokens.add("load")
+        conn.progress_titles["load"] = ("Loading packages", time.monotonic())
+        before = snapshot(py_root)
+        r = await run.call("lsp_rename", rename)
+        assert r.is_error and r.data == {"error": "not_ready", "ready": False}, r.plain
+        assert r.plain.startswith(
+            "nothing was renamed: basedpyright still working on 'Loading packages' ("
+        ), r.plain
+        assert snapshot(py_root) == before
+        conn.progress_tokens.discard("load")
+        del conn.progress_titles["load"]
+        r = await run.call("lsp_rename", rename)
+        assert not r.is_error and r.data["ready"] is True and r.data["edits"] == 10, r.plain

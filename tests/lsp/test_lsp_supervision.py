@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -259,15 +260,20 @@ async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_r
         }  # in a docstring: no definition
         r = await run.call("lsp", args)
         assert not r.is_error and r.plain == "no definition found for 'Say' at pkg/util.py:2"
+        assert r.data["ready"] is True
         (conn,) = run.resource("tether_lsp_supervisor").connections.values()
         conn.progress_tokens.add("indexing")  # as a $/progress begin without its end would leave it
+        r = await run.call("lsp", {**args, "line": 1, "symbol": "greet"} | {"action": "hover"})
+        assert not r.is_error and r.data["ready"] is False, r.plain
+        assert re.fullmatch(
+            r"basedpyright still analysing the project \(\d+ s since it started\): this answer may be "
+            r"incomplete; ask again in a few seconds",
+            r.plain.splitlines()[-1],
+        ), r.plain
         r = await run.call("lsp", args)
-        assert (
-            r.is_error
-            and "still indexing" in r.plain
-            and "retry" in r.plain
-            and r.data["error"] == "indexing"
-        )
+        assert r.is_error and r.data["error"] == "indexing" and r.data["ready"] is False, r.plain
+        assert r.plain.splitlines()[0] == "basedpyright answered no definitions yet", r.plain
+        assert r.plain.endswith("this answer may be incomplete; ask again in a few seconds"), r.plain
 
 
 async def test_a_server_flooding_stderr_does_not_stall(py_root, no_leftover_processes):

@@ -126,6 +126,9 @@ class Connection:
         self.stderr_tail: deque[str] = deque(maxlen=40)
         self.log_tail: deque[str] = deque(maxlen=20)
         self.progress_tokens: set[str] = set()
+        self.progress_titles: dict[
+            str, tuple[str, float]
+        ] = {}  # token -> (title, when it began), in progress
         self.begins = 0  # work-done progress begins seen
         self.analysed = False  # the first analysis of the project has ended (see first_round)
         self.diagnosed = False  # a "document" server completed a round (its first diagnosis is over)
@@ -148,6 +151,7 @@ class Connection:
         self.round_times: deque[float] = deque(maxlen=ROUNDS_KEPT)  # s from a change to its round's end
         self.timed: Mark | None = None  # the change whose round was measured last
         self.first_end: float | None = None  # "progress" servers: when the first round ended
+        self.first_open: float | None = None  # when the first document was opened
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.watcher = Watcher(self)
@@ -173,6 +177,13 @@ class Connection:
         """The server is still analysing the project: work in progress, or its first round not yet done."""
         if self.progress_tokens or not self.quiescent:
             return True
+        if self.server.ready_after_publish and self.docs and not self.published:
+            return True  # its indexing has not begun yet (clangd: once the first document's command is read)
+        grace = self.server.load_begins_within
+        opened = self.first_open
+        if grace is not None and opened is not None and self.first_end is None:
+            # the project's load (tsserver: from the first open document) has not ended
+            return bool(self.begins) or time.monotonic() - opened < grace
         from tether_lsp.write_diagnostics import round_done  # the round rule is diagnostics on write's
 
         return self.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
@@ -306,6 +317,8 @@ class Connection:
                     )
                 ),
                 rename=lsp.RenameClientCapabilities(prepare_support=False),
+                call_hierarchy=lsp.CallHierarchyClientCapabilities(),
+                type_hierarchy=lsp.TypeHierarchyClientCapabilities(),
             ),
             experimental={"serverStatusNotification": True},
         )
@@ -371,8 +384,10 @@ class Connection:
                 conn.progress_tokens.add(token)
                 conn.begins += 1
                 conn.last_event = time.monotonic()
+                conn.progress_titles[token] = (title, conn.last_event)
             elif kind == "end":
                 conn.progress_tokens.discard(token)
+                conn.progress_titles.pop(token, None)
                 conn.last_event = time.monotonic()
                 if not conn.progress_tokens and conn.first_end is None:
                     conn.first_end = conn.last_event
@@ -512,6 +527,8 @@ class Connection:
         if text is None:
             return None
         doc = Doc(path, uri, 1, text, stat, self.server.language_id(path), self.mark(uri, 1))
+        if self.first_open is None:
+            self.first_open = time.monotonic()
         self.last_mark = doc.mark
         self.docs[uri] = doc
         self.watcher.files[path] = stat

@@ -13,11 +13,11 @@ from tether.files import split_lines
 from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
-from tether_lsp import render
+from tether_lsp import readiness, render
 from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.dependents import changes_seen_by
 from tether_lsp.hookspecs import tether_lsp_supervisor
-from tether_lsp.positions import Spot, find_symbol, from_units, to_units
+from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_units
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.tools import LspArgs
 from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP, too_large
@@ -40,6 +40,7 @@ NAVIGATION = {
     "references": ("textDocument/references", "ReferenceParams", "references_provider", "reference"),
     "hover": ("textDocument/hover", "HoverParams", "hover_provider", "hover"),
 }
+HIERARCHY_ACTIONS = ("callers", "callees", "supertypes", "subtypes")
 REFERENCES_CAP = 50
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
@@ -92,29 +93,39 @@ def _missing(args: Any, action: str, *names: str) -> ToolError:
 
 
 def position(conn: Any, text: str, spot: Spot) -> Any:
-    lines = split_lines(text)
+    lines = text_lines(text)
     source = lines[spot.line] if spot.line < len(lines) else ""
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
 
-def analysing_note(conn: Any, busy: bool = False) -> str:
-    """The line said next to a non-empty answer given while the server is still analysing (or was, ``busy``,
-    when it was asked)."""
-    if not (busy or conn.indexing):
-        return ""
-    return (
-        f"{conn.server.id} is still analysing the project; this may be incomplete - repeat in a few seconds"
-    )
-
-
 def still_indexing(conn: Any, what: str) -> ToolError:
-    return ToolError(
-        f"{conn.server.id} is still indexing and answered no {what}; still indexing: retry in a few seconds",
-        {"error": "indexing"},
-    )
+    """The error for an empty answer of a server that was not ready when asked (its state is said below it)."""
+    return ToolError(f"{conn.server.id} answered no {what} yet", {"error": "indexing"})
 
 
 async def answer(ctx: Any, args: LspArgs) -> ToolResult:
+    """The action's answer, with one line per server that was not ready when asked, and ``ready`` in its data
+    (every action that asked a server; `status` says it per server)."""
+    token = readiness.ASKED.set({})
+    try:
+        try:
+            result = await _answer(ctx, args)
+        except ToolError as exc:
+            if not readiness.asked_any():
+                raise
+            notes = readiness.notes()
+            raise ToolError(
+                "\n".join([exc.message, *notes]), {**(exc.data or {}), "ready": not notes}
+            ) from None
+        if not readiness.asked_any() or result.data is None or "ready" in result.data:
+            return result
+        notes = readiness.notes()
+        return ToolResult.text("\n".join([result.plain, *notes]), {**result.data, "ready": not notes})
+    finally:
+        readiness.ASKED.reset(token)
+
+
+async def _answer(ctx: Any, args: LspArgs) -> ToolResult:
     run = ctx.run
     sup = supervisor(run)
     action = args.action
@@ -140,10 +151,27 @@ async def answer(ctx: Any, args: LspArgs) -> ToolResult:
 
 
 async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+    if args.line is None and args.symbol is not None:
+        # a qualified name, or a name declared once in the file: its line is found, nothing is guessed
+        from tether_lsp.locate import locate
+
+        resolved, said = await locate(run, sup, args)
+        try:
+            found = await navigate(run, sup, resolved)
+        except ToolError as exc:
+            raise ToolError(f"{said}\n{exc.message}", exc.data) from None
+        where = {"file": resolved.file, "line": resolved.line}
+        return ToolResult.text(f"{said}\n{found.plain}", {**(found.data or {}), "resolved": where})
     file, line, symbol = args.file, args.line, args.symbol
     if file is None or line is None or symbol is None:
         raise _missing(args, args.action, "file", "line", "symbol")
-    if args.in_file is not None and args.action in ("hover", "code_actions"):
+    if args.depth is not None and args.action not in HIERARCHY_ACTIONS:
+        raise ToolError(
+            f"depth is the number of levels of callers, callees, supertypes and subtypes; {args.action} has none. "
+            "Leave depth out",
+            {"error": "bad_argument"},
+        )
+    if args.in_file is not None and args.action in ("hover", "code_actions", *HIERARCHY_ACTIONS):
         raise ToolError(
             f"in_file filters the locations of references, definition, type_definition and implementation; "
             f"{args.action} has none. Leave in_file out",
@@ -151,6 +179,10 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         )
     path, rel, text = source_file(run, file)
     find_symbol(text, line, symbol, args.occurrence, rel)  # refused before any server is asked
+    if args.action in HIERARCHY_ACTIONS:
+        from tether_lsp.hierarchy import hierarchy
+
+        return await hierarchy(sup, path, rel, args)
     if args.action == "code_actions":
         return await code_actions(sup, path, rel, line, symbol, args.occurrence)
     method, params_name, capability, noun = NAVIGATION[args.action]
@@ -176,11 +208,11 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         if args.action == "hover":
             hover = render.hover_text(result)
             if not hover:
-                if conn.indexing:
+                if readiness.was_busy(conn):
                     raise NotAnswered(still_indexing(conn, "hover"))
                 raise NotAnswered(ToolResult.text(f"no hover information for {where}", {"hover": ""}))
             text = cap_text(hover, HOVER_CHARS, "The rest is in the definition.")
-            return ToolResult.text("\n".join(x for x in (text, analysing_note(conn)) if x), {"hover": hover})
+            return ToolResult.text(text, {"hover": hover})
         lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
         every = locs = render.locations(result, run, conn.encoding, lines)
         if every and in_rel is not None:
@@ -191,7 +223,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                     {"locations": [], "total": 0, "total_everywhere": len(every)},
                 )
         if not locs:
-            if conn.indexing:
+            if readiness.was_busy(conn):
                 raise NotAnswered(still_indexing(conn, noun + "s"))
             raise NotAnswered(ToolResult.text(f"no {noun} found for {where}", {"locations": [], "total": 0}))
         shown, note = locs[:REFERENCES_CAP], ""
@@ -210,7 +242,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         outside: list[tuple[str, int, str]] = []
         more: list[str] = []
         if args.action == "references" and conn.server.publishes_program:
-            name = identifier_at(split_lines(doc.text)[spot.line], spot.char, symbol)
+            name = identifier_at(text_lines(doc.text)[spot.line], spot.char, symbol)
             # paths, not relative names, and through the connection's uri cache: resolving every file of the
             # program again per answer cost more than the server's own answer on a small project
             known = (lines.where(u, run)[0] for u in [*conn.published, *conn.docs])
@@ -229,7 +261,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
                     *occurrence_lines(outside),
                 ]
         return ToolResult.text(
-            "\n".join(x for x in (head, body, note, *more, analysing_note(conn)) if x),
+            "\n".join(x for x in (head, body, note, *more) if x),
             {
                 "locations": [loc.to_json() for loc in shown],
                 "total": len(locs),
@@ -247,7 +279,6 @@ async def code_actions(
     """The code actions of every server of the file for the symbol, merged in the servers' order, each
     said with its server; a server that has none, or failed, is said too when another one has some."""
     where = f"'{symbol}' at {rel}:{line}"
-    analysing: list[str] = []  # of the servers still analysing the project when asked or when they answered
 
     async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
         lsp = conn.lsp
@@ -270,7 +301,6 @@ async def code_actions(
             context=lsp.CodeActionContext(diagnostics=on_line),
         )
         actions = []
-        busy = conn.indexing
         for item in await sup.request(conn, "textDocument/codeAction", params) or []:
             title = getattr(item, "title", None)
             kind = getattr(item, "kind", None)
@@ -278,8 +308,6 @@ async def code_actions(
                 actions.append(
                     {"title": title, "kind": getattr(kind, "value", kind), "server": conn.server.id}
                 )
-        if note := analysing_note(conn, busy):
-            analysing.append(note)
         return actions
 
     answers = await sup.with_every(path, ask)
@@ -288,9 +316,7 @@ async def code_actions(
         failed = [found for _, found in answers if isinstance(found, ToolError)]
         if len(failed) == len(answers):
             raise failed[0]
-        return ToolResult.text(
-            "\n".join([f"no code actions offered for {where}", *analysing]), {"actions": []}
-        )
+        return ToolResult.text(f"no code actions offered for {where}", {"actions": []})
     shown = actions[:CODE_ACTIONS_CAP]
     lines = [f"{len(actions)} code action(s) for {where}:"]
     lines += [
@@ -309,7 +335,6 @@ async def code_actions(
             lines.append(f"none from {server.id}" + (f": {cut}" if cut else ""))
         elif not found:
             lines.append(f"none from {server.id}")
-    lines += analysing
     return ToolResult.text(
         "\n".join(lines), {"actions": shown, "total": len(actions), "not_shown": len(actions) - len(shown)}
     )
@@ -365,7 +390,8 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
             conn.watcher.analysed(outside)
         lines = render.Lines({doc.path: doc.text})
         diags = render.diagnostics(items, doc.path, run, conn.encoding, lines, source=conn.server.id)
-        if not diags and conn.indexing:
+        readiness.record(conn, again=True)  # the answer is of the round waited for, not of when it was asked
+        if not diags and readiness.was_busy(conn):
             raise still_indexing(conn, "diagnostics")
         return diags
 
@@ -485,7 +511,7 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
 
             walk(result, 0)
             if not rows:
-                if conn.indexing:
+                if readiness.was_busy(conn):
                     raise NotAnswered(still_indexing(conn, "symbols"))
                 raise NotAnswered(ToolResult.text(f"no symbols in {rel}", {"symbols": [], "total": 0}))
             # over the cap, class attributes go before any class, function or method is cut
@@ -546,6 +572,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         asked.append(conn.server.id)
         await conn.watcher.refresh()
         await conn.first_round(sup.option("lsp_ready_wait"))  # as every query: not from a half-loaded project
+        readiness.record(conn)
         if conn.server.symbols_need_open_file and not conn.docs:
             opened = open_some_file(conn)
             if opened is None:
@@ -569,7 +596,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
                 "one file's symbols, or open a file of the project with another lsp action first",
                 {"error": "server_error"},
             ) from None
-        indexing |= conn.indexing
+        indexing |= readiness.was_busy(conn)
         limit = conn.server.workspace_symbol_limit
         if limit is not None and len(result or []) >= limit:
             limited.append(f"{conn.server.id} returns at most {limit} symbols")
@@ -599,9 +626,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     )
     if not rows:
         if indexing:
-            raise ToolError(
-                "still indexing; retry in a few seconds (no symbols found yet)", {"error": "indexing"}
-            )
+            raise ToolError(f"no symbols match '{query}' yet", {"error": "indexing"})
         return ToolResult.text(f"no symbols match '{query}'", {"symbols": [], "total": 0})
     shown, note = cap_items(rows, WORKSPACE_SYMBOLS_CAP, "symbols", "Use a more specific query.")
     if limited:
@@ -651,7 +676,8 @@ async def status(run: Any, sup: Any) -> ToolResult:
                 "open_documents": len(conn.docs),
                 "restarts": conn.restarts,
                 "position_encoding": conn.encoding,
-                "indexing": conn.indexing,
+                "ready": (state := readiness.busy(conn)) is None,
+                "still": state,  # what it is still doing, when not ready
                 "binary": conn.binary,
                 "rounds": conn.rounds,
                 "file_sync": (
@@ -681,7 +707,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
     lines = ["running:" if running else "running: none (servers start on the first query for a file)"]
     lines += [
         f"  {r['server']} for {r['root']} (pid {r['pid']}, up {r['uptime_s']} s, {r['open_documents']} open document(s), "
-        f"restarts {r['restarts']}, {r['position_encoding']}{', indexing' if r['indexing'] else ''}; "
+        f"restarts {r['restarts']}, {r['position_encoding']}{', still ' + r['still'] if r['still'] else ''}; "
         f"files changed on disk: {r['file_sync']}){_rounds_note(conn)}"
         for r, conn in zip(running, alive, strict=True)
     ]

@@ -40,17 +40,16 @@ class RenameArgs:
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import ChangedSince
-    from tether.files import split_lines
 
+    from tether_lsp import readiness, render
     from tether_lsp.edits import plan_workspace_edit
-    from tether_lsp.positions import find_symbol
+    from tether_lsp.positions import find_symbol, text_lines
     from tether_lsp.queries import (
         identifier_at,
         occurrence_lines,
         occurrences,
         position,
         source_file,
-        still_indexing,
         supervisor,
     )
     from tether_lsp.supervisor import NotAnswered
@@ -64,18 +63,33 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
             raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
+        # a rename computed while the server still analyses the project could miss uses: wait, else refuse
+        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        if state is not None:
+            raise ToolError(
+                f"nothing was renamed: {conn.server.id} still {state}, and a rename computed now could miss "
+                "uses it has not analysed yet; ask again in a few seconds (or raise the run option lsp_ready_wait)",
+                {"error": "not_ready", "ready": False},
+            )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
-        old_name = identifier_at(split_lines(doc.text)[spot.line], spot.char, args.symbol)
+        old_name = identifier_at(text_lines(doc.text)[spot.line], spot.char, args.symbol)
+        # files outside the server's program that mention the name are opened first: the server analyses open
+        # files whatever its include says, so the rename covers the uses it can resolve there
+        extra = await open_mentions(conn, run, old_name) if old_name != args.new_name else []
         pos = position(conn, doc.text, spot)
         params = lsp.RenameParams(
             text_document=lsp.TextDocumentIdentifier(uri=doc.uri), position=pos, new_name=args.new_name
         )
-        edit = await sup.request(conn, "textDocument/rename", params)
-        plan = plan_workspace_edit(edit, run, conn.encoding)
-        writes = plan.writes()
+        writes: dict[Any, Any] = {}
+        try:
+            edit = await sup.request(conn, "textDocument/rename", params)
+            plan = plan_workspace_edit(edit, run, conn.encoding)
+            writes = plan.writes()
+        finally:  # opened only for the rename: the written ones stay open, the write's diagnostics read them
+            for d in extra:
+                if d.path not in writes:
+                    conn.close_doc(d)
         if not writes:
-            if conn.indexing:
-                raise NotAnswered(still_indexing(conn, "rename edits"))
             raise NotAnswered(
                 ToolError(
                     f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
@@ -108,6 +122,11 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
+        if extra:
+            names = render.names([run.relpath(d.path) for d in extra])
+            lines.append(
+                f"opened first, since they are outside {conn.server.id}'s program and mention '{old_name}': {names}"
+            )
         # an alias keeping the old name (tsserver: `export { newName as oldName }`) is said as such
         kept = kept_names(edit, run, old_name, args.new_name)
         if kept:
@@ -137,10 +156,32 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
             "operations": plan.operations,
             "not_renamed": [{"file": f, "line": n} for f, n, _ in left],
             "kept_names": [{"file": f, "line": n, "text": text} for f, n, text in kept],
+            "ready": True,
         }
         return ToolResult.text("\n".join(lines), data)
 
     return await sup.with_file(path, rename)
+
+
+OPEN_CAP = 50  # files outside the program opened for one rename; the rest is listed as not renamed
+
+
+async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
+    """Open the files outside the server's program (of a server that publishes its whole program) that write
+    ``name`` as a whole word; the documents opened."""
+    from tether_lsp.queries import occurrences
+    from tether_lsp.render import uri_to_path
+
+    if not conn.server.publishes_program:
+        return []
+    known = {p for p in (uri_to_path(u) for u in [*conn.published, *conn.docs]) if p is not None}
+    found = await asyncio.to_thread(occurrences, conn, run, name, known)
+    opened = []
+    for rel in list(dict.fromkeys(f for f, _, _ in found))[:OPEN_CAP]:
+        doc = conn.open(run.root / rel)
+        if doc is not None:
+            opened.append(doc)
+    return opened
 
 
 def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import attrs
 from tether.diagnostics import Diagnostic
-from tether.files import MAX_FILE_BYTES, split_lines
+from tether.files import MAX_FILE_BYTES
 
-from tether_lsp.positions import from_units
+from tether_lsp.positions import from_units, text_lines
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
@@ -31,7 +31,7 @@ class Lines:
     def __init__(
         self, overrides: dict[Path, str] | None = None, uris: dict[str, tuple[Path | None, str]] | None = None
     ) -> None:
-        self._cache: dict[Path, list[str]] = {}
+        self._cache: dict[Path, tuple[str, ...]] = {}
         self._overrides = overrides or {}
         self._uris = {} if uris is None else uris  # may be shared across answers: a uri always shows the same
 
@@ -46,15 +46,31 @@ class Lines:
     def get(self, path: Path, line: int) -> str:
         if path not in self._cache:
             text = self._overrides.get(path)
-            if text is None:
-                try:
-                    small = path.stat().st_size <= MAX_FILE_BYTES  # a line of a huge file is not shown
-                    text = path.read_text(encoding="utf-8", errors="replace") if small else ""
-                except OSError:
-                    text = ""
-            self._cache[path] = split_lines(text)
+            self._cache[path] = text_lines(text) if text is not None else file_lines(path)
         lines = self._cache[path]
         return lines[line] if 0 <= line < len(lines) else ""
+
+
+FILES_KEPT = 64
+_files: dict[tuple[Path, int, int], tuple[str, ...]] = {}
+
+
+def file_lines(path: Path) -> tuple[str, ...]:
+    """A file's lines, read again only when its mtime or size changed (the last FILES_KEPT files): the
+    callers of a method span tens of files, and each answer read and split them all again."""
+    try:
+        st = path.stat()
+        key = (path, st.st_mtime_ns, st.st_size)
+        hit = _files.pop(key, None)
+        if hit is None:  # a line of a huge file is not shown: it is never read
+            small = st.st_size <= MAX_FILE_BYTES
+            hit = text_lines(path.read_text(encoding="utf-8", errors="replace")) if small else ()
+        _files[key] = hit  # the most recent last
+        while len(_files) > FILES_KEPT:
+            del _files[next(iter(_files))]
+        return hit
+    except OSError:
+        return ()
 
 
 @attrs.frozen(order=True)

