@@ -4,7 +4,11 @@
 
 1. A `read` call's round trip through `tether serve` with the official SDK client, over stdio and
    over Streamable HTTP (127.0.0.1), in both protocol revisions, against the same call made directly
-   with `run.call` in process (the anchor). Medians and ratios to the anchor.
+   with `run.call` in process (the anchor). Medians and ratios to the anchor. Over HTTP also a plain
+   HTTP client (httpx posting the JSON-RPC body with the revision's headers), which tells the SDK
+   client's share from the server's, and the same server with the listening socket made as before
+   (`socket.create_server`: asyncio leaves Nagle on for the connections it accepts).
+   Then 20 HTTP clients (2026-07-28) calling `read` at once on one server: p50 and p95 of a call.
 2. `ask_user` answered at once by the client: through multi round-trip requests (2026-07-28: an
    InputRequiredResult, then the retry) against through `elicitation/create` (2025-11-25), both over
    stdio. Each is also shown against a plain `read` on the same connection.
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -23,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx2
 import mcp_types as types
 import tether
 import tether.files
@@ -73,6 +79,96 @@ async def through(server, mode: str, n: int, tool: str = "read", args=READ) -> f
         return await timed(call, n)
 
 
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+JSON_SSE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def rpc(request_id, method: str, params: dict | None = None) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
+
+
+async def plain_http(url: str, revision: str, n: int) -> float:
+    """The same `read` posted by httpx with the revision's headers: no SDK on the client's side."""
+    async with httpx2.AsyncClient() as http:
+        if revision == "2026-07-28":
+            headers = {
+                **JSON_SSE,
+                "MCP-Protocol-Version": revision,
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "read",
+            }
+            body = rpc(1, "tools/call", {"name": "read", "arguments": READ, "_meta": MODERN_META})
+        else:
+            hello = {
+                "protocolVersion": revision,
+                "capabilities": {},
+                "clientInfo": {"name": "plain", "version": "0"},
+            }
+            answer = await http.post(url, json=rpc(0, "initialize", hello), headers=JSON_SSE)
+            headers = {
+                **JSON_SSE,
+                "MCP-Protocol-Version": revision,
+                "Mcp-Session-Id": answer.headers["mcp-session-id"],
+            }
+            await http.post(
+                url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+            )
+            body = rpc(1, "tools/call", {"name": "read", "arguments": READ})
+
+        async def call():
+            answer = await http.post(url, json=body, headers=headers)
+            assert answer.status_code == 200 and '"isError":false' in answer.text, answer.text
+
+        return await timed(call, n)
+
+
+async def crowd(url: str, clients: int, n: int) -> tuple[float, float]:
+    """``clients`` SDK clients (2026-07-28) calling `read` at once on one server: p50 and p95 (ms)."""
+    got: list[int] = []
+
+    async def one() -> None:
+        async with Client(url, mode="auto") as client:
+            for _ in range(3):
+                await client.call_tool("read", READ)
+            for _ in range(n):
+                t0 = time.perf_counter_ns()
+                assert not (await client.call_tool("read", READ)).is_error
+                got.append(time.perf_counter_ns() - t0)
+
+    await asyncio.gather(*(one() for _ in range(clients)))
+    cuts = statistics.quantiles(got, n=20)
+    return cuts[9] / 1e6, cuts[18] / 1e6
+
+
+# The server as it was before its listening socket named IPPROTO_TCP, for the "before" rows.
+OLD_SOCKET = (
+    "import socket, sys, tether.serve, tether.cli\n"
+    "tether.serve._listen = lambda bind: socket.create_server(bind)\n"
+    "sys.exit(tether.cli.main())"
+)
+
+
+@contextlib.contextmanager
+def http_server(root: str, old_socket: bool = False):
+    start = ["-c", OLD_SOCKET] if old_socket else ["-m", "tether.cli"]
+    http = subprocess.Popen(
+        [sys.executable, *start, "serve", "--root", root, "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        yield re.search(r"at (http://\S+/mcp)", http.stderr.readline()).group(1)
+    finally:
+        http.send_signal(signal.SIGTERM)
+        http.wait(30)
+        http.stderr.close()
+
+
 def stdio(root: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=ENV
@@ -86,24 +182,24 @@ async def main(n: int) -> None:
         rows = [("direct run.call (anchor)", anchor)]
         for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
             rows.append((f"stdio {revision}", await through(stdio(root), mode, n)))
-        http = subprocess.Popen(
-            [sys.executable, "-m", "tether.cli", "serve", "--root", root, "--http", "127.0.0.1:0"],
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
-        try:
-            url = re.search(r"at (http://\S+/mcp)", http.stderr.readline()).group(1)
+        with http_server(root) as url:
             for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
                 rows.append((f"HTTP {revision}", await through(url, mode, n)))
-        finally:
-            http.send_signal(signal.SIGTERM)
-            http.wait(30)
-            http.stderr.close()
+                rows.append((f"HTTP {revision}, plain httpx", await plain_http(url, revision, n)))
+            p50, p95 = await crowd(url, 20, max(10, n // 2))
+        with http_server(root, old_socket=True) as url:
+            for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
+                rows.append((f"HTTP {revision}, before", await through(url, mode, n)))
+                rows.append((f"HTTP {revision}, plain, before", await plain_http(url, revision, n)))
         print(f"1. read round trip, median of {n} (ms; ratio to the anchor)")
         for name, t in rows:
-            print(f"   {name:<28} {t:8.3f}   x{t / anchor:7.1f}")
+            print(f"   {name:<36} {t:8.3f}   x{t / anchor:7.1f}")
+        times = dict(rows)
+        print(
+            f"   HTTP 2026-07-28 / HTTP 2025-11-25: x{times['HTTP 2026-07-28'] / times['HTTP 2025-11-25']:.2f}"
+            f" (before: x{times['HTTP 2026-07-28, before'] / times['HTTP 2025-11-25, before']:.2f})"
+        )
+        print(f"   20 HTTP clients (2026-07-28) at once on one server, a read: p50 {p50:.3f}, p95 {p95:.3f}")
 
         asks = {}
         for mode, how in (("legacy", "elicitation/create"), ("auto", "MRTR (InputRequiredResult + retry)")):

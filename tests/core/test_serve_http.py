@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from tether.procs import alive
+from tether.serve import _listen
 
 REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 TOKEN = "s3cret-token-for-tests-0123456789"
@@ -217,3 +219,28 @@ def test_a_token_in_the_environment_does_not_stop_stdio(tmp_path):
         env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN),
     )
     assert out.returncode == 0 and out.stderr == ""  # end of input at once: served nothing, closed cleanly
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+async def test_accepted_connections_send_without_waiting_for_the_acks_of_small_writes(host):
+    """A response goes out as two writes (headers, then body): with Nagle on, the body waited for the
+    client's delayed ACK of the headers, 40 ms a request."""
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def on_connect(reader, writer):
+        accepted.set_result(
+            writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        )
+        writer.close()
+
+    try:
+        sock = _listen((host, 0))
+    except OSError as exc:
+        pytest.skip(f"cannot bind {host}: {exc}")
+    server = await asyncio.start_server(on_connect, sock=sock)
+    async with server:
+        _reader, writer = await asyncio.open_connection(host, sock.getsockname()[1])
+        assert await asyncio.wait_for(accepted, 20) == 1
+        writer.close()
