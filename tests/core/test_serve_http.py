@@ -4,10 +4,8 @@ both revisions; the bearer token; SIGTERM reaping every child."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -21,40 +19,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from serve_support import http_server
 from tether.procs import alive
 from tether.serve import _listen
 
 REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-
-@contextlib.contextmanager
-def http_server(root, bind="127.0.0.1:0", *args, **env):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--http", bind, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, **env),
-    )
-    try:
-        line = proc.stderr.readline()  # the server says where it listens once the socket is bound
-        found = re.search(r"at (http://\S+/mcp)", line)
-        assert found, (
-            f"no address on stderr: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
-        )
-        yield proc, found.group(1).replace("0.0.0.0", "127.0.0.1")
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
 
 
 def client(url, mode, token=None, **kwargs):
