@@ -50,6 +50,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from tether.run import Run
@@ -72,6 +73,7 @@ REPLAY_META_KEY = "tether/replay"  # set on a result answered from the idempoten
 IDEMPOTENCY_TTL = 600.0  # seconds a finished keyed call is remembered
 IDEMPOTENCY_MAX = 1000  # keyed calls remembered at most (the oldest finished ones go first)
 IDEMPOTENCY_KEY_MAX = 256  # characters
+TOOLS_TTL_MS = 3_600_000  # how long a 2026-07-28 client may keep the tool list (it is fixed for the run)
 
 
 def _annotations(tool) -> types.ToolAnnotations:
@@ -323,9 +325,49 @@ class _Host:
 
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         run = await self.ensure_run(ctx)
-        return types.ListToolsResult(tools=[_mcp_tool(t) for t in run.tools()])
+        # by name (run.tools() is sorted); the families register when the run opens, which this
+        # request did, so the list is fixed for the run: a 2026-07-28 client may keep it
+        return types.ListToolsResult(
+            tools=[_mcp_tool(t) for t in run.tools()], ttl_ms=TOOLS_TTL_MS, cache_scope="private"
+        )
+
+    def readiness(self) -> dict[str, Any]:
+        """What `GET /readyz` answers: whether MCP requests are served, and the run's families."""
+        if self.closed:
+            return {"ready": False, "why": "the server is shutting down"}
+        if self.run is None:
+            return {"ready": True, "run": "not open yet: it opens on the first MCP request"}
+        return {
+            "ready": True,
+            "run": "open",
+            "families": sorted({t.family for t in self.run.tools() if t.family}),
+            "unavailable": {u.family: u.reason for u in self.run.unavailable},
+        }
 
     async def call_tool(self, ctx, params) -> types.CallToolResult | types.InputRequiredResult:
+        """A `tools/call`, with tether's attributes on the span the SDK opened for it."""
+        span = trace.get_current_span()
+        result = await self._call_tool(ctx, params)
+        if span.is_recording():
+            tool = self.run._visible.get(params.name) if self.run is not None else None
+            replay = bool(
+                isinstance(result, types.CallToolResult) and (result.meta or {}).get(REPLAY_META_KEY)
+            )
+            span.set_attributes(
+                {
+                    "tether.tool": params.name,
+                    "tether.tier": tool.tier.value if tool is not None else "unknown",
+                    "tether.family": (tool.family or "") if tool is not None else "",
+                    "tether.surface": self.run.surface.name if self.run is not None else "",
+                    "tether.outcome": "input_required"
+                    if isinstance(result, types.InputRequiredResult)
+                    else ("error" if result.is_error else "ok"),
+                    "tether.replay": replay,
+                }
+            )
+        return result
+
+    async def _call_tool(self, ctx, params) -> types.CallToolResult | types.InputRequiredResult:
         run = await self.ensure_run(ctx)
         if params.request_state is not None:  # the next round of a call: never answered from the replays
             call = self._calls.get(json.loads(params.request_state)["call"])
@@ -619,8 +661,32 @@ def _listen(bind: tuple[str, int]) -> socket.socket:
     return sock
 
 
+class _Probe:
+    """`GET /healthz` (the process answers) or `GET /readyz` (MCP requests are served; the run's state):
+    JSON, 503 when not ready. Beyond loopback, with the same bearer token as `/mcp`."""
+
+    def __init__(self, answer, token: str | None) -> None:
+        self.answer, self.token = answer, token
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.responses import JSONResponse
+
+        if self.token is not None:
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                refused = JSONResponse(
+                    {"error": "this server requires its bearer token: send Authorization: Bearer <token>"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                return await refused(scope, receive, send)
+        body = self.answer()
+        await JSONResponse(body, status_code=200 if body.get("ready", True) else 503)(scope, receive, send)
+
+
 async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token: str | None) -> None:
     import uvicorn
+    from starlette.routing import Route
 
     hostname, port = bind
     sock = _listen(bind)
@@ -633,7 +699,11 @@ async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token:
             "auth": AuthSettings.model_validate({"issuer_url": url, "resource_server_url": None}),
             "token_verifier": _Bearer(token),
         }
-    app = server.streamable_http_app(host=hostname, **auth)
+    probes = [
+        Route(path, endpoint=_Probe(answer, token), methods=["GET"])
+        for path, answer in (("/healthz", lambda: {"ok": True}), ("/readyz", host.readiness))
+    ]
+    app = server.streamable_http_app(host=hostname, custom_starlette_routes=probes, **auth)
 
     class Uvicorn(uvicorn.Server):
         @contextlib.contextmanager
