@@ -9,7 +9,9 @@
    client's share from the server's, and the same server with the listening socket made as before
    (`socket.create_server`: asyncio leaves Nagle on for the connections it accepts).
    Then 20 HTTP clients (2026-07-28) calling `read` at once on one server: p50 and p95 of a call.
-2. `ask_user` answered at once by the client: through multi round-trip requests (2026-07-28: an
+3. The idempotency check's cost per call of a keyed `write` (4 KiB of content): the key read from
+   `_meta`, the fingerprint of the arguments, the look-up and the remembering, in a full memory.
+4. `ask_user` answered at once by the client: through multi round-trip requests (2026-07-28: an
    InputRequiredResult, then the retry) against through `elicitation/create` (2025-11-25), both over
    stdio. Each is also shown against a plain `read` on the same connection.
 """
@@ -169,6 +171,33 @@ def http_server(root: str, old_socket: bool = False):
         http.stderr.close()
 
 
+def idempotency_cost(n: int) -> float:
+    from tether.serve import IDEMPOTENCY_MAX, _Call, _fingerprint, _idempotency_key, _Keyed, _Replays
+
+    replays = _Replays()
+    call = _Call(None, "write")
+    for i in range(IDEMPOTENCY_MAX):  # full: every call also forgets the oldest
+        keyed = _Keyed("x", call)
+        replays.add(f"old-{i}", keyed)
+        replays.finished(f"old-{i}", keyed)
+    arguments = {"path": "src/module.py", "content": "x = 1\n" * 700}
+    got = []
+    for i in range(n):
+        params = types.CallToolRequestParams(
+            name="write", arguments=arguments, _meta={"tether/idempotency_key": f"key-{i}"}
+        )
+        t0 = time.perf_counter_ns()
+        key = _idempotency_key(params)
+        assert key is not None
+        fingerprint = _fingerprint("write", arguments)
+        assert replays.get(key) is None
+        keyed = _Keyed(fingerprint, call)
+        replays.add(key, keyed)
+        replays.finished(key, keyed)
+        got.append(time.perf_counter_ns() - t0)
+    return ms(got)
+
+
 def stdio(root: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=["-m", "tether.cli", "serve", "--root", root], env=ENV
@@ -201,12 +230,14 @@ async def main(n: int) -> None:
         )
         print(f"   20 HTTP clients (2026-07-28) at once on one server, a read: p50 {p50:.3f}, p95 {p95:.3f}")
 
+        print(f"3. idempotency check per keyed call, median of {n * 10} (ms): {idempotency_cost(n * 10):.4f}")
+
         asks = {}
         for mode, how in (("legacy", "elicitation/create"), ("auto", "MRTR (InputRequiredResult + retry)")):
             plain = await through(stdio(root), mode, n)
             asked = await through(stdio(root), mode, n, "ask_user", QUESTION)
             asks[mode] = (how, asked, plain)
-        print(f"2. ask_user answered at once, over stdio, median of {n} (ms)")
+        print(f"4. ask_user answered at once, over stdio, median of {n} (ms)")
         for how, asked, plain in asks.values():
             print(
                 f"   {how:<36} {asked:8.3f}   (a plain read on the same server: {plain:.3f}; x{asked / plain:.1f})"
