@@ -9,6 +9,8 @@
    client's share from the server's, and the same server with the listening socket made as before
    (`socket.create_server`: asyncio leaves Nagle on for the connections it accepts).
    Then 20 HTTP clients (2026-07-28) calling `read` at once on one server: p50 and p95 of a call.
+   And, over a raw socket (one write per request, Nagle off), the time from the response's headers
+   to its body, old socket and new: the delayed-ACK wait itself, which a busy machine does not blur.
 3. The idempotency check's cost per call of a keyed `write` (4 KiB of content): the key read from
    `_meta`, the fingerprint of the arguments, the look-up and the remembering, in a full memory.
 4. `ask_user` answered at once by the client: through multi round-trip requests (2026-07-28: an
@@ -20,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -171,6 +175,38 @@ def http_server(root: str, old_socket: bool = False):
         http.stderr.close()
 
 
+def headers_to_body(url: str, n: int) -> float:
+    """Median ms between the arrival of a 2026-07-28 `read` response's headers and of its body."""
+    found = re.match(r"http://([^:/]+):(\d+)(/\S*)", url)
+    assert found
+    host, port, path = found.group(1), int(found.group(2)), found.group(3)
+    body = json.dumps(
+        rpc(1, "tools/call", {"name": "read", "arguments": READ, "_meta": MODERN_META})
+    ).encode()
+    head = {**JSON_SSE, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "read"}
+    lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+    request = f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{lines}Content-Length: {len(body)}\r\n\r\n"
+    gaps = []
+    with socket.create_connection((host, port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(n + 5):
+            sock.sendall(request.encode() + body)
+            got, seen_head = b"", None
+            while True:
+                got += sock.recv(65536)
+                if seen_head is None and b"\r\n\r\n" in got:
+                    seen_head = time.perf_counter_ns()
+                if seen_head is not None:
+                    top, rest = got.split(b"\r\n\r\n", 1)
+                    length = re.search(rb"content-length: (\d+)", top, re.I)
+                    assert length, top
+                    if len(rest) >= int(length.group(1)):
+                        break
+            if i >= 5:
+                gaps.append(time.perf_counter_ns() - seen_head)
+    return ms(gaps)
+
+
 def idempotency_cost(n: int) -> float:
     from tether.serve import IDEMPOTENCY_MAX, _Call, _fingerprint, _idempotency_key, _Keyed, _Replays
 
@@ -216,10 +252,12 @@ async def main(n: int) -> None:
                 rows.append((f"HTTP {revision}", await through(url, mode, n)))
                 rows.append((f"HTTP {revision}, plain httpx", await plain_http(url, revision, n)))
             p50, p95 = await crowd(url, 20, max(10, n // 2))
+            gap_after = headers_to_body(url, n)
         with http_server(root, old_socket=True) as url:
             for mode, revision in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
                 rows.append((f"HTTP {revision}, before", await through(url, mode, n)))
                 rows.append((f"HTTP {revision}, plain, before", await plain_http(url, revision, n)))
+            gap_before = headers_to_body(url, n)
         print(f"1. read round trip, median of {n} (ms; ratio to the anchor)")
         for name, t in rows:
             print(f"   {name:<36} {t:8.3f}   x{t / anchor:7.1f}")
@@ -227,6 +265,10 @@ async def main(n: int) -> None:
         print(
             f"   HTTP 2026-07-28 / HTTP 2025-11-25: x{times['HTTP 2026-07-28'] / times['HTTP 2025-11-25']:.2f}"
             f" (before: x{times['HTTP 2026-07-28, before'] / times['HTTP 2025-11-25, before']:.2f})"
+        )
+        print(
+            f"   a 2026-07-28 response's headers to its body (raw socket): {gap_after:.3f}"
+            f" (before: {gap_before:.3f})"
         )
         print(f"   20 HTTP clients (2026-07-28) at once on one server, a read: p50 {p50:.3f}, p95 {p95:.3f}")
 
