@@ -4,11 +4,10 @@ both revisions; the bearer token; SIGTERM reaping every child."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,39 +19,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from serve_support import http_server
 from tether.procs import alive
+from tether.serve import _listen
 
 REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-
-@contextlib.contextmanager
-def http_server(root, bind="127.0.0.1:0", *args, **env):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--http", bind, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, **env),
-    )
-    try:
-        line = proc.stderr.readline()  # the server says where it listens once the socket is bound
-        found = re.search(r"at (http://\S+/mcp)", line)
-        assert found, (
-            f"no address on stderr: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
-        )
-        yield proc, found.group(1).replace("0.0.0.0", "127.0.0.1")
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
 
 
 def client(url, mode, token=None, **kwargs):
@@ -217,3 +189,28 @@ def test_a_token_in_the_environment_does_not_stop_stdio(tmp_path):
         env=dict(os.environ, TETHER_SERVE_TOKEN=TOKEN),
     )
     assert out.returncode == 0 and out.stderr == ""  # end of input at once: served nothing, closed cleanly
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+async def test_accepted_connections_send_without_waiting_for_the_acks_of_small_writes(host):
+    """A response goes out as two writes (headers, then body): with Nagle on, the body waited for the
+    client's delayed ACK of the headers, 40 ms a request."""
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def on_connect(reader, writer):
+        accepted.set_result(
+            writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        )
+        writer.close()
+
+    try:
+        sock = _listen((host, 0))
+    except OSError as exc:
+        pytest.skip(f"cannot bind {host}: {exc}")
+    server = await asyncio.start_server(on_connect, sock=sock)
+    async with server:
+        _reader, writer = await asyncio.open_connection(host, sock.getsockname()[1])
+        assert await asyncio.wait_for(accepted, 20) == 1
+        writer.close()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 import hmac
 import json
 import logging
@@ -35,6 +36,7 @@ import socket
 import sys
 import time
 import uuid
+from collections import OrderedDict
 from importlib.metadata import version
 from typing import Any
 
@@ -48,6 +50,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from tether.run import Run
@@ -63,6 +66,14 @@ KEEP_UNCLAIMED = 600.0
 # The sealed requestState outlives any card's wait: the call it names is bounded by the card's own
 # timeout, so a late token finds a finished or forgotten call, never an open question.
 STATE_TTL = 24 * 3600.0
+# A call of a tool that is not read-only may carry an idempotency key in its `_meta`: a retry with the
+# same key gets the first call's result instead of running again. No standard key exists yet.
+IDEMPOTENCY_KEY = "tether/idempotency_key"
+REPLAY_META_KEY = "tether/replay"  # set on a result answered from the idempotency memory
+IDEMPOTENCY_TTL = 600.0  # seconds a finished keyed call is remembered
+IDEMPOTENCY_MAX = 1000  # keyed calls remembered at most (the oldest finished ones go first)
+IDEMPOTENCY_KEY_MAX = 256  # characters
+TOOLS_TTL_MS = 3_600_000  # how long a 2026-07-28 client may keep the tool list (it is fixed for the run)
 
 
 def _annotations(tool) -> types.ToolAnnotations:
@@ -86,7 +97,7 @@ def _mcp_tool(tool) -> types.Tool:
     )
 
 
-def _mcp_result(result: ToolResult) -> types.CallToolResult:
+def _mcp_result(result: ToolResult, *, replay: bool = False) -> types.CallToolResult:
     """The result as MCP content, and `data` under `_meta` for programs, never as `structuredContent`.
 
     Clients (Claude Code, Codex CLI, pydantic-ai) hand the model `structuredContent` instead of the
@@ -99,9 +110,14 @@ def _mcp_result(result: ToolResult) -> types.CallToolResult:
             blocks.append(types.ImageContent(type="image", data=b.to_json()["data"], mime_type=b.mime_type))
         else:
             blocks.append(types.TextContent(type="text", text=b.text))
-    return types.CallToolResult(
-        content=blocks, is_error=result.is_error, _meta={DATA_META_KEY: result.data} if result.data else None
-    )
+    meta: dict[str, Any] = {DATA_META_KEY: result.data} if result.data else {}
+    if replay:
+        meta[REPLAY_META_KEY] = True
+    return types.CallToolResult(content=blocks, is_error=result.is_error, _meta=meta or None)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(is_error=True, content=[types.TextContent(type="text", text=text)])
 
 
 class _Card:
@@ -123,7 +139,8 @@ class _Call:
     def __init__(self, ctx, name: str) -> None:
         self.id, self.name, self.started = uuid.uuid4().hex, name, time.monotonic()
         self.ctx = ctx  # the latest request of this call
-        self.serving = False  # whether a request of this call is waiting for an answer now
+        self.serving = 0  # how many requests of this call are waiting for an answer now
+        self.keyed = False  # it carries an idempotency key: it outlives its request, for a retry to join
         self.fresh: list[_Card] = []  # asked, not yet sent
         self.sent: dict[str, _Card] = {}  # sent in an InputRequiredResult, waiting for the retry
         self.changed = asyncio.Event()
@@ -190,6 +207,84 @@ async def _elicit(message: str, requested_schema: dict[str, Any]) -> tuple[str, 
     return answer.action, answer.content
 
 
+class _Keyed:
+    """A call remembered under its idempotency key: what it was called with, and the call itself."""
+
+    def __init__(self, fingerprint: str, call: _Call) -> None:
+        self.fingerprint, self.call = fingerprint, call
+        self.finished: float | None = None  # monotonic time it finished
+
+
+class _Replays:
+    """The keyed calls of a run: each for ``ttl`` seconds after it finishes, at most ``size`` of them.
+
+    When full, the oldest finished call is forgotten first; a running call only when none has finished
+    (its retry then runs the tool again)."""
+
+    def __init__(
+        self, ttl: float = IDEMPOTENCY_TTL, size: int = IDEMPOTENCY_MAX, clock=time.monotonic
+    ) -> None:
+        self.ttl, self.size, self.clock = ttl, size, clock
+        self._running: OrderedDict[str, _Keyed] = OrderedDict()
+        self._finished: OrderedDict[str, _Keyed] = OrderedDict()  # in the order they finished
+
+    def __len__(self) -> int:
+        return len(self._running) + len(self._finished)
+
+    def get(self, key: str) -> _Keyed | None:
+        self._expire()
+        return self._running.get(key) or self._finished.get(key)
+
+    def add(self, key: str, keyed: _Keyed) -> None:
+        self._expire()
+        self._finished.pop(key, None)
+        self._running[key] = keyed
+        while len(self) > self.size:
+            (self._finished or self._running).popitem(last=False)
+
+    def finished(self, key: str, keyed: _Keyed) -> None:
+        if self._running.get(key) is keyed:
+            del self._running[key]
+            keyed.finished = self.clock()
+            self._finished[key] = keyed
+
+    def running(self) -> list[_Call]:
+        return [k.call for k in self._running.values()]
+
+    def _expire(self) -> None:
+        now = self.clock()
+        while self._finished:
+            first = next(iter(self._finished.values()))
+            if first.finished is not None and now - first.finished < self.ttl:
+                return
+            self._finished.popitem(last=False)
+
+
+def _fingerprint(name: str, arguments: dict[str, Any]) -> str:
+    """What a retry must repeat: the tool and its arguments (key order aside)."""
+    text = json.dumps([name, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _BadKey(Exception):
+    pass
+
+
+def _idempotency_key(params) -> str | None:
+    meta = params.meta or {}
+    if IDEMPOTENCY_KEY not in meta:
+        return None
+    key = meta[IDEMPOTENCY_KEY]
+    if not isinstance(key, str) or not key.strip() or len(key) > IDEMPOTENCY_KEY_MAX:
+        shown = json.dumps(key)[:80]
+        raise _BadKey(
+            f'_meta["{IDEMPOTENCY_KEY}"] must be a non-empty string of at most {IDEMPOTENCY_KEY_MAX} characters '
+            f"(a fresh UUID per call is a good key); got {shown}. The call did not run: send it again with a "
+            "valid key, or without one."
+        )
+    return key
+
+
 class _Host:
     def __init__(self, run_kwargs: dict[str, Any]) -> None:
         self.run_kwargs = run_kwargs
@@ -197,6 +292,7 @@ class _Host:
         self.closed = False
         self._lock = asyncio.Lock()
         self._calls: dict[str, _Call] = {}  # calls waiting for a client's retry, by id
+        self.replays = _Replays()  # keyed calls, by idempotency key
 
     async def ensure_run(self, ctx) -> Run:
         async with self._lock:
@@ -215,7 +311,7 @@ class _Host:
     async def close(self) -> None:
         async with self._lock:
             self.closed = True
-        for call in list(self._calls.values()):
+        for call in [*self._calls.values(), *self.replays.running()]:
             if call.task is not None:
                 call.task.cancel()
         if self.run is not None:
@@ -229,56 +325,135 @@ class _Host:
 
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         run = await self.ensure_run(ctx)
-        return types.ListToolsResult(tools=[_mcp_tool(t) for t in run.tools()])
+        # by name (run.tools() is sorted); the families register when the run opens, which this
+        # request did, so the list is fixed for the run: a 2026-07-28 client may keep it
+        return types.ListToolsResult(
+            tools=[_mcp_tool(t) for t in run.tools()], ttl_ms=TOOLS_TTL_MS, cache_scope="private"
+        )
+
+    def readiness(self) -> dict[str, Any]:
+        """What `GET /readyz` answers: whether MCP requests are served, and the run's families."""
+        if self.closed:
+            return {"ready": False, "why": "the server is shutting down"}
+        if self.run is None:
+            return {"ready": True, "run": "not open yet: it opens on the first MCP request"}
+        return {
+            "ready": True,
+            "run": "open",
+            "families": sorted({t.family for t in self.run.tools() if t.family}),
+            "unavailable": {u.family: u.reason for u in self.run.unavailable},
+        }
 
     async def call_tool(self, ctx, params) -> types.CallToolResult | types.InputRequiredResult:
+        """A `tools/call`, with tether's attributes on the span the SDK opened for it."""
+        span = trace.get_current_span()
+        result = await self._call_tool(ctx, params)
+        if span.is_recording():
+            tool = self.run._visible.get(params.name) if self.run is not None else None
+            replay = bool(
+                isinstance(result, types.CallToolResult) and (result.meta or {}).get(REPLAY_META_KEY)
+            )
+            span.set_attributes(
+                {
+                    "tether.tool": params.name,
+                    "tether.tier": tool.tier.value if tool is not None else "unknown",
+                    "tether.family": (tool.family or "") if tool is not None else "",
+                    "tether.surface": self.run.surface.name if self.run is not None else "",
+                    "tether.outcome": "input_required"
+                    if isinstance(result, types.InputRequiredResult)
+                    else ("error" if result.is_error else "ok"),
+                    "tether.replay": replay,
+                }
+            )
+        return result
+
+    async def _call_tool(self, ctx, params) -> types.CallToolResult | types.InputRequiredResult:
         run = await self.ensure_run(ctx)
-        if params.request_state is not None:
+        if params.request_state is not None:  # the next round of a call: never answered from the replays
             call = self._calls.get(json.loads(params.request_state)["call"])
             if call is None or call.serving:
-                return types.CallToolResult(
-                    is_error=True,
-                    content=[
-                        types.TextContent(
-                            type="text",
-                            text=(
-                                "This retry names no call waiting for an answer: its card was answered by an earlier "
-                                "retry, or the call ended and was forgotten (a card is never asked twice). Call the "
-                                "tool again if it is still needed."
-                            ),
-                        )
-                    ],
+                return _error(
+                    "This retry names no call waiting for an answer: its card was answered by an earlier "
+                    "retry, or the call ended and was forgotten (a card is never asked twice). Call the "
+                    "tool again if it is still needed."
                 )
-            call.ctx, call.serving = ctx, True
+            call.ctx = ctx
             call.answer(params.input_responses or {})
+            return await self._round(call)
+        arguments = dict(params.arguments or {})
+        try:
+            key = _idempotency_key(params)
+        except _BadKey as exc:
+            return _error(str(exc))
+        tool = next((t for t in run.tools() if t.name == params.name), None)
+        if key is not None and tool is not None and not _annotations(tool).read_only_hint:
+            fingerprint = _fingerprint(params.name, arguments)
+            seen = self.replays.get(key)
+            if seen is not None:
+                return await self._replay(key, seen, fingerprint, ctx)
+            call = self._start(run, ctx, params.name, arguments)
+            call.keyed = True
+            keyed = _Keyed(fingerprint, call)
+            self.replays.add(key, keyed)
+            assert call.task is not None
+            call.task.add_done_callback(lambda _: self.replays.finished(key, keyed))
         else:
-            call = _Call(ctx, params.name)
-            call.serving = True
-            token = _current.set(call)
-            try:
-                call.task = asyncio.create_task(
-                    run.call(params.name, dict(params.arguments or {}), progress=call.progress)
-                )
-            finally:
-                _current.reset(token)
-            call.task.add_done_callback(lambda _: self._finished(call))
+            call = self._start(run, ctx, params.name, arguments)
         return await self._round(call)
+
+    def _start(self, run: Run, ctx, name: str, arguments: dict[str, Any]) -> _Call:
+        call = _Call(ctx, name)
+        token = _current.set(call)
+        try:
+            call.task = asyncio.create_task(run.call(name, arguments, progress=call.progress))
+        finally:
+            _current.reset(token)
+        call.task.add_done_callback(lambda _: self._finished(call))
+        return call
+
+    async def _replay(
+        self, key: str, seen: _Keyed, fingerprint: str, ctx
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A call whose key was seen: the first call's result, or a round of it while it runs."""
+        call = seen.call
+        if seen.fingerprint != fingerprint:
+            return _error(
+                f"The idempotency key {json.dumps(key)} names an earlier call of {call.name} with other "
+                "arguments (a key names one call; its retries repeat the call exactly). This call did not "
+                "run. Send a new key for a new call."
+            )
+        assert call.task is not None
+        if call.task.done():
+            if call.task.cancelled():
+                return _error(
+                    f"The call of {call.name} this key names was cancelled: the server is shutting down."
+                )
+            return _mcp_result(call.task.result(), replay=True)
+        # Still running: this request joins it. Cards sent in a response the client may have lost are
+        # sent again (the same cards, not new ones: the human is asked once).
+        call.ctx = ctx
+        call.fresh[:0] = list(call.sent.values())
+        call.sent.clear()
+        return await self._round(call, replay=True)
 
     def _finished(self, call: _Call) -> None:
         call.changed.set()
         if not call.serving and call.id in self._calls:
             asyncio.get_running_loop().call_later(KEEP_UNCLAIMED, self._calls.pop, call.id, None)
 
-    async def _round(self, call: _Call) -> types.CallToolResult | types.InputRequiredResult:
+    async def _round(
+        self, call: _Call, *, replay: bool = False
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Serve one request of ``call``: its result, or the cards it waits on for a 2026-07-28 client."""
         assert call.task is not None
+        call.serving += 1
         beat = asyncio.create_task(call.heartbeat(_heartbeat_seconds()))
         try:
             while True:
                 call.changed.clear()
                 if call.task.done():
                     self._calls.pop(call.id, None)
-                    return _mcp_result(call.task.result())
+                    return _mcp_result(call.task.result(), replay=replay)
                 if call.fresh:
                     cards, call.fresh = call.fresh, []
                     call.sent.update((c.key, c) for c in cards)
@@ -289,11 +464,14 @@ class _Host:
                     )
                 await call.changed.wait()
         except BaseException:  # the client cancelled the request, or the server is closing
-            call.task.cancel()
-            self._calls.pop(call.id, None)
+            # A keyed call outlives its request (a lost connection looks the same as a cancel): its
+            # retry joins it, or finds its result. The server's close cancels it.
+            if not call.keyed or self.closed:
+                call.task.cancel()
+                self._calls.pop(call.id, None)
             raise
         finally:
-            call.serving = False
+            call.serving -= 1
             beat.cancel()
 
 
@@ -464,11 +642,54 @@ class _Bearer:
         return None
 
 
+def _listen(bind: tuple[str, int]) -> socket.socket:
+    """The listening socket, made with the TCP protocol named so that asyncio turns Nagle off on the
+    connections it accepts (it does so only for sockets whose ``proto`` is ``IPPROTO_TCP``, and
+    ``socket.create_server`` leaves it 0). With Nagle on, a response whose headers and body go out as
+    two writes waits for the client's delayed ACK of the headers: 40 ms a request on Linux."""
+    family = socket.AF_INET6 if ":" in bind[0] else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # [::] means IPv6 only, as with socket.create_server
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(bind)
+        sock.listen()
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _Probe:
+    """`GET /healthz` (the process answers) or `GET /readyz` (MCP requests are served; the run's state):
+    JSON, 503 when not ready. Beyond loopback, with the same bearer token as `/mcp`."""
+
+    def __init__(self, answer, token: str | None) -> None:
+        self.answer, self.token = answer, token
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.responses import JSONResponse
+
+        if self.token is not None:
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                refused = JSONResponse(
+                    {"error": "this server requires its bearer token: send Authorization: Bearer <token>"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                return await refused(scope, receive, send)
+        body = self.answer()
+        await JSONResponse(body, status_code=200 if body.get("ready", True) else 503)(scope, receive, send)
+
+
 async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token: str | None) -> None:
     import uvicorn
+    from starlette.routing import Route
 
     hostname, port = bind
-    sock = socket.create_server(bind, family=socket.AF_INET6 if ":" in hostname else socket.AF_INET)
+    sock = _listen(bind)
     port = sock.getsockname()[1]
     url = f"http://{f'[{hostname}]' if ':' in hostname else hostname}:{port}"
     auth = {}
@@ -478,7 +699,11 @@ async def _serve_http(host: _Host, server: Server, bind: tuple[str, int], token:
             "auth": AuthSettings.model_validate({"issuer_url": url, "resource_server_url": None}),
             "token_verifier": _Bearer(token),
         }
-    app = server.streamable_http_app(host=hostname, **auth)
+    probes = [
+        Route(path, endpoint=_Probe(answer, token), methods=["GET"])
+        for path, answer in (("/healthz", lambda: {"ok": True}), ("/readyz", host.readiness))
+    ]
+    app = server.streamable_http_app(host=hostname, custom_starlette_routes=probes, **auth)
 
     class Uvicorn(uvicorn.Server):
         @contextlib.contextmanager
