@@ -24,7 +24,7 @@ from real_projects import (
     unpacked,
 )
 
-BUDGET = 48_000  # bytes of code per language
+BUDGET = 36_000  # bytes of code per language
 
 
 def npm_package(npm: str, spec: str, tarball: str, sha256: str) -> Path:
@@ -233,7 +233,6 @@ CORPORA: dict[str, Corpus] = {
         ),
         "dist/css",
         ("grid.css", "reboot.css"),
-        budget=90_000,
     ),
     "html": Corpus(
         "reveal.js 6.0.2 (npm)",
@@ -255,7 +254,7 @@ CORPORA: dict[str, Corpus] = {
         "",
         (".json",),
     ),
-    "yaml": Corpus("hlint 3.3.6 (Debian)", _HLINT, "", (".yaml",), budget=140_000),
+    "yaml": Corpus("hlint 3.3.6 (Debian)", _HLINT, "", (".yaml",), budget=70_000),
     "haskell": Corpus("hlint 3.3.6 (Debian)", _HLINT, "", (".hs",)),
     "nix": Corpus(
         "node2nix 1.11.0 (npm)",

@@ -361,3 +361,12 @@ async def test_patterns_read_through_error_recovery_match_like_ast_grep(project,
     assert not result.is_error, result.plain
     assert theirs and sorted({tuple(m["byte_range"]) for m in result.data["matches"]}) == sorted(theirs)
     assert "error recovery" in result.plain.splitlines()[0]
+
+
+@pytest.mark.parametrize("pattern", ["($A)", "React.$A"])
+async def test_a_typescript_statement_pattern_is_not_read_as_a_type_too(project, sg, pattern):
+    source = "const a = (x);\nlet b: (string | number) = f(y);\ntype T = React.FC;\nReact.useState(1);\n"
+    path = put(project, "a.ts", source)
+    theirs = ranges(sg(pattern, path, "typescript"))
+    result = await grep(project, pattern=pattern, path="a.ts")
+    assert theirs and sorted(tuple(m["byte_range"]) for m in result.data["matches"]) == sorted(theirs)

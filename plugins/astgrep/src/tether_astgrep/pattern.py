@@ -426,7 +426,10 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
         return main
     others = []
     for later in grammar.ladder[index + 1 :]:
-        if not later.also:
+        # no other reading where the first rung parsed the pattern as a whole file into code: that is
+        # ast-grep's own reading, and a TS `($A)` or `React.$A` read as a type too would find what it does
+        # not (an HTML `class="box"`, which a whole file reads as text, is still read as an attribute)
+        if not later.also or (index == 0 and rung.template == PLACEHOLDER and main.root[0] == INNER):
             continue
         try:
             node, src = _accept(later, processed, True, grammar, parser)
