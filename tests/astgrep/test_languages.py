@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import tether
 from tether_astgrep.grammars import Registry, builtin_grammars
+from tether_astgrep.pattern import RECOVERED
 
 REGISTRY = Registry.build(builtin_grammars())
 
@@ -285,8 +286,9 @@ async def test_go_fragment_that_is_a_type_and_an_expression_finds_both(project, 
     assert set(theirs) < set(ours) and [source[s:e] for s, e in sorted(set(ours) - set(theirs))] == [
         "s.Buffer"
     ]
-    assert result.data["contexts"] == ["statement", "type"]
-    assert "read as a statement and as a type (both searched)" in result.plain
+    # and ast-grep's own reading, through error recovery (which finds the type only, as the CLI does)
+    assert result.data["contexts"] == ["statement", "type", RECOVERED]
+    assert f"read as a statement and as a type and as a {RECOVERED} (all searched)" in result.plain
 
 
 async def test_css_values_are_found_where_ast_grep_finds_nothing(project, sg):
@@ -340,3 +342,31 @@ async def test_a_bare_unnamed_metavariable_matches_tokens_too(project, sg, lang,
     theirs = ranges(sg("$$A", path, lang))
     result = await grep(project, pattern="$$A", path=path.name)
     assert [tuple(m["byte_range"]) for m in result.data["matches"]] == theirs
+
+
+@pytest.mark.parametrize(
+    "name, pattern, source",
+    [
+        ("a.css", "{$A}", "a { color: red }\n.b { x: 1; y: 2 }\n@media (x) { a { c: d } }\n"),
+        ("a.css", "($A)", "@media (min-width: 1px) { a { b: calc(1px) } }\n"),
+        ("a.html", "</p>", "<div><p>one</p><p>two</p></div>\n"),
+        ("a.html", "<em>", "<p><em>x</em> <b>y</b></p>\n"),
+        ("a.css", "d-lg-table-cell", ".d-lg-table-cell { display: table-cell }\n"),
+    ],
+)
+async def test_patterns_read_through_error_recovery_match_like_ast_grep(project, sg, name, pattern, source):
+    path = put(project, name, source)
+    theirs = ranges(sg(pattern, path, REGISTRY.for_path(name)))
+    result = await grep(project, pattern=pattern, path=name)
+    assert not result.is_error, result.plain
+    assert theirs and sorted({tuple(m["byte_range"]) for m in result.data["matches"]}) == sorted(theirs)
+    assert "error recovery" in result.plain.splitlines()[0]
+
+
+@pytest.mark.parametrize("pattern", ["($A)", "React.$A"])
+async def test_a_typescript_statement_pattern_is_not_read_as_a_type_too(project, sg, pattern):
+    source = "const a = (x);\nlet b: (string | number) = f(y);\ntype T = React.FC;\nReact.useState(1);\n"
+    path = put(project, "a.ts", source)
+    theirs = ranges(sg(pattern, path, "typescript"))
+    result = await grep(project, pattern=pattern, path="a.ts")
+    assert theirs and sorted(tuple(m["byte_range"]) for m in result.data["matches"]) == sorted(theirs)

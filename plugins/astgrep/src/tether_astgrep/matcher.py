@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tether_astgrep.pattern import CAPTURE, DROPPED, ELLIPSIS, META, MULTI, TERM, Pattern
+from tether_astgrep.pattern import CAPTURE, DROPPED, ELLIPSIS, ERROR_KIND, META, MULTI, TERM, Pattern
 
 if TYPE_CHECKING:
     from tether_astgrep.rules import Rule
@@ -114,9 +114,9 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
     tag = goal[0]
     if tag == TERM:
         kind = cand.kind_id
-        if (kind == goal[1] or (ctx.aliases and kind in ctx.aliases.get(goal[1], ()))) and (
-            not goal[3] or not ctx.texts or ctx.src[cand.start_byte : cand.end_byte] == goal[2]
-        ):
+        if (
+            kind == goal[1] or goal[1] == ERROR_KIND or (ctx.aliases and kind in ctx.aliases.get(goal[1], ()))
+        ) and (not goal[3] or not ctx.texts or ctx.src[cand.start_byte : cand.end_byte] == goal[2]):
             env[_END] = cand.end_byte
             return MATCHED
         if (not cand.is_named and ctx.tokens) or kind in ctx.comments or cand.is_extra:
@@ -147,7 +147,7 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
             env[name] = [cand]
         env[_END] = cand.end_byte
         return MATCHED
-    if cand.kind_id != goal[1]:
+    if cand.kind_id != goal[1] and goal[1] != ERROR_KIND:
         # ast-grep skips no comment before an inner node: `f(a, /* c */ g())` is no `f(a, g())`
         return SKIP if ctx.relaxed and cand.kind_id in ctx.comments else NOMATCH
     return MATCHED if _match_children(goal[2], cand.children, env, ctx) else NOMATCH
@@ -253,7 +253,7 @@ def _around_needle(root: Any, src: bytes, pattern: Pattern, kinds: frozenset[int
     while at >= 0:
         node = root.descendant_for_byte_range(at, at + size)
         while node is not None:
-            if node.kind_id in kinds:
+            if node.kind_id in kinds or (not kinds and node.child_count):
                 key = (node.start_byte, node.end_byte)
                 if key in seen:
                     break  # its ancestors were collected from an earlier occurrence

@@ -19,10 +19,12 @@ from typing import Any
 
 import attrs
 
-from tether_astgrep.grammars import Grammar, Rung
+from tether_astgrep.grammars import PLACEHOLDER, Grammar, Rung
 
 META, TERM, INNER = 0, 1, 2
 CAPTURE, DROPPED, ELLIPSIS, MULTI = 0, 1, 2, 3
+ERROR_KIND = 65535  # tree-sitter's ERROR node: in a pattern read through error recovery it matches any kind
+RECOVERED = "whole file, through tree-sitter's error recovery"  # the rung of such a reading
 
 # Languages whose keyword tokens always read as the keyword: their word-like tokens can prefilter
 # files. (tree-sitter-typescript gives some tokens wrong spans, so its tokens are not used.)
@@ -414,14 +416,20 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
                 chosen = (index, rung, node, src, forms)
                 break
     if chosen is None:
-        raise PatternError(_refusal(stripped, grammar, nearest))
+        recovered = _recovered(processed, grammar, parser)
+        if recovered is None:
+            raise PatternError(_refusal(stripped, grammar, nearest))
+        return _build(stripped, grammar, language, lang_key, Rung(RECOVERED), *recovered, {})
     index, rung, node, src, forms = chosen
     main = _build(stripped, grammar, language, lang_key, rung, node, src, forms)
     if main.root[0] == META or rung.name == "keyword":
         return main
     others = []
     for later in grammar.ladder[index + 1 :]:
-        if not later.also:
+        # no other reading where the first rung parsed the pattern as a whole file into code: that is
+        # ast-grep's own reading, and a TS `($A)` or `React.$A` read as a type too would find what it does
+        # not (an HTML `class="box"`, which a whole file reads as text, is still read as an attribute)
+        if not later.also or (index == 0 and rung.template == PLACEHOLDER and main.root[0] == INNER):
             continue
         try:
             node, src = _accept(later, processed, True, grammar, parser)
@@ -430,7 +438,58 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
         other = _build(stripped, grammar, language, lang_key, later, node, src, {})
         if other.root != main.root and all(other.root != o.root for o in others):
             others.append(other)
+    if rung.template != PLACEHOLDER and parser.parse(processed.encode()).root_node.has_error:
+        # ast-grep reads the pattern as a whole file, through error recovery: what that reading finds is
+        # searched too (a CSS `($A)` is a value in parentheses, and any `( ... )` to ast-grep)
+        recovered = _recovered(processed, grammar, parser)
+        if recovered is not None:
+            other = _build(stripped, grammar, language, lang_key, Rung(RECOVERED), *recovered, {})
+            if other.root != main.root and other.root[0] != META:
+                others.append(other)
     return attrs.evolve(main, also=tuple(others)) if others else main
+
+
+def _recovered(processed: str, grammar: Grammar, parser: Any) -> tuple[Any, bytes] | None:
+    """ast-grep's own reading of a pattern no context accepts: the whole file, as tree-sitter's error
+    recovery left it, down to its single node (an HTML `</p>` is an ERROR of `</`, `p` and `>`). Each
+    ERROR node in it matches a node of any kind with the same children, or the same text for a leaf
+    (that `</p>` is an end tag; a CSS `{$A}` is any `{ ... }` holding one node). None when that reading
+    is no single node (ast-grep refuses those too)."""
+    if not _balanced(processed) or (grammar.expando != "$" and "$" in processed):
+        # a pattern cut short (`def f(:`) is refused, with where its error is; so is a `$name` in lowercase
+        return None
+    src = processed.encode()
+    node = parser.parse(src).root_node
+    if node.child_count == 0 or not _is_single(node):
+        return None
+    while _is_single(node):
+        node = node.child(0)
+    stack = [node]
+    while stack:  # something to match by: a name, a literal or a metavariable, not tokens only (`let = ;`)
+        n = stack.pop()
+        if n.is_named and n.child_count == 0:
+            return node, src
+        stack.extend(n.children)
+    return None
+
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def _balanced(text: str) -> bool:
+    """Whether the brackets of ``text`` (outside quotes) pair up."""
+    open_: list[str] = []
+    quote = None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'`":
+            quote = ch
+        elif ch in "([{":
+            open_.append(ch)
+        elif ch in _PAIRS and (not open_ or open_.pop() != _PAIRS[ch]):
+            return False
+    return not open_ and quote is None
 
 
 def _refusal(stripped: str, grammar: Grammar, nearest: tuple[int, str] | None) -> str:
@@ -472,7 +531,7 @@ def _build(
             if name in group:
                 ids = {language.id_for_node_kind(k, True) for k in group} - {None}
                 aliases[root[1]] = frozenset(ids)
-    if root[0] == META:
+    if root[0] == META or root[1] == ERROR_KIND:
         root_kind, named = None, True
     else:
         root_kind, named = language.node_kind_for_id(root[1]), bool(node.is_named)
@@ -487,7 +546,10 @@ def _build(
         needles=tuple(dict.fromkeys(needles)),
         names=frozenset(names),
         comment_kinds=comment_kinds(language),
-        root_kinds=aliases.get(root[1], frozenset((root[1],))) if root[0] != META else frozenset(),
+        # an ERROR root (a reading through error recovery) and a metavariable match a node of any kind
+        root_kinds=aliases.get(root[1], frozenset((root[1],)))
+        if root[0] != META and root[1] != ERROR_KIND
+        else frozenset(),
         leaf_aliases=tuple(aliases.items()),
         depth=_nesting(root),
     )

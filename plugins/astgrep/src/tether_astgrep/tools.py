@@ -296,6 +296,8 @@ def _show_capture(text: str) -> str:
 
 
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
+    from tether_astgrep.pattern import RECOVERED
+
     run = pool.run
     target = await _target_of(pool, args)
     pattern = _compile(pool, args.pattern, target.grammar, args.rule)
@@ -318,11 +320,14 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     searched = len(results) - sum(skipped.values())
     contexts = [p.rung for p in pattern.readings]
     read_as = (
-        ""
+        "; pattern read through tree-sitter's error recovery, as ast-grep reads it: it parses in no context, so "
+        "each ERROR node in it matches a node of any kind with the same children (check the matches)"
+        if contexts == [RECOVERED]
+        else ""
         if contexts in ([target.grammar.ladder[0].name], ["rule"])
         else "; pattern read as "
         + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
-        + (" (both searched)" if len(contexts) > 1 else "")
+        + (" (both searched)" if len(contexts) == 2 else " (all searched)" if contexts[2:] else "")
     )
     left = (
         "; not searched: "
