@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from real_projects import (
     PFLAG_SOURCE,
     click_pristine,
     fetch_once,
+    pypi_sdist,
     rxjs_pristine,
     unpacked,
 )
@@ -32,21 +32,9 @@ def npm_package(npm: str, spec: str, tarball: str, sha256: str) -> Path:
     return unpacked(fetch_once(tarball, sha256, [npm, "pack", spec, "--silent"]), "package")
 
 
-def pypi_sdist(spec: str, archive: str, sha256: str, top: str) -> Path:
-    python = shutil.which("python3") or sys.executable
-    command = [
-        python,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-binary",
-        spec.split("==")[0],
-        spec,
-        "-d",
-        ".",
-    ]
-    return unpacked(fetch_once(archive, sha256, command), top)
+def pypi_sdist_unpacked(spec: str, archive: str, sha256: str, top: str) -> Path:
+    """A PyPI sdist (fetched by uv's pip, as every fixture: the project's environment has no pip), unpacked."""
+    return unpacked(pypi_sdist(spec, archive, sha256), top)
 
 
 def debian_deb(package: str, version: str, deb: str, sha256: str) -> Path:
@@ -173,7 +161,7 @@ CORPORA: dict[str, Corpus] = {
     "swift": Corpus("expo-modules-core 58.1.0 (npm)", _EXPO, "ios", (".swift",)),
     "csharp": Corpus(
         "pythonnet 3.2.1 (PyPI)",
-        lambda npm: pypi_sdist(
+        lambda npm: pypi_sdist_unpacked(
             "pythonnet==3.2.1",
             "pythonnet-3.2.1.tar.gz",
             "c86e8dd31268f6e0c48fcc4d6030041316d49ed2764a1cb6ea8c37876e07c572",
