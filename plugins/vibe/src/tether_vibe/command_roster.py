@@ -620,7 +620,9 @@ class CommandRoster:
         if envelope is not None and inside:
             # an envelope starts its command in the run's root (bubblewrap's --chdir; a container's
             # workdir): a worker in a worktree is moved there first (the inside shares the root's paths)
-            argv = envelope.wrap(["env", "-C", str(cwd), "--", *worker.argv] if cwd != self.run.root else argv)
+            argv = envelope.wrap(
+                ["env", "-C", str(cwd), "--", *worker.argv] if cwd != self.run.root else argv
+            )
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
