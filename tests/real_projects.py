@@ -18,6 +18,8 @@ from pathlib import Path
 CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tether-tests"))
 # click-8.5.1.tar.gz, the PyPI sdist
 CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"
+# Django-5.1.4.tar.gz, the PyPI sdist
+DJANGO_SHA256 = "de450c09e91879fa5a307f696e57c851955c910a438a35e6b4c895e86bedc82a"
 # rxjs-7.8.2.tgz, the npm registry's tarball
 RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"
 # cjson_1.7.15.orig.tar.gz, Debian's upstream tarball
@@ -90,6 +92,21 @@ def pypi_sdist(requirement: str, name: str, sha256: str) -> Path:
 def click_pristine() -> Path:
     """click 8.5.1's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src", "tests/typing"])."""
     return unpacked(pypi_sdist("click==8.5.1", "click-8.5.1.tar.gz", CLICK_SHA256), "click-8.5.1")
+
+
+def django_pristine() -> Path:
+    """Django 5.1.4's sdist from PyPI, unpacked (django/, tests/, docs/; no pyright configuration)."""
+    return unpacked(pypi_sdist("django==5.1.4", "Django-5.1.4.tar.gz", DJANGO_SHA256), "Django-5.1.4")
+
+
+def django_copy(pristine: Path, root: Path) -> Path:
+    """Django's Python at ``root``: django/ and tests/ (2,788 .py files) and pyproject.toml, as a user's
+    checkout has them (its two dependencies, asgiref and sqlparse, are not installed: imports of them are
+    unresolved before and after every write alike)."""
+    for name in ("django", "tests"):
+        shutil.copytree(pristine / name, root / name)
+    shutil.copy(pristine / "pyproject.toml", root / "pyproject.toml")
+    return root
 
 
 def rxjs_pristine(npm: str) -> Path:

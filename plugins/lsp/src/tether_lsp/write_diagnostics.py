@@ -440,13 +440,17 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     for conn in conns:
         await conn.watcher.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
+    # (an open-files server re-checks an open importer of a changed module by itself: not reopened)
     dependents = [(rel, path, conn) for rel, path, conn in before.dependents if id(conn) in start]
     for _, path, conn in dependents:
-        if (doc := conn.docs.get(path.as_uri())) is not None:
+        if not conn.open_files and (doc := conn.docs.get(path.as_uri())) is not None:
             conn.reopen(doc)
     checked = [*targets, *dependents]
     results = await asyncio.gather(
-        *(_current(sup, conn, path, deadline, quiet[id(conn)]) for _, path, conn in checked)
+        *(
+            _current(sup, conn, path, deadline, quiet[id(conn)], start[id(conn)] if conn.open_files else None)
+            for _, path, conn in checked
+        )
     )
     files: dict[str, list[Diagnostic]] = {}
     pending, uncompared = [], []
@@ -490,7 +494,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
                 continue
             if rel in old_files:
                 old = old_files[rel]
-            elif key in before.settled:
+            elif key in before.settled and not conn.open_files:
                 old = []  # a settled server that never published a file found nothing in it
             else:
                 continue  # no complete "before": nothing is claimed about this file
