@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from tether_lsp.servers import ServerDef
-from tether_lsp.watching import Watcher, file_stat
+from tether_lsp.watching import SCAN_CAP, Watcher, file_stat
 
 log = logging.getLogger("tether.lsp")
 
@@ -237,9 +237,9 @@ class Connection:
         self._exited = asyncio.create_task(self.proc.wait())
         self.tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
         self.watcher.files = await asyncio.to_thread(self.watcher.scan)  # a big tree must not stall the loop
-        above = self.run.options.get("lsp_open_files_above")
+        above = self.run.options.get("lsp_open_files_above", SCAN_CAP)
         self.open_files = self.server.open_files_settings is not None and (
-            above is not None and (len(self.watcher.files) > above or self.watcher.truncated)
+            len(self.watcher.files) > above or (self.watcher.truncated and above < SCAN_CAP)
         )
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")

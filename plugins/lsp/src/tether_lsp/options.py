@@ -29,10 +29,10 @@ class LspOptions:
     lsp_checker_timeout: float = arg(
         'seconds the project checker of `diagnostics "*"` may take', default=300.0, minimum=0
     )
-    lsp_open_files_above: int | None = arg(
+    lsp_open_files_above: int = arg(
         "a server that can check only open files (basedpyright) does so when its root holds more files of "
         "its languages than this; a write then checks the files importing the written one itself (0: "
-        "always; null: never, the whole program is checked)",
+        "always; 20000, the watcher's cap: never, the whole program is checked)",
         default=1000,
         minimum=0,
     )
