@@ -24,7 +24,7 @@ FORCE_STR = (
     'def force_str(s, encoding="utf-8", strings_only=False, errors="strict", *, must):',
 )
 COMPARE = ("def constant_time_compare(val1, val2):", "def constant_time_compare(val1, val2, *, strict):")
-CHECKED = 3  # importers checked per write (the option's default is 10: fewer keep the test short)
+CHECKED = 3  # importers checked per write (the option's default is 5: fewer keep the test short)
 
 
 def checked_files(run) -> list[str]:

@@ -39,6 +39,6 @@ class LspOptions:
     lsp_importers_checked: int = arg(
         "files importing a written file that a write checks in a server checking only open files (see "
         "lsp_open_files_above), nearest first: each costs a check before and after the write",
-        default=10,
+        default=5,
         minimum=0,
     )
