@@ -20,6 +20,10 @@ CACHE = Path(os.environ.get("TETHER_TEST_CACHE", Path.home() / ".cache" / "tethe
 CLICK_SHA256 = "9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4"
 # itsdangerous-2.2.0.tar.gz, the PyPI sdist
 ITSDANGEROUS_SHA256 = "e0050c0b7da1eea53ffaf149c0cfbb5c6e2e2b69c4bef22c81fa6eb73e5f6173"
+
+
+# Django-5.1.4.tar.gz, the PyPI sdist
+DJANGO_SHA256 = "de450c09e91879fa5a307f696e57c851955c910a438a35e6b4c895e86bedc82a"
 # rxjs-7.8.2.tgz, the npm registry's tarball
 RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"
 # cjson_1.7.15.orig.tar.gz, Debian's upstream tarball
@@ -98,6 +102,21 @@ def itsdangerous_pristine() -> Path:
     """itsdangerous 2.2.0's sdist from PyPI, unpacked (src/, tests/, [tool.pyright] include = ["src/itsdangerous"])."""
     archive = pypi_sdist("itsdangerous==2.2.0", "itsdangerous-2.2.0.tar.gz", ITSDANGEROUS_SHA256)
     return unpacked(archive, "itsdangerous-2.2.0")
+
+
+def django_pristine() -> Path:
+    """Django 5.1.4's sdist from PyPI, unpacked (django/, tests/, docs/; no pyright configuration)."""
+    return unpacked(pypi_sdist("django==5.1.4", "Django-5.1.4.tar.gz", DJANGO_SHA256), "Django-5.1.4")
+
+
+def django_copy(pristine: Path, root: Path) -> Path:
+    """Django's Python at ``root``: django/ and tests/ (2,788 .py files) and pyproject.toml, as a user's
+    checkout has them (its two dependencies, asgiref and sqlparse, are not installed: imports of them are
+    unresolved before and after every write alike)."""
+    for name in ("django", "tests"):
+        shutil.copytree(pristine / name, root / name)
+    shutil.copy(pristine / "pyproject.toml", root / "pyproject.toml")
+    return root
 
 
 def rxjs_pristine(npm: str) -> Path:

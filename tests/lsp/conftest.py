@@ -119,6 +119,17 @@ def click_root(click_pristine: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def django_pristine() -> Path:
+    return real_projects.django_pristine()
+
+
+@pytest.fixture
+def django_root(django_pristine: Path, tmp_path: Path) -> Path:
+    """A private copy of Django 5.1.4's django/ and tests/ (2,788 .py files, no pyright configuration)."""
+    return real_projects.django_copy(django_pristine, tmp_path / "django")
+
+
+@pytest.fixture(scope="session")
 def rxjs_pristine() -> Path:
     npm = shutil.which("npm")
     if npm is None:

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from tether_lsp.servers import ServerDef
-from tether_lsp.watching import Watcher, file_stat, read_text
+from tether_lsp.watching import SCAN_CAP, Watcher, file_stat, read_text
 
 log = logging.getLogger("tether.lsp")
 
@@ -155,6 +155,13 @@ class Connection:
         self.restarts = 0
         self.uri_cache: dict[str, Any] = {}  # uri -> (path, path as shown): see render.Lines
         self.watcher = Watcher(self)
+        # the server checks only open documents (ServerDef.open_files_settings), decided at start from the
+        # size of its tree; a write then opens the written files' importers (`importers`, from `index`)
+        self.open_files = False
+        self.index: Any = None  # tether_lsp.imports.ImportIndex, built at the first write in open-files mode
+        self.kept_open: dict[
+            Path, None
+        ] = {}  # importers opened for writes, oldest first (dependents.KEEP_OPEN)
         self._ids = itertools.count(1)
         self._seq = 0
         self._changed = asyncio.Event()
@@ -167,6 +174,11 @@ class Connection:
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.returncode is None and not self.closing
+
+    @property
+    def publishes_program(self) -> bool:
+        """The server publishes every file of its program (ServerDef.publishes_program), not only open ones."""
+        return self.server.publishes_program and not self.open_files
 
     @property
     def pid(self) -> int | None:
@@ -236,6 +248,10 @@ class Connection:
         self._exited = asyncio.create_task(self.proc.wait())
         self.tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
         self.watcher.files = await asyncio.to_thread(self.watcher.scan)  # a big tree must not stall the loop
+        above = self.run.options.get("lsp_open_files_above", SCAN_CAP)
+        self.open_files = self.server.open_files_settings is not None and (
+            len(self.watcher.files) > above or (self.watcher.truncated and above < SCAN_CAP)
+        )
         caps = self._client_capabilities()
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
@@ -332,6 +348,8 @@ class Connection:
         def _publish(params: Any) -> None:
             if conn.server.rounds == "tsserver":
                 return  # its pushes can be a half round (see write_diagnostics.round_done); tsserver is asked instead
+            if conn.open_files and params.uri not in conn.docs:
+                return  # the clearing of a document closed in open-files mode: its errors are not known now
             conn._seq += 1
             if params.version is not None:
                 conn.versioned = True
@@ -351,7 +369,7 @@ class Connection:
 
         @client.feature("workspace/configuration")
         def _configuration(params: Any) -> list[Any]:
-            return [conn.server.setting(item.section) for item in params.items]
+            return [conn.server.setting(item.section, conn.open_files) for item in params.items]
 
         @client.feature("workspace/workspaceFolders")
         def _folders(params: Any) -> list[Any]:
@@ -568,6 +586,8 @@ class Connection:
 
     def close_doc(self, doc: Doc) -> None:
         self.docs.pop(doc.uri, None)
+        if self.open_files:
+            self.published.pop(doc.uri, None)  # not checked any more
         self.notify(
             "textDocument/didClose",
             self.lsp.DidCloseTextDocumentParams(text_document=self.lsp.TextDocumentIdentifier(uri=doc.uri)),

@@ -17,6 +17,13 @@ flags for; otherwise every source file under the root. An include is matched by 
 `#include "x/y.h"` names every header whose path ends with `x/y.h`; a same-named header elsewhere can
 open a file too many, which costs a parse and claims nothing.
 
+A server in open-files mode (`Connection.open_files`: basedpyright on a program over the run option
+`lsp_open_files_above` files) checks only open documents too: before a Python file is written, the
+files importing it (`tether_lsp.imports`, nearest first) are opened, at most the run option `lsp_importers_checked`, and stay
+open for the writes after it (at most KEEP_OPEN, the least recently written-for closed first): the
+server re-checks an open file when a module it imports changes, so they are not reopened. The answer
+says how many were checked and how many more import the file and were not.
+
 typescript-language-server (tsserver) can be asked instead of read: `importers` are the files that
 import the written ones, directly or through files importing them (re-exports), from tsserver's
 `fileReferences`; a write asks tsserver for their diagnostics before and after it without opening them
@@ -38,6 +45,7 @@ from tether_lsp.watching import SCAN_CAP
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
 IMPORTERS_CAP = 60  # files importing a written TypeScript file that a write asks about
+KEEP_OPEN = 30  # importers kept open between writes by an open-files server; the oldest are closed first
 READ_BYTES = 2_000_000  # a bigger file is not read for its includes
 
 
@@ -122,6 +130,12 @@ async def open_dependents(
     out: dict[Path, tuple[str, Path, Connection]] = {}
     notes = []
     for rel, path, conn in targets:
+        if conn.open_files and path.suffix.lower() in (".py", ".pyi"):
+            opened, note = await _open_importers(sup, conn, rel, path, written)
+            for dep in opened:
+                out.setdefault(dep, (sup.run.relpath(dep), dep, conn))
+            notes += [note] if note else []
+            continue
         if path.suffix.lower() not in conn.server.header_extensions:
             continue
         found = await asyncio.to_thread(includers, conn, path)
@@ -156,6 +170,46 @@ async def open_dependents(
                 f"rest of the tree was not checked; build to check it"
             )
     return list(out.values()), notes
+
+
+async def _open_importers(
+    sup: Any, conn: Connection, rel: str, path: Path, written: set[Path]
+) -> tuple[list[Path], str | None]:
+    """The files importing ``path`` opened in an open-files server (at most the run option
+    lsp_importers_checked, nearest first), and the note saying how many were checked and how many were not."""
+    import asyncio
+
+    from tether_lsp.imports import ImportIndex
+
+    if conn.index is None:
+        conn.index = ImportIndex(conn.root)
+    await asyncio.to_thread(conn.index.update, dict(conn.watcher.files))
+    found = [p for p in await asyncio.to_thread(conn.index.importers, [path]) if p not in written]
+    opened, unopened, cap = [], 0, int(sup.option("lsp_importers_checked"))
+    for dep in found:
+        if len(opened) >= cap:
+            break
+        if conn.open(dep) is None:
+            unopened += 1
+            continue
+        opened.append(dep)
+        conn.kept_open.pop(dep, None)
+        conn.kept_open[dep] = None  # the most recent last
+    while len(conn.kept_open) > max(KEEP_OPEN, cap):
+        old = next(iter(conn.kept_open))
+        del conn.kept_open[old]
+        if old not in opened and old not in written and (doc := conn.docs.get(old.as_uri())) is not None:
+            conn.close_doc(doc)
+    if not found:
+        return opened, None
+    more = len(found) - len(opened)
+    said = f"{conn.server.id} checks only open files in a project this big: checked {len(opened)} file(s) importing {rel}"
+    if more:
+        said += (
+            f"; {more} more import it and were not checked: run lsp diagnostics on them, or "
+            f'lsp diagnostics "*" for the whole project'
+        )
+    return opened, said
 
 
 async def importers(conn: Connection, paths: list[Path], timeout: float) -> tuple[list[Path], bool]:

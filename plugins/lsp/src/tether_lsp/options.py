@@ -29,3 +29,16 @@ class LspOptions:
     lsp_checker_timeout: float = arg(
         'seconds the project checker of `diagnostics "*"` may take', default=300.0, minimum=0
     )
+    lsp_open_files_above: int = arg(
+        "a server that can check only open files (basedpyright) does so when its root holds more files of "
+        "its languages than this; a write then checks the files importing the written one itself (0: "
+        "always; 20000, the watcher's cap: never, the whole program is checked)",
+        default=1000,
+        minimum=0,
+    )
+    lsp_importers_checked: int = arg(
+        "files importing a written file that a write checks in a server checking only open files (see "
+        "lsp_open_files_above), nearest first: each costs a check before and after the write",
+        default=5,
+        minimum=0,
+    )

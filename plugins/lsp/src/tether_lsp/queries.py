@@ -241,7 +241,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         body = "\n".join(loc.render() for loc in shown)
         outside: list[tuple[str, int, str]] = []
         more: list[str] = []
-        if args.action == "references" and conn.server.publishes_program:
+        if args.action == "references" and conn.publishes_program:
             name = identifier_at(text_lines(doc.text)[spot.line], spot.char, symbol)
             # paths, not relative names, and through the connection's uri cache: resolving every file of the
             # program again per answer cost more than the server's own answer on a small project

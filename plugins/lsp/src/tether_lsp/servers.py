@@ -128,6 +128,11 @@ class ServerDef:
             from tsserver's projectLoadingStart to its projectLoadingFinish): it is not ready until that
             progress ended, or until this many seconds passed after the first open with no progress begun (a
             file of no configured project is loaded without it).
+        open_files_settings: the server's settings for checking only open documents (basedpyright's
+            ``diagnosticMode: "openFilesOnly"``), answered instead of ``settings`` when its root holds
+            more files of its extensions than the run option ``lsp_open_files_above``: a write then
+            opens the files that import the written one (tether's own import index, nearest first, at
+            most the run option ``lsp_importers_checked``) and compares their diagnostics before and after it.
     """
 
     id: str
@@ -161,6 +166,7 @@ class ServerDef:
     header_extensions: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     ready_after_publish: bool = False
     load_begins_within: float | None = None
+    open_files_settings: Mapping[str, Any] | None = None
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -176,11 +182,13 @@ class ServerDef:
     def handles(self, path: Path) -> bool:
         return path.suffix.lower() in self.extensions
 
-    def setting(self, section: str | None) -> Any:
-        """The value of a dotted configuration section ("basedpyright.analysis"), None when unset."""
+    def setting(self, section: str | None, open_files: bool = False) -> Any:
+        """The value of a dotted configuration section ("basedpyright.analysis"), None when unset;
+        ``open_files``: of ``open_files_settings`` (see there)."""
+        settings = self.open_files_settings if open_files and self.open_files_settings else self.settings
         if not section:
-            return dict(self.settings)
-        node: Any = self.settings
+            return dict(settings)
+        node: Any = settings
         for part in section.split("."):
             if not isinstance(node, Mapping) or part not in node:
                 return None
@@ -217,6 +225,12 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         cancel_requests=False,
         publishes_program=True,
         did_save=False,
+        # a big program: only open files are checked (workspace mode re-checks all of Django's 2,788 files
+        # before it publishes, minutes on 2 cores); a write opens the written file's importers itself
+        open_files_settings={
+            "basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly"}},
+            "python": {"analysis": {"diagnosticMode": "openFilesOnly"}},
+        },
     ),
     ServerDef(
         id="ty",
