@@ -47,14 +47,24 @@ async def test_a_moved_error_is_not_reported_again_but_the_same_message_a_second
         assert ERR in r.data["diagnostics"][0]["message"]
 
 
-async def test_a_fixed_then_reintroduced_error_is_reported_again(py_root):
+async def test_an_error_there_before_the_run_never_counts_as_introduced_one_of_the_runs_own_does(py_root):
+    """The rule: a diagnostic in a file when the run first saw it is never "introduced" by a later write
+    (the agent did not break that); one the run introduced, fixed and brought back is reported again."""
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
         r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")', 'value: str = u.greet("d")')
         assert introduced(r) == []
         r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/main.py"})
         assert r.data["diagnostics"] == []
+        # back as the run first saw it: the error was there before the run, not the agent's doing
         r = await edit(run, "pkg/main.py", 'value: str = u.greet("d")', 'value: int = u.greet("d")')
-        assert introduced(r) == [("pkg/main.py", 7, "error", "reportAssignmentType")]
+        assert introduced(r) == [], r.plain
+        own = 'value: int = u.greet("d")\nother: bytes = u.greet("e")'
+        r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")', own)
+        assert introduced(r) == [("pkg/main.py", 8, "error", "reportAssignmentType")], r.plain
+        r = await edit(run, "pkg/main.py", own, 'value: int = u.greet("d")')
+        assert introduced(r) == [], r.plain
+        r = await edit(run, "pkg/main.py", 'value: int = u.greet("d")', own)
+        assert introduced(r) == [("pkg/main.py", 8, "error", "reportAssignmentType")], r.plain
 
 
 async def test_new_errors_in_dependent_files_are_reported_even_never_opened_ones(py_root):
