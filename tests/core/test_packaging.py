@@ -150,7 +150,7 @@ FAMILY_TOOLS = {
     "debug": {"debug"},
     "eval": {"eval"},
     "lsp": {"lsp", "lsp_rename"},
-    "vibe": {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"},
+    "vibe": {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list", "vibe_merge"},
 }
 # vibe's tools are on offer in vibe mode with a roster
 LISTING_ARGS = {"vibe": ["--vibe", "--option", 'vibe_fast=["python3", "-c", "pass"]']}
