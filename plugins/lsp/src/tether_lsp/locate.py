@@ -12,7 +12,6 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.positions import from_units
-from tether_lsp.supervisor import NotAnswered
 
 QUALIFIER = re.compile(r"\.|::")  # Context.invoke, FlagSet.VarP, Ky.#options, ns::f
 LISTED = 20
@@ -121,21 +120,12 @@ async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[F
 
 
 async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> list[Found]:
-    from tether_lsp.queries import _symbol_kind, source_file
+    from tether_lsp.queries import _symbol_kind, document_symbols, source_file
 
     path, rel, _ = source_file(run, file)
 
     async def outline(conn: Any, doc: Any) -> list[Found]:
-        lsp = conn.lsp
-        if not getattr(conn.capabilities, "document_symbol_provider", None):
-            raise NotAnswered(
-                ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
-            )
-        result = await sup.request(
-            conn,
-            "textDocument/documentSymbol",
-            lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)),
-        )
+        result = await document_symbols(sup, conn, doc)
         lines = render.Lines({doc.path: doc.text})
         found: list[Found] = []
 

@@ -471,21 +471,23 @@ def _symbol_kind(conn: Any, kind: Any) -> str:
         return "symbol"
 
 
+async def document_symbols(sup: Any, conn: Any, doc: Any) -> Any:
+    """The server's ``textDocument/documentSymbol`` answer for an open document; refused when it has none."""
+    lsp = conn.lsp
+    if not getattr(conn.capabilities, "document_symbol_provider", None):
+        raise NotAnswered(
+            ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
+        )
+    params = lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
+    return await sup.request(conn, "textDocument/documentSymbol", params)
+
+
 async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     if args.file is not None and args.file != "*":
         path, rel, _ = source_file(run, args.file)
 
         async def outline(conn: Any, doc: Any) -> ToolResult:
-            lsp = conn.lsp
-            if not getattr(conn.capabilities, "document_symbol_provider", None):
-                raise NotAnswered(
-                    ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
-                )
-            result = await sup.request(
-                conn,
-                "textDocument/documentSymbol",
-                lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri)),
-            )
+            result = await document_symbols(sup, conn, doc)
             lines = render.Lines({doc.path: doc.text})
             # (line, data, tier): 0 top-level symbols, classes, functions and methods; 1 other members of a
             # class (attributes, constants). What is inside a function is not listed.
