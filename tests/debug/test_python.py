@@ -268,7 +268,7 @@ async def test_attach_to_a_listening_process(pyproject, no_leftover_processes, o
     assert proc.stdout is not None
     try:
         assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
-        async with open_debug(pyproject) as debug:
+        async with open_debug(pyproject, debug_attach_wait=30) as debug:
             await debug.ok(action="breakpoints", file="served.py", lines=[7])
             attached = await debug.ok(action="attach", port=port)
             assert "attached" in attached.plain
@@ -300,7 +300,9 @@ async def test_attach_to_the_debugpy_command_line_listener(pyproject, open_debug
         start_new_session=True,
     )
     try:
-        async with open_debug(pyproject) as debug:
+        # debugpy's command line takes seconds from the attach to the first line on a busy machine (3 s
+        # measured): more than attach's default wait for a breakpoint, which then says the program runs
+        async with open_debug(pyproject, debug_attach_wait=30) as debug:
             await debug.ok(action="breakpoints", file="app.py", lines=[5])
             deadline = time.monotonic() + 20
             while (

@@ -255,7 +255,8 @@ async def attach(
             await new.connect("127.0.0.1", number, min(bound.seconds, 10.0))
         await new.configure("attach", make(number), supervisor.plan_for(conversation), bound)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
-        outcome = await new.wait_stop(0, min(stop_timeout(run), attach_wait(run)))
+        waited = min(stop_timeout(run), attach_wait(run))
+        outcome = await new.wait_stop(0, waited)
     except (SessionError, DapError) as exc:
         debugger = new.proc.pid if new.proc is not None and new.proc.returncode is None else None
         message = exc.message if isinstance(exc, DapError) else str(exc)
@@ -270,7 +271,7 @@ async def attach(
         raise
     supervisor.adopt(new)
     prefix = f"attached to the {target.replace('port', 'process on port')}.\n" + bp_summary(run, new)
-    return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix)
+    return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix, waited=waited)
 
 
 def _scratch(run: Run) -> Path:
@@ -382,17 +383,24 @@ def ptrace_problem(pid: int) -> str | None:
 
 
 async def after_run(
-    run: Run, supervisor: DebugSupervisor, conversation: str, session: Session, outcome, prefix: str = ""
+    run: Run,
+    supervisor: DebugSupervisor,
+    conversation: str,
+    session: Session,
+    outcome,
+    prefix: str = "",
+    waited: float | None = None,
 ) -> ToolResult:
     """The result of anything that let the program run: a stop, the end (session closed), or still running.
 
     Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
     """
     if outcome is None:
-        bound = stop_timeout(run)
+        bound = stop_timeout(run) if waited is None else waited
+        hint = "" if waited is None else ", run option debug_attach_wait"
         text = (
             prefix
-            + f"the program is running and has not stopped (waited up to {bound:g} s). Use action='pause' to stop it, "
+            + f"the program is running and has not stopped (waited up to {bound:g} s{hint}). Use action='pause' to stop it, "
             "'status' to check, or 'output' to read what it printed."
         )
         return _with_said(session, text, {"stopped": None, "running": True})
