@@ -40,7 +40,7 @@ from hypothesis.stateful import (
 from tether.testing import FAULT_MARKERS, assert_no_new_children, children
 from tether.tools import Tier
 
-EXAMPLES = int(os.environ.get("TETHER_FUZZ_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("TETHER_FUZZ_EXAMPLES", "3"))
 STEPS = int(os.environ.get("TETHER_FUZZ_STEPS", "15"))
 SEED = int(os.environ.get("TETHER_FUZZ_SEED", "28"))
 BUDGET = int(os.environ.get("TETHER_FUZZ_BUDGET", "600"))  # s before pytest-timeout stops the campaign
