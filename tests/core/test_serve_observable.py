@@ -107,3 +107,49 @@ async def test_the_tool_list_is_in_a_fixed_order_and_may_be_kept(tmp_path, no_le
     names = [t["name"] for t in lists[0]["tools"]]
     assert names == sorted(names) and lists[0]["tools"] == lists[1]["tools"]
     assert lists[0]["ttlMs"] > 0 and lists[0]["cacheScope"] == "private"
+
+
+async def test_the_requests_a_call_makes_of_a_server_a_kernel_and_an_adapter_are_child_spans_of_it(
+    tmp_path, spans
+):
+    from tether.serve import _Host, _server
+
+    spans.clear()
+    (tmp_path / "app.py").write_text("def twice(x):\n    return 2 * x\n\n\nprint(twice(21))\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\nversion = "0"\n')
+    host = _Host({"root": tmp_path, "conversation_id": "c1"})
+    try:
+        async with Client(_server(host)) as c:
+            for name, args in [
+                ("lsp", {"action": "hover", "file": "app.py", "line": 1, "symbol": "twice"}),
+                ("eval", {"code": "6 * 7", "description": "Multiply six by seven and show it"}),
+                ("debug", {"action": "launch", "program": "app.py"}),
+            ]:
+                r = await c.call_tool(name, args)
+                assert not r.is_error, (name, r.content)
+    finally:
+        await host.close()
+    finished = spans.get_finished_spans()
+    calls = {
+        s.context.span_id: s
+        for s in finished
+        if s.kind is SpanKind.SERVER and s.attributes.get("mcp.method.name") == "tools/call"
+    }
+    by_id = {s.context.span_id: s for s in finished}
+
+    def call_of(s):  # the tools/call span above a span, through any spans between them
+        while s.parent is not None and s.parent.span_id not in calls:
+            s = by_id[s.parent.span_id]
+        return calls[s.parent.span_id].attributes["tether.tool"] if s.parent is not None else None
+
+    children = [s for s in finished if s.kind is SpanKind.CLIENT and s.instrumentation_scope.name == "tether"]
+    under = {(call_of(s), s.name) for s in children}
+    assert ("lsp", "lsp textDocument/hover") in under, under
+    assert ("eval", "kernel execute") in under, under
+    assert ("debug", "dap launch") in under, under
+    (cell,) = [s for s in children if s.name == "kernel execute" and not s.attributes["tether.silent"]]
+    assert cell.attributes["tether.kernel"] == "python" and cell.attributes["tether.cell_status"] == "ok"
+    hover = next(s for s in children if s.name == "lsp textDocument/hover")
+    assert hover.attributes["tether.server"] == "basedpyright"
+    # every child span belongs to a call: a family's own requests outside a call open no traces
+    assert all(call_of(s) is not None for s in children), [s.name for s in children if call_of(s) is None]

@@ -16,6 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from tether import tracing
+
 log = logging.getLogger("tether.debug")
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -132,9 +134,11 @@ class DapClient:
     async def request(
         self, command: str, arguments: dict[str, Any] | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
-        fut = self.send(command, arguments)
-        await self._drain()
-        return await self.wait(fut, command, timeout)
+        # a child span of the traced tool call that asks it (see tether.tracing)
+        with tracing.span(f"dap {command}", {"rpc.system": "dap", "rpc.method": command}):
+            fut = self.send(command, arguments)
+            await self._drain()
+            return await self.wait(fut, command, timeout)
 
     async def _drain(self) -> None:
         transport = getattr(self._writer, "transport", None)

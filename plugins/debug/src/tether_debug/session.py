@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from tether import sandbox
+from tether import sandbox, tracing
 
 from tether_debug.adapters import AdapterDef, Build, Located
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
@@ -497,7 +497,10 @@ class Session:
         async with bound.phase(
             f"the {request}'s configuration", " (initialize, breakpoints, configurationDone)"
         ):
-            await self._configure(request, arguments, plan)
+            # one child span of the traced call for the handshake (initialize and the launch or attach,
+            # answered only after configurationDone), its configuration requests within it
+            with tracing.span(f"dap {request}", {"rpc.system": "dap", "rpc.method": request}):
+                await self._configure(request, arguments, plan)
 
     async def _configure(self, request: str, arguments: dict[str, Any], plan: Plan) -> None:
         assert self.client is not None

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from tether import tracing
 
 log = logging.getLogger("tether.eval")
 
@@ -581,7 +582,34 @@ class Kernel:
 
         On timeout the kernel is interrupted and given ``grace`` seconds to end the cell: the status is
         then "interrupted" (state kept) or "stuck" (the interrupt did not take; the caller restarts).
+        The cell is a child span of the traced tool call that runs it (see tether.tracing), with its end.
         """
+        with tracing.span("kernel execute", {"tether.kernel": self.spec.language, "tether.silent": silent}):
+            end = await self._execute(
+                code,
+                timeout=timeout,
+                grace=grace,
+                bridge=bridge,
+                silent=silent,
+                keep_chars=keep_chars,
+                user_expressions=user_expressions,
+                total=total,
+            )
+            tracing.annotate({"tether.cell_status": end.status})
+            return end
+
+    async def _execute(
+        self,
+        code: str,
+        *,
+        timeout: float,
+        grace: float,
+        bridge: Bridge | None,
+        silent: bool,
+        keep_chars: int,
+        user_expressions: dict[str, str] | None,
+        total: float,
+    ) -> CellEnd:
         if self._settling is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._settling), grace + 1.0)

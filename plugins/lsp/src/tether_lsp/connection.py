@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from tether import tracing
 
 from tether_lsp.servers import ServerDef
 from tether_lsp.watching import SCAN_CAP, Watcher, file_stat, read_text
@@ -496,6 +497,13 @@ class Connection:
     # -- requests -------------------------------------------------------------------------------
 
     async def request(self, method: str, params: Any, timeout: float) -> Any:
+        # a child span of the traced tool call that asks it (see tether.tracing)
+        with tracing.span(
+            f"lsp {method}", {"rpc.system": "jsonrpc", "rpc.method": method, "tether.server": self.server.id}
+        ):
+            return await self._request(method, params, timeout)
+
+    async def _request(self, method: str, params: Any, timeout: float) -> Any:
         if self.proc is None or self.proc.returncode is not None:
             raise ServerDied(f"{self.server.id} is not running")
         protocol = self.client.protocol
