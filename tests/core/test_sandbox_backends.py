@@ -200,3 +200,85 @@ def test_sandbox_backend_is_checked_at_open(tmp_path):
         ),
     ):
         pass
+
+
+WORKTREE_PROBE = r"""
+import json, subprocess, sys
+top, root = sys.argv[1:3]
+out = {}
+def attempt(name, f):
+    try:
+        out[name] = f()
+    except OSError as e:
+        out[name] = type(e).__name__
+attempt("root_file", lambda: open(root + "/app.py", "w").write("x = 666\n"))
+attempt("hook", lambda: open(top + "/.git/hooks/pre-commit", "w").write("#!/bin/sh\n"))
+attempt("config", lambda: open(top + "/.git/config", "a").write("\n"))
+attempt("here", lambda: open("app.py", "w").write("x = 2\n"))
+ident = ["-c", "user.name=w", "-c", "user.email=w@example.org"]
+def commit(where):
+    done = subprocess.run(["git", *ident, "-C", where, "commit", "-q", "-am", "inside"], capture_output=True, text=True)
+    return done.returncode
+out["commit_here"] = commit(".")
+out["commit_root"] = commit(root)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("sub", [False, True], ids=["top", "subfolder"])
+def test_a_process_given_a_worktree_writes_it_and_commits_there_but_not_the_root(confined, tmp_path, sub):
+    ident = ["-c", "user.name=dev", "-c", "user.email=dev@example.org"]
+    top = confined.root
+    root = top / "pkg" if sub else top
+    root.mkdir(exist_ok=True)
+    (root / "app.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=top, check=True, timeout=30)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "init"], cwd=top, check=True, timeout=30)
+    work = top / ".git" / "elsewhere" / "w1"  # a linked worktree in the git dir, as vibe makes them
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "side", str(work)], cwd=top, check=True, timeout=30)
+    cwd = work / "pkg" if sub else work
+    with tether.open_run_sync(root, load_entry_points=False, options=confined.options()) as run:
+        envelope = sandbox.envelope(run, "worker", writable=work)
+        assert envelope is not None and envelope.writable == work
+        argv = ["env", "-C", str(cwd), "--", sys.executable, "-I", "-c", WORKTREE_PROBE, str(top), str(root)]
+        done = subprocess.run(
+            list(envelope.wrap(argv)), capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        got = json.loads(done.stdout.splitlines()[-1])
+        assert sandbox.envelope(run, "worker").writable == root  # none asked: the root, as before
+    refused = "OSError" if confined.backend == "bwrap" else "PermissionError"
+    assert got == {
+        "root_file": refused,
+        "hook": refused,
+        "config": refused,
+        "here": 6,
+        "commit_here": 0,
+        "commit_root": 128,  # git cannot take the root's index lock
+    }, got
+    assert (root / "app.py").read_text() == "x = 1\n"
+    assert not (top / ".git" / "hooks" / "pre-commit").exists()
+    shown = subprocess.run(
+        ["git", "log", "-1", "--format=%s", "side"], cwd=top, capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == "inside"
+    assert (
+        f"its working directory {os.path.relpath(work, root)}, the repository's git objects, refs and logs"
+        in envelope.policy
+    )
+    assert "the root and everything else read-only" in envelope.policy, envelope.policy
+
+
+def test_a_writable_folder_that_is_not_a_worktree_of_the_root_gets_no_git_rights(confined, tmp_path):
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    (elsewhere / ".git").write_text(f"gitdir: {confined.root / '.git'}\n")  # points at the root's git dir
+    with tether.open_run_sync(confined.root, load_entry_points=False, options=confined.options()) as run:
+        envelope = sandbox.envelope(run, "worker", writable=elsewhere)
+        probe = "import sys; open(sys.argv[1] + '/.git/HEAD', 'a').write('')"
+        argv = [sys.executable, "-I", "-c", probe, str(confined.root)]
+        done = subprocess.run(
+            list(envelope.wrap(argv)), capture_output=True, text=True, timeout=120, check=False
+        )
+    assert done.returncode != 0 and ("Read-only" in done.stderr or "Permission" in done.stderr)
+    assert "not a git worktree" in envelope.policy, envelope.policy

@@ -10,6 +10,8 @@ from tether.options import CoreOptions
 from tether.sandbox import Envelope, SandboxOptions, builtin_envelope
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tether.run import Run
 
 
@@ -20,5 +22,5 @@ def tether_addoptions(register) -> None:
 
 
 @hookimpl(trylast=True)
-def tether_envelope(run: Run, purpose: str) -> Envelope | None:
-    return builtin_envelope(run, purpose)
+def tether_envelope(run: Run, purpose: str, writable: Path | None) -> Envelope | None:
+    return builtin_envelope(run, purpose, writable)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tether.diagnostics import Diagnostic
     from tether.options import OptionRegistry
     from tether.plugins import Registrar
@@ -194,10 +196,15 @@ def tether_run_closing(run: Run) -> Awaitable[None] | None:
 
 
 @hookspec(firstresult=True)
-def tether_envelope(run: Run, purpose: str) -> Envelope | None:
+def tether_envelope(run: Run, purpose: str, writable: Path | None) -> Envelope | None:
     """The envelope (a sandbox) exec tools start their processes in; stops at the first non-None result.
 
     ``purpose`` is "kernel" (eval), "debug" (adapters and programs) or "worker" (vibe). A harness
     answers with its own (its container, its VM); the core's answer, last, is the built-in bubblewrap
     envelope when the run option ``sandbox`` is on, else None: processes run on the host.
+
+    ``writable``, when not None, is the folder the process is to write instead of the run's root (vibe's
+    worker in its git worktree): the root is to be read-only to it. An envelope that confines writes so
+    sets `Envelope.writable` to it; one that cannot (or an implementation without this argument) leaves
+    it None, and the worker's answer says its writes are the envelope's to decide.
     """

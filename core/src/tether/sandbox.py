@@ -9,7 +9,11 @@ and seccomp (`tether.confine`). Under bubblewrap:
 - filesystem: everything read-only; the root read-write, except its ``.git`` hooks and config (a
   written hook would run at the user's next commit); a private, empty ``/tmp``; a deny list that
   is not even readable (by default ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.gnupg``,
-  ``~/.netrc``, ``~/.docker``, ``~/.kube``, shell histories, ...; ``sandbox_deny`` adds more);
+  ``~/.netrc``, ``~/.docker``, ``~/.kube``, shell histories, ...; ``sandbox_deny`` adds more). A
+  process given a ``writable`` folder of its own (a vibe worker's git worktree) may write that
+  folder instead of the root, and, when it is a linked worktree of the root's repository, what git
+  needs to commit there (its own git dir, the repository's objects, refs and logs; never its hooks
+  or config): the root is read-only to it;
 - network: a network namespace of its own with only a loopback (``sandbox_network="on"`` shares
   the host's); vibe's workers follow ``sandbox_worker_network`` (an agent CLI needs its model's API);
 - local sockets: none of the host's (``/run``, ``/tmp`` and ``/var/tmp`` are empty, abstract sockets
@@ -19,10 +23,11 @@ and seccomp (`tether.confine`). Under bubblewrap:
 - processes: a pid namespace of their own, killed with the envelope (``--die-with-parent``); no
   capabilities, no new privileges, no nested user namespaces, even when tether runs as root.
 
-Under Landlock the same deny list, root and environment rules hold, and the network when off allows
-TCP only to a few ports chosen per process (the relay's), with UDP, raw and non-TCP stream sockets
-refused by seccomp; what it cannot do (a private ``/tmp``, read-only ``.git`` hooks inside the root,
-hidden host sockets, a pid namespace, debug without the network) is said in its policy line.
+Under Landlock the same deny list, root (or ``writable``) and environment rules hold, and the network
+when off allows TCP only to a few ports chosen per process (the relay's), with UDP, raw and non-TCP
+stream sockets refused by seccomp; what it cannot do (a private ``/tmp``, read-only ``.git`` hooks inside the root,
+hidden host sockets, a pid namespace, debug without the network) is said in its policy line. A
+harness's envelope says in `Envelope.writable` whether it narrowed writes to the folder asked for.
 
 Fail closed: when the run asks for the sandbox and no backend can arm, the built-in envelope carries a
 refusal that every exec tool returns instead of running anything.
@@ -208,6 +213,10 @@ class Envelope:
             never run on the host.
         refusal: when set, what an exec tool answers instead of running (the run asked for a sandbox
             it cannot have).
+        writable: the folder a process inside may write as its root: the hook's ``writable`` when the
+            envelope confines writes to it (the built-in one does), the run's root when it was not
+            asked to; None: the envelope does not say (a harness's that knows nothing of ``writable``),
+            and whoever asked says so rather than claiming the root is read-only.
     """
 
     name: str
@@ -219,6 +228,7 @@ class Envelope:
     shares_loopback: bool = True
     required: bool = False
     refusal: str | None = None
+    writable: Path | None = None
 
     async def up(self, timeout: float = 5.0) -> bool:
         """Whether the envelope is up; a check that fails or hangs counts as down."""
@@ -248,9 +258,15 @@ class Envelope:
         return f"sandboxed in {self.name}" + (f" ({self.policy})" if self.policy else "")
 
 
-def envelope(run: Run, purpose: Literal["kernel", "debug", "worker"]) -> Envelope | None:
-    """The envelope for ``purpose`` in this run: the harness's, else the built-in one when asked for."""
-    return run.hook.tether_envelope(run=run, purpose=purpose)
+def envelope(
+    run: Run, purpose: Literal["kernel", "debug", "worker"], writable: Path | None = None
+) -> Envelope | None:
+    """The envelope for ``purpose`` in this run: the harness's, else the built-in one when asked for.
+
+    ``writable``: the folder the process is to write instead of the run's root (a vibe worker's git
+    worktree), the root then read-only to it; `Envelope.writable` says whether the envelope did so.
+    """
+    return run.hook.tether_envelope(run=run, purpose=purpose, writable=writable)
 
 
 def status(run: Run) -> str:
@@ -358,21 +374,42 @@ class Policy:
     fallback: str = ""  # why bubblewrap was not used, when auto fell back to Landlock
     names: tuple[str, ...] = ()  # sandbox_network's list: the network is off but for the egress proxy
     egress: Callable[[], egress.Egress] | None = None  # the run's proxy, started when first needed
+    writable: Path | None = None  # the folder written instead of the root (None: the root)
+    git: tuple[str, ...] = ()  # with writable: what git needs to commit there (see `_worktree_git`)
+    common: str | None = None  # with git: the repository's git dir, shown read-only when outside the root
 
     def _net(self) -> str:
         if self.names:
             return f"network only through tether's HTTP(S) proxy, to {', '.join(self.names)}"
         return ""
 
+    def _writes(self) -> str:
+        """What may be written, for the policy line (the run's private folder always; said when narrowed)."""
+        if self.writable is None:
+            if self.backend == "bwrap":
+                return "root read-write except .git hooks and config, everything else read-only"
+            return (
+                "root read-write, its .git hooks and config included (Landlock cannot make them read-only "
+                "inside it), everything else read-only (the host's /tmp too, readable: not private)"
+            )
+        where = os.path.relpath(self.writable, self.root)
+        git = (
+            ", the repository's git objects, refs and logs (to commit there; not the hooks or config)"
+            if self.git
+            else " (not a git worktree of the root's repository: git cannot commit there)"
+        )
+        tmp = "" if self.backend == "bwrap" else " (the host's /tmp too, readable: not private)"
+        return (
+            f"its working directory {where}{git} and the run's private folder read-write, the root and "
+            f"everything else read-only{tmp}"
+        )
+
     def describe(self) -> str:
         deny = ", ".join(_home_relative(p) for p in self.deny[:6]) + (", ..." if len(self.deny) > 6 else "")
         if self.backend == "bwrap":
             net = self._net() or ("network on" if self.network else "no network")
             sockets = f"sockets {', '.join(self.sockets)}" if self.sockets else "no host sockets"
-            return (
-                f"root read-write except .git hooks and config, everything else read-only, "
-                f"unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
-            )
+            return f"{self._writes()}, unreadable {deny}; {net}; {sockets}; secret-looking variables hidden"
         net = (
             "network on"
             if self.network
@@ -387,13 +424,15 @@ class Policy:
         )
         fell = f"bubblewrap could not start ({self.fallback}), so " if self.fallback else ""
         return (
-            f"{fell}Landlock ABI {self.abi} and seccomp: root read-write, its .git hooks and config included "
-            f"(Landlock cannot make them read-only inside it), everything else read-only (the host's /tmp "
-            f"too, readable: not private), unreadable {deny} (their names can be listed); {net}; host Unix "
-            "sockets reachable by path (Landlock cannot hide them); no pid namespace: host processes are "
-            f"visible, not traceable; {scopes}; no new user namespaces or mounts; no capabilities; "
-            "secret-looking variables hidden"
+            f"{fell}Landlock ABI {self.abi} and seccomp: {self._writes()}, unreadable {deny} (their names "
+            f"can be listed); {net}; host Unix sockets reachable by path (Landlock cannot hide them); no pid "
+            f"namespace: host processes are visible, not traceable; {scopes}; no new user namespaces or "
+            "mounts; no capabilities; secret-looking variables hidden"
         )
+
+    def _written(self) -> list[str]:
+        """The folders written (besides the private one): the root, or the writable folder and git's."""
+        return [str(self.root)] if self.writable is None else [str(self.writable), *self.git]
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return self.landlock_argv(argv) if self.backend == "landlock" else self.argv(argv)
@@ -414,7 +453,7 @@ class Policy:
         spec = {
             "network": self.network,
             "deny": list(self.deny),
-            "write": [str(self.root), str(private)],
+            "write": [*self._written(), str(private)],
             "ports": ports + proxy,
             "unset": [n for n in os.environ if _hidden(n, self.hide_env) and n not in self.pass_env],
             "setenv": setenv,
@@ -448,9 +487,17 @@ class Policy:
         for keep in _kept_readable():  # the home and interpreters, where an emptied directory hid them
             out += ["--ro-bind-try", keep, keep]
         private = str(self.private())
-        out += ["--bind", str(self.root), str(self.root), "--bind", private, private]
-        for path in _git_protected(self.root):
-            out += ["--ro-bind", path, path]
+        if self.writable is None:
+            out += ["--bind", str(self.root), str(self.root)]
+            for path in _git_protected(self.root):
+                out += ["--ro-bind", path, path]
+        else:  # the root (and the repository's git dir) seen read-only, also where an emptied folder hid them
+            for seen in (str(self.root), self.common):
+                if seen is not None:
+                    out += ["--ro-bind", seen, seen]
+            for path in self._written():
+                out += ["--bind", path, path]
+        out += ["--bind", private, private]
         for path in self.deny:
             if os.path.isdir(path):
                 out += ["--tmpfs", path, "--remount-ro", path]
@@ -541,7 +588,53 @@ def _git_protected(root: Path) -> list[str]:
     return out
 
 
-def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
+def _common_dir(root: Path) -> Path | None:
+    """The git dir of the repository the root is in (its common dir, for a linked worktree), from the
+    root's own ``.git`` (the user's: trusted) without running git; None outside a repository."""
+    for folder in (root, *root.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Path(os.path.realpath(dot))
+        if dot.is_file():
+            own = _gitdir_of(folder)
+            if own is None:
+                return None
+            try:
+                common = (own / "commondir").read_text().strip()
+            except OSError:
+                return own
+            return Path(os.path.realpath(own / common))
+    return None
+
+
+def _gitdir_of(work: Path) -> Path | None:
+    """Where a linked worktree's ``.git`` file points (resolved), else None."""
+    try:
+        text = (work / ".git").read_text(errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    return Path(os.path.realpath(work / text[len("gitdir: ") :].strip()))
+
+
+def _worktree_git(root: Path, work: Path) -> tuple[Path | None, tuple[str, ...]]:
+    """(the repository's git dir, what git needs to commit in ``work``) when ``work`` is a linked
+    worktree of the root's repository: its own git dir (HEAD, index) and the repository's objects,
+    refs and logs, never hooks or config; else (None, ()).
+
+    ``work/.git`` is the process's to write (a worker may have rewritten it on an earlier run), so it
+    is trusted only to name a git dir directly inside ``<the root's git dir>/worktrees``: it cannot make
+    anything else writable."""
+    common = _common_dir(root)
+    own = _gitdir_of(work) if common is not None else None
+    if common is None or own is None or own.parent != common / "worktrees" or not own.is_dir():
+        return None, ()
+    shared = [common / name for name in ("objects", "refs", "logs", "reftable")]
+    return common, (str(own), *(str(p) for p in shared if p.is_dir() and not p.is_symlink()))
+
+
+def builtin_envelope(run: Run, purpose: str, writable: Path | None = None) -> Envelope | None:
     """The built-in envelope when the run asks for the sandbox (see the module docstring)."""
     opts = run.options.of(SandboxOptions)
     if not opts.sandbox:
@@ -579,6 +672,11 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
     ):
         names = tuple(opts.sandbox_network)
     deny = [os.path.expanduser(p) for p in (*DEFAULT_DENY, *opts.sandbox_deny)]
+    common, git = None, ()
+    if writable is not None and Path(writable) == run.root:
+        writable = None  # the root itself: as when none is given
+    if writable is not None:
+        common, git = _worktree_git(run.root, Path(writable))
     policy = Policy(
         run.root,
         run.private_dir,
@@ -592,6 +690,9 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         fallback,
         names,
         functools.partial(run_egress, run) if names else None,
+        writable,
+        git,
+        str(common) if common is not None and not common.is_relative_to(run.root) else None,
     )
     return Envelope(
         "bubblewrap" if backend == "bwrap" else "landlock",
@@ -599,6 +700,7 @@ def builtin_envelope(run: Run, purpose: str) -> Envelope | None:
         policy=policy.describe(),
         shares_loopback=network,
         required=True,
+        writable=run.root if writable is None else writable,
     )
 
 
