@@ -114,3 +114,106 @@ async def test_a_sandboxed_worker_in_a_worktree_works_there_not_in_the_root(conf
         merged = await run.call("vibe_merge", {"worker_id": "w1", "action": "apply"})
         assert not merged.is_error, merged.plain
     assert (confined.root / "app.py").read_text() == "x = 2\n"
+
+
+WRITES = """\
+import json, subprocess, sys
+sys.stdin.read()
+root = {root!r}
+out = {{}}
+
+def attempt(name, f):
+    try:
+        out[name] = f()
+    except OSError as e:
+        out[name] = type(e).__name__
+
+attempt("root_file", lambda: open(root + "/app.py", "w").write("x = 666\\n"))
+attempt("root_new", lambda: open(root + "/new.txt", "w").write("x"))
+attempt("hook", lambda: open(root + "/.git/hooks/post-commit", "w").write("#!/bin/sh\\n"))
+attempt("config", lambda: open(root + "/.git/config", "a").write("\\n"))
+attempt("here", lambda: open("app.py", "w").write("x = 2\\n"))
+ident = ["-c", "user.name=w", "-c", "user.email=w@example.org"]
+done = subprocess.run(["git", *ident, "commit", "-q", "-am", "worker commit"], capture_output=True, text=True)
+out["commit"] = [done.returncode, done.stderr[-300:]]
+print(json.dumps(out))
+"""
+
+
+def committed_root(confined) -> None:
+    import subprocess
+
+    (confined.root / "app.py").write_text("x = 1\n")
+    ident = ["-c", "user.name=dev", "-c", "user.email=dev@example.org"]
+    subprocess.run(["git", "add", "-A"], cwd=confined.root, check=True, timeout=30)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "init"], cwd=confined.root, check=True, timeout=30)
+
+
+async def test_a_sandboxed_worker_in_a_worktree_writes_its_worktree_and_commits_but_not_the_root(
+    confined, open_vibe
+):
+    import json
+    import subprocess
+
+    committed_root(confined)
+    probe = [sys.executable, "-c", WRITES.format(root=str(confined.root))]
+    async with open_vibe(confined.root, {"fast": probe}, options=confined.options()) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "write", "label": "w", "isolation": "worktree"})
+        assert not spawned.is_error, spawned.plain
+        done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
+        assert done.data["status"] == "done", done.plain
+        got = json.loads(done.data["result"].splitlines()[-1])
+        branch = done.data["branch"]
+        log = subprocess.run(
+            ["git", "log", "-1", "--format=%s", branch],
+            cwd=confined.root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+    refused = confined.by_backend("OSError", "PermissionError")  # EROFS / EACCES
+    assert (confined.root / "app.py").read_text() == "x = 1\n"
+    assert not (confined.root / "new.txt").exists()
+    assert not (confined.root / ".git" / "hooks" / "post-commit").exists()
+    assert got["root_file"] == refused and got["root_new"] == refused
+    assert got["hook"] == refused and got["config"] == refused
+    assert got["here"] == 6 and got["commit"][0] == 0, got
+    assert log == "worker commit"
+    # the policy line says it: the worktree is writable, the root is not
+    assert "the root and everything else read-only" in spawned.plain, spawned.plain
+    assert "the root and everything else read-only" in done.data["sandbox"]
+
+
+async def test_a_sandboxed_worker_with_isolation_none_still_writes_the_root(confined, open_vibe):
+    import json
+
+    committed_root(confined)
+    probe = [sys.executable, "-c", WRITES.format(root=str(confined.root))]
+    async with open_vibe(confined.root, {"fast": probe}, options=confined.options()) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "write", "label": "w", "isolation": "none"})
+        done = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
+        assert done.data["status"] == "done", done.plain
+        assert "root read-write" in spawned.plain, spawned.plain
+    got = json.loads(done.data["result"].splitlines()[-1])
+    assert got["root_file"] == 8 and got["root_new"] == 1
+    assert (confined.root / "new.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("confined", ["bwrap"], indirect=True)
+async def test_a_harness_envelope_that_cannot_narrow_is_said_so(confined, open_vibe):
+    from tether import hookimpl
+    from tether.sandbox import Envelope
+
+    class Harness:
+        @hookimpl
+        def tether_envelope(self, run, purpose):  # an older harness: it knows nothing of `writable`
+            return Envelope("harness box", wrap=list, policy="the harness's own rules")
+
+    committed_root(confined)
+    cmd = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    async with open_vibe(confined.root, {"fast": cmd}, plugins=[Harness()]) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "b", "label": "l", "isolation": "worktree"})
+        await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 60})
+    assert "sandboxed in harness box (the harness's own rules)" in spawned.plain, spawned.plain
+    assert "did not say it makes only the worktree writable" in spawned.plain, spawned.plain

@@ -89,6 +89,7 @@ class _Worker:
     data: Any = None
     result_file: Path | None = None
     cleanup: asyncio.Future | None = None  # its last worktree, being removed
+    sandbox: str = ""  # how its current run is confined (the envelope's policy line)
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(
@@ -108,6 +109,7 @@ class _Worker:
             changes=self.changes,
             note=self.note,
             data=self.data,
+            sandbox=self.sandbox,
         )
 
 
@@ -614,10 +616,19 @@ class CommandRoster:
                 **extra,
             }
         )
-        envelope = sandbox.envelope(self.run, "worker")
+        # in a worktree the worker writes only there (and in git's metadata, to commit): the root is
+        # read-only to it, where the envelope can narrow so (the built-in one can)
+        envelope = sandbox.envelope(self.run, "worker", writable=worker.work)
         inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
         argv = worker.argv
+        worker.sandbox = ""
         if envelope is not None and inside:
+            worker.sandbox = envelope.describe()
+            if worker.work is not None and envelope.writable != worker.work:
+                worker.sandbox += (
+                    "; the envelope did not say it makes only the worktree writable (tether asked it to): "
+                    "what the worker may write is the envelope's rule, the root may be writable to it"
+                )
             # an envelope starts its command in the run's root (bubblewrap's --chdir; a container's
             # workdir): a worker in a worktree is moved there first (the inside shares the root's paths)
             argv = envelope.wrap(

@@ -62,6 +62,8 @@ class WorkerInfo:
             not known (not isolated, or not computed yet).
         note: a line the roster adds (a stall's process states, what is kept where, an unread result).
         data: the JSON the worker wrote to ``$TETHER_VIBE_RESULT`` (bounded), else None.
+        sandbox: how its latest run is confined, in one line for the model (the envelope's policy: what
+            it may write, its network, ...); "" when it runs unsandboxed or the roster does not say.
     """
 
     id: str
@@ -80,6 +82,7 @@ class WorkerInfo:
     changes: tuple[dict[str, Any], ...] | None = None
     note: str = ""
     data: Any = None
+    sandbox: str = ""
 
     def elapsed(self, now: float | None = None) -> float:
         end = self.finished_at if self.finished_at is not None else (time.time() if now is None else now)
@@ -104,6 +107,7 @@ class WorkerInfo:
             "changes": list(self.changes) if self.changes is not None else None,
             "note": self.note,
             "data": self.data,
+            "sandbox": self.sandbox,
         }
 
 

@@ -267,6 +267,8 @@ def make_tools(roster: Roster) -> list[Tool]:
         )
         if w.note:
             text += f" Where: {w.note}."
+        if w.sandbox:
+            text += f" It runs {w.sandbox}."
         if args.budget_seconds is not None:
             text += f" Its budget: {args.budget_seconds:g} s, then it is stopped (timed out)."
         return ToolResult.text(text, _data(w))
