@@ -15,8 +15,8 @@ judged on four counts:
     uv run python benchmarks/fault_campaign.py            # every fault
     uv run python benchmarks/fault_campaign.py 3 7 11     # some of them (by item number)
 
-CI drives the kills, special files, full disk, floods and signals of this list through
-tests/test_faults.py (``TETHER_FAULTS=all`` there drives all of them); this script replays the whole list
+CI drives every fault of this list through tests/test_faults.py (with 4 kills of the SIGKILL-mid-write
+fault; ``TETHER_FAULTS=all`` there makes its 15); this script replays the whole list
 by hand, with its timings. Exit status 0 when every count is 0. A fault that cannot be driven here (no mount, no cargo) says
 "skipped" and why. Everything happens under a fresh temporary folder, removed at the end.
 """
