@@ -117,30 +117,37 @@ def report(name: str, samples: dict, target: float) -> None:
         )
 
 
-def egress_download() -> dict:
-    """A 10 MB GET from a local server through the egress proxy against direct, samples alternating."""
-    import http.server
-    import threading
+def egress_download(paced: bool = False) -> dict:
+    """A 10 MB GET from a local server through the egress proxy against direct, samples alternating.
 
+    The server and the client are processes of their own, as a real upstream and a sandboxed client are:
+    a server thread in this process would share the proxy's GIL, which no real upstream does. ``paced``:
+    the server sends at most 1 Gbit/s (1 MiB each 8.4 ms), as an upstream across a fast link does; on
+    loopback, unpaced, the proxy's second hop is CPU the 2 cores share with the server and the client."""
     from tether.egress import Egress
 
-    body = os.urandom(DOWNLOAD_BYTES)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
+    server_code = (
+        "import http.server, os, sys, time\n"
+        f"body = os.urandom({DOWNLOAD_BYTES})\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.send_header('Content-Length', str(len(body)))\n"
+        "        self.end_headers()\n"
+        "        for i in range(0, len(body), 1 << 20):\n"
+        "            t = time.perf_counter()\n"
+        "            self.wfile.write(body[i : i + (1 << 20)])\n"
+        f"            time.sleep(max(0.0, {0.0084 if paced else 0.0} - (time.perf_counter() - t)))\n"
+        "    def log_message(self, *a):\n"
+        "        pass\n"
+        "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+        "print(s.server_address[1], flush=True)\n"
+        "s.serve_forever()\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", server_code], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    port = int(server.stdout.readline())
     proxy = Egress(["files.bench.test"], resolve=lambda host, _: ("127.0.0.1", port))
-    # the client is a process of its own, as a sandboxed one is (not a thread sharing the proxy's GIL)
     client = (
         "import json, sys, time, urllib.request\n"
         "via = urllib.request.build_opener(urllib.request.ProxyHandler({'http': sys.argv[1]}))\n"
@@ -167,8 +174,8 @@ def egress_download() -> dict:
         samples = {None: got["direct"], "proxy": got["proxy"]}
     finally:
         proxy.close()
-        server.shutdown()
-        server.server_close()
+        server.kill()
+        server.wait()
     return samples
 
 
@@ -191,11 +198,13 @@ async def main() -> None:
             launches[mode].append(await launch(root, mode))
     report("debug launch -> first stop (debugpy)", launches, 1.10)
     report("10 MB download via egress proxy", egress_download(), 1.20)
+    report("10 MB download via egress proxy, 1 Gbit/s upstream", egress_download(paced=True), 1.20)
 
 
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]}; medians")
     if sys.argv[1:] == ["egress"]:  # the download row alone
         report("10 MB download via egress proxy", egress_download(), 1.20)
+    report("10 MB download via egress proxy, 1 Gbit/s upstream", egress_download(paced=True), 1.20)
     else:
         asyncio.run(main())
