@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 import tether
+import tether.atomic
 import tether.files
 from support import require_binary
 
@@ -103,7 +104,8 @@ BAD_MOVES = [
 ]
 
 
-async def test_python_moves_renames_and_refusals(py_root):
+async def test_python_moves_renames_and_refusals(py_root, monkeypatch):
+    (py_root / "README.md").write_text("# sample\n")
     before = snapshot(py_root)
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
         # bad inputs: one line each, refused before any server is started, nothing changed
@@ -113,9 +115,35 @@ async def test_python_moves_renames_and_refusals(py_root):
             assert "Traceback" not in r.plain and "\n" not in r.plain
         assert snapshot(py_root) == before and not servers(run)
 
-        # a rename within the folder: basedpyright updates both importers, one of them never opened
+        # a file no server serves: refused, unless forced
+        r = await run.call("lsp_move", {"file": "README.md", "to": "docs/README.md"})
+        assert r.is_error and "nothing was moved: no server can update the imports of 'README.md'" in r.plain
+        assert "force: true" in r.plain and snapshot(py_root) == before
+        r = await run.call("lsp_move", {"file": "README.md", "to": "docs/README.md", "force": True})
+        assert not r.is_error and "WITHOUT updating imports" in r.plain, r.plain
+        assert (py_root / "docs/README.md").read_text() == "# sample\n" and not (
+            py_root / "README.md"
+        ).exists()
+        before = snapshot(py_root)
+
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error, r.plain
+        # a write that fails half-way (the disk full at the second file) restores every file: nothing moved
+        real, calls = tether.atomic._replace, []
+
+        def flaky(src, dst):
+            calls.append(dst)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device", str(dst))
+            return real(src, dst)
+
+        monkeypatch.setattr(tether.atomic, "_replace", flaky)
+        r = await run.call("lsp_move", {"file": "pkg/util.py", "to": "pkg/greeting.py"})
+        monkeypatch.setattr(tether.atomic, "_replace", real)
+        assert r.is_error and "nothing was written" in r.plain and "No space left" in r.plain, r.plain
+        assert len(calls) == 2 and snapshot(py_root) == before
+
+        # a rename within the folder: basedpyright updates both importers, one of them never opened
         r = await run.call("lsp_move", {"file": "pkg/util.py", "to": "pkg/greeting.py"})
         assert not r.is_error, r.plain
         assert r.data["files"] == [
