@@ -13,7 +13,20 @@ import pytest
 import tether
 import tether.atomic
 import tether.files
+from lsprotocol import types as lsp
 from support import require_binary
+from tether_lsp.edits import plan_workspace_edit
+
+
+def test_a_server_edit_that_already_moves_the_file_is_not_moved_twice(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "a.py").write_text("import b\n")
+    run = tether.Run(root, load_entry_points=False)
+    move = lsp.RenameFile(old_uri=(root / "a.py").as_uri(), new_uri=(root / "sub/a.py").as_uri())
+    plan = plan_workspace_edit(lsp.WorkspaceEdit(document_changes=[move]), run, "utf-16", then=[move])
+    assert plan.writes() == {root / "a.py": None, root / "sub/a.py": b"import b\n"}
+    assert plan.operations == ["renamed a.py -> sub/a.py"]
 
 
 def snapshot(root):

@@ -147,6 +147,8 @@ class Planner:
             self.plan.operations.append(f"created {self.run.relpath(path)}")
         elif kind == "rename":
             old, new = self._path(op.old_uri), self._path(op.new_uri)
+            if self.plan.renamed.get(old) == new:
+                return  # planned already (a server's edit that holds lsp_move's own rename of the file)
             text = self._load(old)
             if text is None:
                 if ignore:

@@ -155,10 +155,7 @@ async def apply(
 
     run = ctx.run
     move = lsp.RenameFile(old_uri=src.as_uri(), new_uri=dst.as_uri())
-    # a server may put the move in its edit itself (a RenameFile of the file): then it is not done twice
-    ops = getattr(edit, "document_changes", None) or []
-    done = any(getattr(op, "kind", None) == "rename" and op.old_uri == move.old_uri for op in ops)
-    plan = plan_workspace_edit(edit, run, encoding, then=[] if done else [move])
+    plan = plan_workspace_edit(edit, run, encoding, then=[move])
     written = await write_plan(run, plan, "move")
     old, new = run.relpath(src), run.relpath(dst)
     # what the run knew of the file's diagnostics is known of its new path: old errors are not the move's
