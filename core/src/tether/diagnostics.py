@@ -115,6 +115,18 @@ class DiagnosticRegistry:
                 self._origin[file] = keys
             self._seen[file] = keys
 
+    def moved(self, old: str, new: str) -> None:
+        """A file moved from ``old`` to ``new`` (`lsp_move`): what was known of it is known of its new
+        path, so the errors it already had are not reported as the move's doing."""
+
+        def rekeyed(keys: Counter) -> Counter:
+            return Counter({(new, *key[1:]): n for key, n in keys.items()})
+
+        if old in self._seen:
+            self._seen[new] = rekeyed(self._seen[old])
+        if old in self._origin:
+            self._origin[new] = rekeyed(self._origin[old])
+
     def update(self, per_file: Mapping[str, Sequence[Diagnostic]]) -> list[Diagnostic]:
         """Take each file's latest set; return the diagnostics neither in the registry before nor in the
         file when the run first saw it, errors first."""

@@ -312,6 +312,8 @@ class Connection:
                     ],
                 ),
                 symbol=lsp.WorkspaceSymbolClientCapabilities(),
+                # lsp_move asks willRenameFiles for the importers' edits and sends didRenameFiles after
+                file_operations=lsp.FileOperationClientCapabilities(will_rename=True, did_rename=True),
             ),
             text_document=lsp.TextDocumentClientCapabilities(
                 synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),

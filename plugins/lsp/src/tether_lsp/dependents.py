@@ -227,7 +227,9 @@ async def importers(conn: Connection, paths: list[Path], timeout: float) -> tupl
     cached = conn.importers_found.get(key)
     if cached is not None and cached[2] == others:
         return cached[0], cached[1]
-    seen, queue, found = set(paths), list(paths), []
+    # a file not on disk (deleted, or a move's old path or a destination before it) is in no project: tsserver
+    # answers "No Project", which would cut the search; its importers are not asked
+    seen, queue, found = set(paths), [p for p in paths if p.is_file()], []
     complete = True
     while queue and complete:
         try:

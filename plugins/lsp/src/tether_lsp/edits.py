@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,8 @@ class Planner:
             self.plan.operations.append(f"created {self.run.relpath(path)}")
         elif kind == "rename":
             old, new = self._path(op.old_uri), self._path(op.new_uri)
+            if self.plan.renamed.get(old) == new:
+                return  # planned already (a server's edit that holds lsp_move's own rename of the file)
             text = self._load(old)
             if text is None:
                 if ignore:
@@ -183,17 +186,41 @@ class Planner:
             self.plan.operations.append(f"deleted {self.run.relpath(path)}")
 
 
-def plan_workspace_edit(edit: Any, run: Any, encoding: str) -> PlannedEdit:
+def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] = ()) -> PlannedEdit:
+    """The edit planned in memory; ``then``: file operations of our own applied after it (`lsp_move`'s
+    rename of the moved file, whose own edits the server wrote against its old path)."""
     planner = Planner(run, encoding)
-    if edit is None:
-        return planner.plan
-    if getattr(edit, "document_changes", None):
+    if edit is not None and getattr(edit, "document_changes", None):
         for change in edit.document_changes:
             if hasattr(change, "text_document"):
                 planner.text_edits(change.text_document.uri, change.edits)
             else:
                 planner.operation(change)
-    elif getattr(edit, "changes", None):
+    elif edit is not None and getattr(edit, "changes", None):
         for uri, edits in edit.changes.items():
             planner.text_edits(uri, edits)
+    for op in then:
+        planner.operation(op)
     return planner.plan
+
+
+async def write_plan(run: Any, plan: PlannedEdit, what: str) -> dict[Path, bytes | None]:
+    """Write a planned edit through the run's all-or-nothing write path (every file or none, the originals
+    checked under the root's write lock); the files written. ``what`` names the call in its errors."""
+    from tether.atomic import ChangedSince
+
+    writes = plan.writes()
+    try:
+        await run.write_files(writes, expect=plan.originals.values())
+    except ChangedSince as exc:
+        raise ToolError(
+            f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the {what} was computed; nothing was written, retry",
+            {"error": "changed_meanwhile"},
+        ) from None
+    except OSError as exc:
+        raise ToolError(
+            f"could not write the {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
+            "nothing was written: every file was restored",
+            {"error": "write_failed"},
+        ) from None
+    return writes

@@ -133,6 +133,10 @@ class ServerDef:
             more files of its extensions than the run option ``lsp_open_files_above``: a write then
             opens the files that import the written one (tether's own import index, nearest first, at
             most the run option ``lsp_importers_checked``) and compares their diagnostics before and after it.
+        moves_within_folder: the server's ``workspace/willRenameFiles`` edits are right only for a file
+            renamed within its folder (basedpyright: for ``pkg/util.py`` moved to ``other/tools.py`` it
+            rewrites ``from pkg.util`` to ``from pkg.tools`` and leaves the moved file's relative imports):
+            `lsp_move` refuses a move to another folder, unless forced (then no import is updated).
     """
 
     id: str
@@ -167,6 +171,7 @@ class ServerDef:
     ready_after_publish: bool = False
     load_begins_within: float | None = None
     open_files_settings: Mapping[str, Any] | None = None
+    moves_within_folder: bool = False
 
     def language_id(self, path: Path) -> str:
         return LANGUAGE_IDS.get(path.suffix.lower(), self.languages[0] if self.languages else "plaintext")
@@ -224,6 +229,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,
+        moves_within_folder=True,
         did_save=False,
         # a big program: only open files are checked (workspace mode re-checks all of Django's 2,788 files
         # before it publishes, minutes on 2 cores); a write opens the written file's importers itself

@@ -1,5 +1,5 @@
-"""The family's tools: `lsp` (read) and `lsp_rename` (write, in `tether_lsp.rename`), with their
-arguments and descriptions.
+"""The family's tools: `lsp` (read), `lsp_rename` and `lsp_move` (write, in `tether_lsp.rename` and
+`tether_lsp.move`), with their arguments and descriptions.
 
 Light on purpose: listing the tools (`tether tools`) imports none of the language-server machinery
 (connections, pygls, lsprotocol); the `lsp` tool's answers (`tether_lsp.queries`) load at its first call.
@@ -7,12 +7,14 @@ Light on purpose: listing the tools (`tether tools`) imports none of the languag
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import attrs
 from tether.args import arg
 from tether.tools import Tier, Tool, ToolResult
 
+from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touches
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
 
 DESCRIPTION = (
@@ -92,7 +94,7 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
     return await answer(ctx, args)
 
 
-def tools_for() -> list[Tool]:
+def tools_for(run: Any) -> list[Tool]:
     return [
         Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True),
         # not parallel-safe: two renames computed against the same files would race
@@ -105,5 +107,16 @@ def tools_for() -> list[Tool]:
             family="lsp",
             parallel_safe=False,
             touches=rename_touches,
+        ),
+        # the same: a move and a rename computed against the same importers would race
+        Tool(
+            "lsp_move",
+            Tier.WRITE,
+            MOVE_DESCRIPTION,
+            MoveArgs,
+            move_handler,
+            family="lsp",
+            parallel_safe=False,
+            touches=functools.partial(move_touches, run),  # checks the paths against the run's root
         ),
     ]
