@@ -302,3 +302,38 @@ async def test_a_live_runs_worktrees_are_not_swept_by_another_run(open_vibe, rep
     assert worktrees(repo) == [str(repo)]
     (branch,) = branches(repo)  # the first's killed worker wrote app.py: kept on its branch
     assert git(repo, "show", f"{branch}:app.py") == "x = 3\n"
+
+
+COMMITTER = (
+    "import subprocess, sys\n"
+    "sys.stdin.read()\n"
+    "open('own.txt', 'w').write('mine\\n')\n"
+    "ident = ['-c', 'user.name=w', '-c', 'user.email=w@example.org']\n"
+    "subprocess.run(['git', *ident, 'add', 'own.txt'], check=True)\n"
+    "subprocess.run(['git', *ident, 'commit', '-q', '-m', 'the worker commits'], check=True)\n"
+    "open('after.txt', 'w').write('uncommitted\\n')\n"
+    "print('on', subprocess.run(['git', 'branch', '--show-current'], capture_output=True, text=True).stdout)\n"
+)
+
+
+async def test_a_worker_in_the_spare_checkout_is_on_its_branch_and_its_commits_are_kept(open_vibe, repo):
+    committer = [sys.executable, "-c", COMMITTER]
+    async with open_vibe(repo, {"fast": committer}) as run:
+        first = await finish(run, "commit")
+        await wait_for(lambda: len(worktrees(repo)) == 3)  # the root, w1 and the spare checkout
+        second = await finish(run, "commit")
+    for got in (first, second):
+        branch = got["done"].data["branch"]
+        assert f"on {branch}" in got["done"].data["result"], got["done"].plain
+        assert [(c["status"], c["path"]) for c in got["done"].data["changes"]] == [
+            ("A", "after.txt"),
+            ("A", "own.txt"),
+        ]
+        # the worker's own commit, then tether's of what it left uncommitted, on its branch
+        log = git(repo, "log", "--format=%s", f"main..{branch}").splitlines()
+        assert log == [
+            "tether vibe: a worker's unmerged work, kept when its run closed",
+            "the worker commits",
+        ]
+        assert git(repo, "show", f"{branch}:after.txt") == "uncommitted\n"
+    assert worktrees(repo) == [str(repo)]

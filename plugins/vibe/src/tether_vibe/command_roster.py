@@ -80,7 +80,7 @@ class _Worker:
     timed_out: bool = False
     out: Tail | None = None  # the current run's stdout
     isolation: str = "none"
-    work: Path | None = None  # its worktree (None: not isolated, or merged/discarded)
+    tree: worktree.Linked | None = None  # its worktree (None: not isolated, or merged/discarded)
     start: str | None = None  # the commit its worktree began from
     branch: str | None = None
     changes: tuple[dict[str, Any], ...] | None = None
@@ -128,7 +128,7 @@ class CommandRoster:
         self._cleanups: set[asyncio.Future] = set()  # worktrees being removed after a merge or discard
         self._spare: asyncio.Future | None = None  # a checkout of HEAD being made for the next spawn
         self._spares = itertools.count(1)
-        self._orphan_spares: list[Path] = []  # spares that could not be taken: removed at close
+        self._orphan_spares: list[worktree.Linked] = []  # spares that could not be taken: removed at close
 
     @property
     def tiers(self) -> list[str]:
@@ -253,7 +253,7 @@ class CommandRoster:
                 f"vibe_wait '{worker.id}' until it is done, or vibe_kill it, then merge.",
                 {"error": "worker_running", "worker_id": worker.id},
             )
-        if worker.work is None or worker.start is None:
+        if worker.tree is None or worker.start is None:
             why = (
                 "it ran in the root itself (isolation none): its changes are already there"
                 if worker.isolation != "worktree"
@@ -278,10 +278,18 @@ class CommandRoster:
     ) -> MergePlan | None:
         """The plan from what the worker's last run left (None when its worktree changed since: then
         again with ``fresh``, from a new snapshot)."""
-        assert worker.work is not None and worker.start is not None
+        assert worker.tree is not None and worker.start is not None
         found = worker.found
         if fresh or found is None:
-            _, found = worktree.changes(worker.work, worker.start)
+            try:
+                _, found = worktree.changes(worker.tree, worker.start)
+            except (worktree.GitError, OSError) as exc:
+                raise ToolError(
+                    f"what worker {worker.id} changed could not be read: {exc}. Nothing was written. Look "
+                    f"at its branch {worker.branch} (its work is committed there when the run closes), or "
+                    "vibe_merge it with action 'discard'.",
+                    {"error": "unreadable", "worker_id": worker.id},
+                ) from None
             worker.found, worker.changes = found, self._summary(repo, found)
         inside: dict[str, worktree.Change] = {}
         outside = []
@@ -322,7 +330,7 @@ class CommandRoster:
             new = None
             if change.new_blob is not None:  # the worker's file, checked against the blob it was seen as
                 try:
-                    new = (worker.work / change.path).read_bytes()
+                    new = (worker.tree.path / change.path).read_bytes()
                 except OSError:
                     new = None
                 if new is None or worktree.blob_id(new, change.new_blob) != change.new_blob:
@@ -363,7 +371,7 @@ class CommandRoster:
         """Carry out a plan of `merge_plan`: the writes through the run's write path (all or nothing),
         then the worktree and branch go when nothing of the worker's is left to apply."""
         worker = self._get(plan.worker_id)
-        if worker.status.active or worker.work is None:
+        if worker.status.active or worker.tree is None:
             raise ToolError(
                 f"worker {worker.id} changed state meanwhile; call vibe_merge again", {"error": "moved"}
             )
@@ -428,16 +436,16 @@ class CommandRoster:
             )
         return "none", f"it works in the root itself (isolation none): {why}"
 
-    def _make_worktree(self, worker: _Worker, spare: Path | None) -> None:
+    def _make_worktree(self, worker: _Worker, spare: worktree.Linked | None) -> None:
         repo = self._repo[0] if self._repo else None
         assert repo is not None
         if self._folder is None:
             self._folder = worktree.run_folder(repo.common)
         branch = f"{self.branch_prefix}{worker.id}"
-        work, start, dirty, linked = worktree.create(
+        tree, start, dirty, linked = worktree.create(
             repo, self.run.root, self._folder, worker.id, branch, spare
         )
-        worker.work, worker.start, worker.branch = work, start, branch
+        worker.tree, worker.start, worker.branch = tree, start, branch
         worker.changes = ()
         parts = [f"it works in a git worktree of its own on branch {branch}, from HEAD"]
         parts.append(" plus your uncommitted changes" if dirty else " (no uncommitted changes)")
@@ -445,7 +453,7 @@ class CommandRoster:
             parts.append(f"; linked in (not copied, not on the branch): {', '.join(linked)}")
         worker.note = "".join(parts)
 
-    def _take_spare(self) -> Path | None:
+    def _take_spare(self) -> worktree.Linked | None:
         """The spare checkout when it is ready (a spare still being made is not waited for)."""
         spare, self._spare = self._spare, None
         if spare is None:
@@ -469,18 +477,18 @@ class CommandRoster:
         """Let go of a merged or discarded worktree now; git removes it and its branch in the background
         (the worker's next worktree, and the run's close, wait for that)."""
         repo = self._repo[0] if self._repo else None
-        if worker.work is None or repo is None:
+        if worker.tree is None or repo is None:
             return
-        work, branch, record = (
-            worker.work,
+        tree, branch, record = (
+            worker.tree,
             worker.branch,
-            (self._folder or worker.work.parent) / f"{worker.id}.json",
+            (self._folder or worker.tree.path.parent) / f"{worker.id}.json",
         )
-        worker.work = worker.start = worker.branch = None
+        worker.tree = worker.start = worker.branch = None
         worker.found = None
 
         def remove() -> None:
-            worktree.remove(repo.top, work, branch)
+            worktree.remove(repo.top, tree, branch)
             with _suppress_os():
                 record.unlink()
 
@@ -491,13 +499,13 @@ class CommandRoster:
 
     def _drop_worktree(self, worker: _Worker, *, delete_branch: bool) -> None:
         repo = self._repo[0] if self._repo else None
-        if worker.work is None or repo is None:
+        if worker.tree is None or repo is None:
             return
-        worktree.remove(repo.top, worker.work, worker.branch if delete_branch else None)
+        worktree.remove(repo.top, worker.tree, worker.branch if delete_branch else None)
         if self._folder is not None:
             with _suppress_os():
                 (self._folder / f"{worker.id}.json").unlink()
-        worker.work = worker.start = None
+        worker.tree = worker.start = None
         if delete_branch:
             worker.branch = None
 
@@ -508,12 +516,12 @@ class CommandRoster:
                 with _suppress_git():
                     worktree.remove(repo.top, spare, None)
                 with _suppress_os():
-                    (self._folder / f"{spare.name}.json").unlink()
+                    (self._folder / f"{spare.path.name}.json").unlink()
         for worker in self._workers.values():
-            if worker.work is None or worker.start is None or worker.branch is None:
+            if worker.tree is None or worker.start is None or worker.branch is None:
                 continue
             try:
-                kept = worktree.keep(worker.work, worker.branch, worker.start)
+                kept = worktree.keep(worker.tree, worker.branch, worker.start)
                 branch = worker.branch
                 self._drop_worktree(worker, delete_branch=not kept)
                 if kept:
@@ -522,13 +530,13 @@ class CommandRoster:
                     )
             except (worktree.GitError, OSError):
                 log.warning(
-                    "vibe: could not keep worker %s's worktree %s", worker.id, worker.work, exc_info=True
+                    "vibe: could not keep worker %s's worktree %s", worker.id, worker.tree.path, exc_info=True
                 )
         if self._folder is not None:
             repo = self._repo[0] if self._repo else None
             if repo is not None:
                 with _suppress_git():
-                    worktree.git(repo.top, "worktree", "prune")
+                    worktree.prune(repo.top)
             if not any(self._folder.glob("*.json")):  # what could not be kept stays for the next sweep
                 worktree.close_folder(self._folder)
 
@@ -547,11 +555,11 @@ class CommandRoster:
         return tuple(rows)
 
     async def _refresh_changes(self, worker: _Worker) -> None:
-        if worker.work is None or worker.start is None or self._repo is None or self._repo[0] is None:
+        if worker.tree is None or worker.start is None or self._repo is None or self._repo[0] is None:
             return
         repo = self._repo[0]
         try:
-            _, found = await asyncio.to_thread(worktree.changes, worker.work, worker.start)
+            _, found = await asyncio.to_thread(worktree.changes, worker.tree, worker.start)
         except (worktree.GitError, OSError) as exc:
             worker.changes = None
             worker.note = f"what it changed could not be read: {exc}"
@@ -579,7 +587,7 @@ class CommandRoster:
                 path.unlink()
 
     async def _start(self, worker: _Worker) -> asyncio.subprocess.Process:
-        if worker.isolation == "worktree" and worker.work is None:
+        if worker.isolation == "worktree" and worker.tree is None:
             if worker.cleanup is not None:  # its previous worktree (same path, same branch) must be gone
                 await asyncio.gather(worker.cleanup, return_exceptions=True)
             spare = self._take_spare()
@@ -596,9 +604,10 @@ class CommandRoster:
             self._next_spare()
         cwd = self.run.root
         extra = {}
-        if worker.work is not None:
+        work = worker.tree.path if worker.tree is not None else None
+        if work is not None:
             repo = self._repo[0] if self._repo else None
-            cwd = worker.work / repo.sub if repo is not None and repo.sub else worker.work
+            cwd = work / repo.sub if repo is not None and repo.sub else work
             extra["TETHER_VIBE_WORKTREE"] = str(cwd)
         worker.result_file = self.run.private_dir() / f"vibe-{worker.id}-result.json"
         with _suppress_os():
@@ -618,13 +627,13 @@ class CommandRoster:
         )
         # in a worktree the worker writes only there (and in git's metadata, to commit): the root is
         # read-only to it, where the envelope can narrow so (the built-in one can)
-        envelope = sandbox.envelope(self.run, "worker", writable=worker.work)
+        envelope = sandbox.envelope(self.run, "worker", writable=work)
         inside = envelope is not None and await envelope.check()  # a ToolError: refused, nothing runs
         argv = worker.argv
         worker.sandbox = ""
         if envelope is not None and inside:
             worker.sandbox = envelope.describe()
-            if worker.work is not None and envelope.writable != worker.work:
+            if work is not None and envelope.writable != work:
                 worker.sandbox += (
                     "; the envelope did not say it makes only the worktree writable (tether asked it to): "
                     "what the worker may write is the envelope's rule, the root may be writable to it"
@@ -736,7 +745,7 @@ class CommandRoster:
         killed (timed out) at the end of its budget."""
         stall = self.config.stall_seconds
         begun = time.monotonic()
-        folder = Path(worker.work) if worker.work is not None else self.run.root
+        folder = worker.tree.path if worker.tree is not None else self.run.root
         last_sample = None
         last_active, last_active_wall = begun, time.time()
         scanned_at = 0.0
