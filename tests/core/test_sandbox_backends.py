@@ -282,3 +282,30 @@ def test_a_writable_folder_that_is_not_a_worktree_of_the_root_gets_no_git_rights
         )
     assert done.returncode != 0 and ("Read-only" in done.stderr or "Permission" in done.stderr)
     assert "not a git worktree" in envelope.policy, envelope.policy
+
+
+def test_a_worktree_whose_git_file_names_another_worktrees_git_dir_gets_no_git_rights(confined):
+    ident = ["-c", "user.name=dev", "-c", "user.email=dev@example.org"]
+    top = confined.root
+    (top / "app.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "-A"], cwd=top, check=True, timeout=30)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "init"], cwd=top, check=True, timeout=30)
+    works = [top / ".git" / "elsewhere" / name for name in ("w1", "w2")]
+    for work in works:
+        subprocess.run(["git", "worktree", "add", "-q", "-b", work.name, str(work)], cwd=top, check=True)
+    w1, w2 = works
+    other = (w2 / ".git").read_text()
+    (w1 / ".git").write_text(other)  # w1, on an earlier run, pointed its .git at w2's git dir
+    with tether.open_run_sync(top, load_entry_points=False, options=confined.options()) as run:
+        envelope = sandbox.envelope(run, "worker", writable=w1)
+        own = top / ".git" / "worktrees" / "w2"
+        probe = "import sys; open(sys.argv[1] + '/HEAD', 'a').write('')"
+        done = subprocess.run(
+            list(envelope.wrap([sys.executable, "-I", "-c", probe, str(own)])),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode != 0 and ("Read-only" in done.stderr or "Permission" in done.stderr), done.stderr
+    assert "not a git worktree" in envelope.policy, envelope.policy

@@ -624,12 +624,19 @@ def _worktree_git(root: Path, work: Path) -> tuple[Path | None, tuple[str, ...]]
     refs and logs, never hooks or config; else (None, ()).
 
     ``work/.git`` is the process's to write (a worker may have rewritten it on an earlier run), so it
-    is trusted only to name a git dir directly inside ``<the root's git dir>/worktrees``: it cannot make
-    anything else writable."""
+    is trusted only to name a git dir directly inside ``<the root's git dir>/worktrees`` whose own
+    ``gitdir`` file (written by ``git worktree add``) names ``work``: it cannot make anything else
+    writable, another worktree's git dir included."""
     common = _common_dir(root)
     own = _gitdir_of(work) if common is not None else None
     if common is None or own is None or own.parent != common / "worktrees" or not own.is_dir():
         return None, ()
+    try:
+        back = (own / "gitdir").read_text(errors="replace").strip()
+    except OSError:
+        return None, ()
+    if os.path.realpath(own / back) != os.path.realpath(work / ".git"):
+        return None, ()  # the git dir of another worktree
     shared = [common / name for name in ("objects", "refs", "logs", "reftable")]
     return common, (str(own), *(str(p) for p in shared if p.is_dir() and not p.is_symlink()))
 
