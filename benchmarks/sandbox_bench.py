@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -203,8 +202,8 @@ async def main() -> None:
 
 if __name__ == "__main__":
     print(f"python {sys.version.split()[0]}; medians")
-    if sys.argv[1:] == ["egress"]:  # the download row alone
+    if sys.argv[1:] == ["egress"]:  # the download rows alone
         report("10 MB download via egress proxy", egress_download(), 1.20)
-    report("10 MB download via egress proxy, 1 Gbit/s upstream", egress_download(paced=True), 1.20)
+        report("10 MB download via egress proxy, 1 Gbit/s upstream", egress_download(paced=True), 1.20)
     else:
         asyncio.run(main())
