@@ -197,3 +197,39 @@ def plan_workspace_edit(edit: Any, run: Any, encoding: str) -> PlannedEdit:
         for uri, edits in edit.changes.items():
             planner.text_edits(uri, edits)
     return planner.plan
+
+
+async def write_planned(
+    conn: Any, run: Any, plan: PlannedEdit, what: str, expect: Any = ()
+) -> dict[Path, Any]:
+    """Write a planned WorkspaceEdit, every file or none, and tell the server: the one door of the family's
+    writes (`lsp_rename`, `lsp_fix`). The originals read for the plan (and ``expect``: snapshots the caller
+    read before, such as the text a code action was computed on) are checked under the root's write lock,
+    so no write slips in between. ``what`` names the write in its errors ("the rename"). The files written."""
+    from tether.atomic import ChangedSince
+
+    writes = plan.writes()
+    if not writes:
+        return writes
+    try:
+        await run.write_files(writes, expect=[*plan.originals.values(), *expect])
+    except ChangedSince as exc:
+        raise ToolError(
+            f"{', '.join(run.relpath(p) for p in exc.paths)} changed while {what} was computed; nothing was "
+            "written, retry",
+            {"error": "changed_meanwhile"},
+        ) from None
+    except OSError as exc:
+        raise ToolError(
+            f"could not write {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
+            "nothing was written: every file was restored",
+            {"error": "write_failed"},
+        ) from None
+    # tell the server: open documents get their new text, renamed ones are closed and reopened
+    for old, new in plan.renamed.items():
+        d = conn.docs.get(old.as_uri())
+        if d is not None:
+            conn.close_doc(d)
+            conn.open(new)
+    conn.watcher.files_changed(list(writes))
+    return writes

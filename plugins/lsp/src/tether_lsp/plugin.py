@@ -50,7 +50,7 @@ def tether_register_tools(run: Any, register: Any) -> None:
     if run.resource(hookspecs.tether_lsp_supervisor) is None:
         register.unavailable("no language-server supervisor for this run (the harness disabled it)")
         return
-    for tool in tools_for():
+    for tool in tools_for(run):
         register(tool)
 
 

@@ -1,5 +1,5 @@
-"""The family's tools: `lsp` (read) and `lsp_rename` (write, in `tether_lsp.rename`), with their
-arguments and descriptions.
+"""The family's tools: `lsp` (read), `lsp_rename` (write, in `tether_lsp.rename`) and `lsp_fix` (write, in
+`tether_lsp.fix`), with their arguments and descriptions.
 
 Light on purpose: listing the tools (`tether tools`) imports none of the language-server machinery
 (connections, pygls, lsprotocol); the `lsp` tool's answers (`tether_lsp.queries`) load at its first call.
@@ -7,12 +7,14 @@ Light on purpose: listing the tools (`tether tools`) imports none of the languag
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import attrs
 from tether.args import arg
 from tether.tools import Tier, Tool, ToolResult
 
+from tether_lsp.fix import FIX_DESCRIPTION, FixArgs, fix_handler, fix_touches
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
 
 DESCRIPTION = (
@@ -92,7 +94,8 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
     return await answer(ctx, args)
 
 
-def tools_for() -> list[Tool]:
+def tools_for(run: Any = None) -> list[Tool]:
+    """The family's tools; ``run`` (when given) lets lsp_fix refuse a bad pick before any baseline is taken."""
     return [
         Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True),
         # not parallel-safe: two renames computed against the same files would race
@@ -105,5 +108,16 @@ def tools_for() -> list[Tool]:
             family="lsp",
             parallel_safe=False,
             touches=rename_touches,
+        ),
+        # a tool of its own, as lsp_rename: a write, hidden where only reads are offered
+        Tool(
+            "lsp_fix",
+            Tier.WRITE,
+            FIX_DESCRIPTION,
+            FixArgs,
+            fix_handler,
+            family="lsp",
+            parallel_safe=False,
+            touches=functools.partial(fix_touches, run),
         ),
     ]
