@@ -151,3 +151,38 @@ async def test_gopls_organize_imports_edit_and_extract_variable_command_on_pflag
         # outside a fix the server's applyEdit is refused, as before
         (conn,) = run.resource("tether_lsp_supervisor").connections.values()
         assert conn.apply_edit is None
+
+
+async def test_a_read_surface_offers_no_lsp_fix_and_its_code_actions_do_not_speak_of_it(py_root):
+    (py_root / "pkg/extra.py").write_text(EXTRA)
+    async with tether.open_run(py_root, surface="readonly", options={"lsp_servers": ["ruff"]}) as run:
+        assert "lsp_fix" not in {t.name for t in run.tools()}
+        r = await run.call("lsp", {"action": "code_actions", **AT_OS})
+        assert not r.is_error and REMOVE in [a["title"] for a in data(r)["actions"]], r.plain
+        assert "lsp_fix" not in r.plain, r.plain
+        r = await run.call("lsp_fix", AT_OS | {"title": REMOVE})
+        assert r.is_error and data(r)["error"] == "unknown_tool", r.plain
+    assert (py_root / "pkg/extra.py").read_text() == EXTRA
+
+
+async def test_a_fix_while_the_server_is_not_ready_is_refused_and_writes_nothing(py_root):
+    import time
+
+    (py_root / "pkg/extra.py").write_text(EXTRA)
+    options = {"lsp_servers": ["ruff"], "lsp_ready_wait": 1, "diagnostics_timeout": 2}
+    async with tether.open_run(py_root, options=options) as run:
+        r = await run.call("lsp", {"action": "code_actions", **AT_OS})
+        assert not r.is_error, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        # as a $/progress begin without its end (a server loading its project) would leave it
+        conn.progress_tokens.add("load")
+        conn.progress_titles["load"] = ("Loading", time.monotonic())
+        r = await run.call("lsp_fix", AT_OS | {"title": REMOVE})
+        assert r.is_error and data(r)["error"] == "not_ready", r.plain
+        assert r.plain.startswith("nothing was applied: ruff still working on 'Loading' ("), r.plain
+        assert (py_root / "pkg/extra.py").read_text() == EXTRA
+        conn.progress_tokens.discard("load")
+        del conn.progress_titles["load"]
+        r = await run.call("lsp_fix", AT_OS | {"title": REMOVE})
+        assert not r.is_error and data(r)["ready"] is True, r.plain
+        assert (py_root / "pkg/extra.py").read_text() == "\nVALUE = 1\n"
