@@ -149,6 +149,8 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
     else:
         title = (args.title or "").strip()
         found = [n for n, o in enumerate(offered, 1) if o.title == title]
+        if not found:  # spaces as the model wrote them (gopls: 'Delete import:  "os"', with two)
+            found = [n for n, o in enumerate(offered, 1) if o.title.split() == title.split()]
         if not found:
             raise ToolError(
                 f"'{title[:TITLE_CHARS]}' is not among the code actions listed for {where} ({listed(offered)}); "
