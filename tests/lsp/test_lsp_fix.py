@@ -111,6 +111,17 @@ async def test_ruffs_fix_on_a_file_of_click_is_refused_once_a_shell_changed_it_t
 
         r = await run.call("lsp", {"action": "code_actions", **at})
         assert not r.is_error, r.plain
+        # a restarted server's list is of another process: refused as well
+        r = await run.call("lsp", {"action": "reload"})
+        assert not r.is_error, r.plain
+        r = await run.call("lsp_fix", at | {"title": remove})
+        assert r.is_error and "\n" not in r.plain and r.plain.startswith("ruff restarted since it offered"), (
+            r.plain
+        )
+        assert utils.read_text() == changed
+
+        r = await run.call("lsp", {"action": "code_actions", **at})
+        assert not r.is_error, r.plain
         r = await run.call("lsp_fix", at | {"title": remove})
         assert not r.is_error, r.plain
         assert utils.read_text() == changed.replace("import shutil\n", "", 1)
