@@ -178,16 +178,14 @@ def fix_touches(run: Any, args: FixArgs) -> list[str]:
     """The file the action was listed for; a bad pick is refused here, before any baseline is taken."""
     if run is not None:
         from tether_lsp.hookspecs import tether_lsp_supervisor
+        from tether_lsp.watching import read_text
 
         sup = run.resource(tether_lsp_supervisor)
         path = run.resolve_path(args.file)
-        if sup is not None and path.is_file():
-            try:
-                text = path.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                text = None
-            if text is not None:
-                pick(sup, args, run.relpath(path), text)
+        # bounded, never a FIFO: a file it cannot read is refused by the handler, in its words
+        text = read_text(path) if sup is not None else None
+        if text is not None:
+            pick(sup, args, run.relpath(path), text)
     return [args.file]
 
 
