@@ -1,5 +1,5 @@
-"""A 2 GiB file (sparse: no disk is used) is refused from its size, before a byte of it is read: `lsp`
-and `lsp_rename` answer one line naming the limit, a rename whose edits reach it writes nothing, and
+"""A 2 GiB file (sparse: no disk is used) is refused from its size, before a byte of it is read: `lsp`,
+`lsp_rename` and `lsp_fix` answer one line naming the limit, a rename whose edits reach it writes nothing, and
 the process reads none of it (its peak memory does not grow by the file)."""
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ async def test_lsp_and_lsp_rename_refuse_a_2_gib_file_from_its_size(py_root):
             assert_model_error(r, "'data/huge.py' is 2048.0 MiB, more than the 16 MiB")
             assert r.data["error"] == "too_large", r.plain
         r = await run.call("lsp_rename", {"file": "data/huge.py", "line": 1, "symbol": "x", "new_name": "y"})
+        assert_model_error(r, "'data/huge.py' is 2048.0 MiB, more than the 16 MiB")
+        r = await run.call("lsp_fix", {"file": "data/huge.py", "line": 1, "symbol": "x", "number": 1})
         assert_model_error(r, "'data/huge.py' is 2048.0 MiB, more than the 16 MiB")
     assert peak_mib() - before < 512, f"peak memory grew by {peak_mib() - before:.0f} MiB"
     assert (py_root / "data" / "huge.py").stat().st_size == HUGE

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,8 @@ class Connection:
         self.tasks: list[asyncio.Task[Any]] = []
         self.closing = False
         self._exited: asyncio.Task[Any] | None = None  # the process's wait(), from start
+        # while lsp_fix runs a command of this server: what answers its workspace/applyEdit (tether_lsp.fix)
+        self.apply_edit: Callable[[Any], Awaitable[Any]] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -299,7 +301,7 @@ class Connection:
             workspace=lsp.WorkspaceClientCapabilities(
                 configuration=True,
                 workspace_folders=True,
-                apply_edit=False,
+                apply_edit=True,  # honoured only while lsp_fix runs a command (see _apply)
                 did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
                     dynamic_registration=True
                 ),
@@ -432,10 +434,14 @@ class Connection:
             return None
 
         @client.feature("workspace/applyEdit")
-        def _apply(params: Any) -> Any:
-            return lsp.ApplyWorkspaceEditResult(
-                applied=False, failure_reason="tether applies edits only through lsp_rename"
-            )
+        async def _apply(params: Any) -> Any:
+            # honoured only while `lsp_fix` runs a command of this server (`apply_edit`, through its write path)
+            if conn.apply_edit is None:
+                return lsp.ApplyWorkspaceEditResult(
+                    applied=False,
+                    failure_reason="tether applies a server's edit only while lsp_fix runs one of its commands",
+                )
+            return await conn.apply_edit(message_field(params, "edit"))
 
         for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
             client.feature(method)(

@@ -6,6 +6,11 @@ cattrs < 25 structured ``Optional[U]`` through ``U``'s hook; cattrs >= 25 does n
 announces ``notebookDocumentSync`` with a cell selector (ty does) gets an initialize reply pygls
 cannot parse, and the request never completes. The hook below restores the old rule: ``None`` is
 None, anything else is structured as ``U`` with the hook lsprotocol registered for it.
+
+lsprotocol's hook for an item of a code action answer (``Command | CodeAction``) takes any item with a
+``command`` field for a bare Command, so a CodeAction that carries a command (gopls' "Extract variable":
+``{"title", "kind", "command": {...}}``) became a Command whose name was the text of that object. The item
+is a Command only when its ``command`` is a string, as the protocol has it.
 """
 
 from __future__ import annotations
@@ -43,4 +48,12 @@ def lsp_converter() -> Any:
         return None if obj is None else conv.structure(obj, union)
 
     conv.register_structure_hook_func(is_optional_registered_union, structure)
+
+    from lsprotocol import types as lsp
+
+    def code_action(obj: Any, _: Any) -> Any:
+        bare = isinstance(obj.get("command"), str)
+        return conv.structure(obj, lsp.Command if bare else lsp.CodeAction)
+
+    conv.register_structure_hook(Union[lsp.Command, lsp.CodeAction], code_action)  # noqa: UP007 - as lsprotocol registers it
     return conv

@@ -204,23 +204,58 @@ def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] 
     return planner.plan
 
 
-async def write_plan(run: Any, plan: PlannedEdit, what: str) -> dict[Path, bytes | None]:
-    """Write a planned edit through the run's all-or-nothing write path (every file or none, the originals
-    checked under the root's write lock); the files written. ``what`` names the call in its errors."""
+async def write_planned(
+    conns: list[Any], run: Any, plan: PlannedEdit, what: str, expect: Any = ()
+) -> dict[Path, Any]:
+    """Write a planned WorkspaceEdit, every file or none, and tell the servers ``conns``: the one door of
+    the family's writes (`lsp_rename`, `lsp_fix`, `lsp_move`). The originals read for the plan (and
+    ``expect``: snapshots the caller read before, such as the text a code action was computed on) are
+    checked under the root's write lock, so no write slips in between. ``what`` names the write in its
+    errors ("the rename"). The files written."""
     from tether.atomic import ChangedSince
 
     writes = plan.writes()
+    if not writes:
+        return writes
     try:
-        await run.write_files(writes, expect=plan.originals.values())
+        await run.write_files(writes, expect=[*plan.originals.values(), *expect])
     except ChangedSince as exc:
         raise ToolError(
-            f"{', '.join(run.relpath(p) for p in exc.paths)} changed while the {what} was computed; nothing was written, retry",
+            f"{', '.join(run.relpath(p) for p in exc.paths)} changed while {what} was computed; nothing was "
+            "written, retry",
             {"error": "changed_meanwhile"},
         ) from None
     except OSError as exc:
         raise ToolError(
-            f"could not write the {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
+            f"could not write {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
             "nothing was written: every file was restored",
             {"error": "write_failed"},
         ) from None
+    for conn in conns:
+        _tell(conn, plan, writes)
     return writes
+
+
+def renames_offered(conn: Any, operation: str) -> bool:
+    """Whether the server asked for ``workspace/<operation>RenameFiles`` (its fileOperations capability)."""
+    ops = getattr(getattr(conn.capabilities, "workspace", None), "file_operations", None)
+    return getattr(ops, f"{operation}_rename", None) is not None
+
+
+def _tell(conn: Any, plan: PlannedEdit, writes: dict[Path, Any]) -> None:
+    """A server after a write of ours: open documents get their new text; a renamed file's document is
+    closed, the rename notified where the server asked for it (didRenameFiles), the new path opened."""
+    from lsprotocol import types as lsp
+
+    for old, new in plan.renamed.items():
+        d = conn.docs.get(old.as_uri())
+        if d is not None:
+            conn.close_doc(d)
+        if renames_offered(conn, "did"):
+            conn.notify(
+                "workspace/didRenameFiles",
+                lsp.RenameFilesParams(files=[lsp.FileRename(old_uri=old.as_uri(), new_uri=new.as_uri())]),
+            )
+        if d is not None:
+            conn.open(new)
+    conn.watcher.files_changed(list(writes))

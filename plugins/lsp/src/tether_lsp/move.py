@@ -72,12 +72,6 @@ def move_touches(run: Any, args: MoveArgs) -> list[str]:
     return [run.relpath(src), run.relpath(dst)]
 
 
-def offers(conn: Any, operation: str) -> bool:
-    """Whether the server asked for ``workspace/<operation>RenameFiles`` (its fileOperations capability)."""
-    ops = getattr(getattr(conn.capabilities, "workspace", None), "file_operations", None)
-    return getattr(ops, f"{operation}_rename", None) is not None
-
-
 async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness
@@ -89,9 +83,11 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
     src, dst = checked_paths(run, args)
     old, new = run.relpath(src), run.relpath(dst)
 
+    from tether_lsp.edits import renames_offered
+
     async def move(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
-        if not offers(conn, "will"):
+        if not renames_offered(conn, "will"):
             raise NotAnswered(
                 ToolError(
                     f"nothing was moved: {conn.server.id} cannot update imports on a move (it offers no "
@@ -151,27 +147,17 @@ async def apply(
     """The server's edit and the move, written all at once; the servers told; the answer."""
     from lsprotocol import types as lsp
 
-    from tether_lsp.edits import plan_workspace_edit, write_plan
+    from tether_lsp.edits import plan_workspace_edit, write_planned
 
     run = ctx.run
     move = lsp.RenameFile(old_uri=src.as_uri(), new_uri=dst.as_uri())
     plan = plan_workspace_edit(edit, run, encoding, then=[move])
-    written = await write_plan(run, plan, "move")
+    # the servers are told as after every write of the family: the old document closed, didRenameFiles
+    # where asked for, the new path opened
+    written = await write_planned(conns, run, plan, "the move")
     old, new = run.relpath(src), run.relpath(dst)
     # what the run knew of the file's diagnostics is known of its new path: old errors are not the move's
     run.diagnostics.moved(old, new)
-    for conn in conns:
-        doc = conn.docs.get(src.as_uri())
-        if doc is not None:
-            conn.close_doc(doc)
-        if offers(conn, "did"):
-            conn.notify(
-                "workspace/didRenameFiles",
-                lsp.RenameFilesParams(files=[lsp.FileRename(old_uri=src.as_uri(), new_uri=dst.as_uri())]),
-            )
-        if doc is not None:
-            conn.open(dst)
-        conn.watcher.files_changed(list(written))
     edits = {dst if p == src else p: n for p, n in plan.edits.items() if n}
     files = [
         {"file": run.relpath(p), "edits": n} for p, n in sorted(edits.items()) if p in written or p == dst

@@ -16,6 +16,7 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp import readiness, render
 from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.dependents import changes_seen_by
+from tether_lsp.fix import Offered, applicability, place, remember
 from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_units
 from tether_lsp.supervisor import NotAnswered
@@ -305,13 +306,25 @@ async def code_actions(
             title = getattr(item, "title", None)
             kind = getattr(item, "kind", None)
             if title:
+                how, why = applicability(conn, item)
+                offer = Offered(title, conn.server.id, item, conn, doc.text, how, why)
                 actions.append(
-                    {"title": title, "kind": getattr(kind, "value", kind), "server": conn.server.id}
+                    (
+                        {
+                            "title": title,
+                            "kind": getattr(kind, "value", kind),
+                            "server": conn.server.id,
+                            "applicable": how is not None,
+                        },
+                        offer,
+                    )
                 )
         return actions
 
     answers = await sup.with_every(path, ask)
-    actions = [a for _, found in answers if not isinstance(found, ToolError) for a in found]
+    pairs = [a for _, found in answers if not isinstance(found, ToolError) for a in found]
+    actions = [a for a, _ in pairs]
+    remember(sup, place(rel, line, symbol, occurrence), [o for _, o in pairs[:CODE_ACTIONS_CAP]])
     if not actions:
         failed = [found for _, found in answers if isinstance(found, ToolError)]
         if len(failed) == len(answers):
@@ -328,6 +341,8 @@ async def code_actions(
             f"[{len(actions) - len(shown)} more not shown (showing {len(shown)} of {len(actions)}); "
             "name a narrower symbol to see fewer]"
         )
+    if any(t.name == "lsp_fix" for t in sup.run.tools()):  # a read surface does not offer it
+        lines += fixable_lines([o for _, o in pairs[: len(shown)]])
     for server, found in answers:
         if isinstance(found, ToolError):
             why = found.message.splitlines()[0] if found.message else ""
@@ -338,6 +353,22 @@ async def code_actions(
     return ToolResult.text(
         "\n".join(lines), {"actions": shown, "total": len(actions), "not_shown": len(actions) - len(shown)}
     )
+
+
+def fixable_lines(offered: list[Any]) -> list[str]:
+    """Which of the listed actions `lsp_fix` applies, and why not the others (one line per reason)."""
+    can = [str(n) for n, o in enumerate(offered, 1) if o.how is not None]
+    lines = [
+        f"lsp_fix applies {', '.join(can)} (give it this file, line and symbol, and the number or title)"
+        if can
+        else "lsp_fix applies none of them"
+    ]
+    why: dict[str, list[str]] = {}
+    for n, o in enumerate(offered, 1):
+        if o.how is None:
+            why.setdefault(o.why, []).append(str(n))
+    lines += [f"not {', '.join(ns)}: {reason}" for reason, ns in why.items()]
+    return lines
 
 
 def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, Any]]:

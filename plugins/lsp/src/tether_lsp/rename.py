@@ -40,7 +40,7 @@ class RenameArgs:
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness, render
-    from tether_lsp.edits import plan_workspace_edit, write_plan
+    from tether_lsp.edits import plan_workspace_edit, write_planned
     from tether_lsp.positions import find_symbol, text_lines
     from tether_lsp.queries import (
         identifier_at,
@@ -95,14 +95,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                     {"error": "nothing_to_rename"},
                 )
             )
-        await write_plan(run, plan, "rename")
-        # tell the server: open documents get their new text, renamed ones are closed and reopened
-        for old, new in plan.renamed.items():
-            d = conn.docs.get(old.as_uri())
-            if d is not None:
-                conn.close_doc(d)
-                conn.open(new)
-        conn.watcher.files_changed(list(writes))
+        await write_planned([conn], run, plan, "the rename")
         files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
         total = sum(f["edits"] for f in files)
         lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +51,8 @@ class Supervisor:
         # per write (call id): known diagnostics before it
         self.baselines: dict[str, dict[str, list[Any]]] = {}
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
+        # the last code_actions list of each place, for lsp_fix (tether_lsp.fix.remember)
+        self.offers: OrderedDict[tuple[str, int, str, int | None], list[Any]] = OrderedDict()
         self._closed = False
 
     # -- options and definitions ---------------------------------------------------------------
@@ -212,6 +215,21 @@ class Supervisor:
                 first = first or exc
         assert first is not None
         return first.stand()
+
+    async def with_server(
+        self, path: Path, server_id: str, fn: Callable[[Connection, Doc], Awaitable[T]]
+    ) -> T:
+        """``fn``'s answer from one named server of the file (the one that offered what is applied)."""
+        for avail in await self.serving(path):
+            if avail.server.id == server_id:
+                try:
+                    return await self._on(avail, path, fn)
+                except NotAnswered as exc:
+                    return exc.stand()
+        raise ToolError(
+            f"{server_id} no longer serves '{self.run.relpath(path)}' in this run; ask code_actions again",
+            {"error": "server_unavailable"},
+        )
 
     async def with_every(
         self, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]

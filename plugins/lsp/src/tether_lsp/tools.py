@@ -1,5 +1,5 @@
-"""The family's tools: `lsp` (read), `lsp_rename` and `lsp_move` (write, in `tether_lsp.rename` and
-`tether_lsp.move`), with their arguments and descriptions.
+"""The family's tools: `lsp` (read), `lsp_rename`, `lsp_fix` and `lsp_move` (write, in `tether_lsp.rename`,
+`tether_lsp.fix` and `tether_lsp.move`), with their arguments and descriptions.
 
 Light on purpose: listing the tools (`tether tools`) imports none of the language-server machinery
 (connections, pygls, lsprotocol); the `lsp` tool's answers (`tether_lsp.queries`) load at its first call.
@@ -14,6 +14,7 @@ import attrs
 from tether.args import arg
 from tether.tools import Tier, Tool, ToolResult
 
+from tether_lsp.fix import FIX_DESCRIPTION, FixArgs, fix_handler, fix_touches
 from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touches
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
 
@@ -95,6 +96,8 @@ async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
 
 
 def tools_for(run: Any) -> list[Tool]:
+    """The family's tools; ``run`` lets lsp_fix refuse a bad pick before any baseline is taken and lsp_move
+    check its paths against the run's root."""
     return [
         Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True),
         # not parallel-safe: two renames computed against the same files would race
@@ -118,5 +121,16 @@ def tools_for(run: Any) -> list[Tool]:
             family="lsp",
             parallel_safe=False,
             touches=functools.partial(move_touches, run),  # checks the paths against the run's root
+        ),
+        # a tool of its own, as lsp_rename: a write, hidden where only reads are offered
+        Tool(
+            "lsp_fix",
+            Tier.WRITE,
+            FIX_DESCRIPTION,
+            FixArgs,
+            fix_handler,
+            family="lsp",
+            parallel_safe=False,
+            touches=functools.partial(fix_touches, run),
         ),
     ]
