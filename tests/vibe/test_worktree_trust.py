@@ -10,57 +10,17 @@ worker's real changes.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from worktree_support import branches, busy, git, read, wait_for, worktrees
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, timeout=60
-    ).stdout
-
-
-def worktrees(root: Path) -> list[str]:
-    text = git(root, "worktree", "list", "--porcelain")
-    return [ln.split(" ", 1)[1] for ln in text.splitlines() if ln.startswith("worktree ")]
-
-
-def busy(root: Path) -> list[str]:
-    """The worktrees workers work in, on their branches (not a spare checkout, detached)."""
-    text = git(root, "worktree", "list", "--porcelain")
-    return [
-        block.split("\n")[0].split(" ", 1)[1]
-        for block in text.strip().split("\n\n")[1:]
-        if "\nbranch refs/heads/tether/vibe/" in block
-    ]
-
-
-def branches(root: Path) -> list[str]:
-    return git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/tether/").split()
-
-
-def read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-async def wait_for(condition, bound: float = 60.0) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true in time"
-        await asyncio.sleep(0.05)
 
 
 # argv: VARIANT MARKER [sleep]. Changes app.py, asks for the filter "evil" on every file, then points

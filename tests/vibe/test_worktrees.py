@@ -3,17 +3,16 @@ they changed, vibe_merge landing it all or nothing, and the cleanup at close and
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 import tether
+from worktree_support import branches, busy, git, read, wait_for, worktrees
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -47,10 +46,6 @@ EDITOR = textwrap.dedent(
 )
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
@@ -70,43 +65,6 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def editor(repo: Path) -> list[str]:
     return [sys.executable, str(repo.parent / "editor.py")]
-
-
-def worktrees(root: Path) -> list[str]:
-    return [
-        ln.split(" ", 1)[1]
-        for ln in git(root, "worktree", "list", "--porcelain").splitlines()
-        if ln.startswith("worktree ")
-    ]
-
-
-def busy(root: Path) -> list[str]:
-    """The worktrees workers work in, on their branches (not the spare checkout, detached, that a run
-    keeps ready for its next spawn)."""
-    text = git(root, "worktree", "list", "--porcelain")
-    return [
-        block.split("\n")[0].split(" ", 1)[1]
-        for block in text.strip().split("\n\n")[1:]
-        if "\nbranch refs/heads/tether/vibe/" in block
-    ]
-
-
-def branches(root: Path) -> list[str]:
-    return git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/tether/").split()
-
-
-def read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
-
-
-async def wait_for(condition, bound: float = 60.0) -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true in time"
-        await asyncio.sleep(0.05)
 
 
 async def finish(run, brief: str, **extra) -> dict:
