@@ -191,7 +191,7 @@ def importers_note(server: str, why: str, rel: str, checked: int, more: list[str
         count = f"at least {len(more)}" if cut else str(len(more))
         said += f"; {count} more import it and were not checked: {render.names(more)}"
     else:
-        said += "; the files importing those were not looked for, and were not checked"
+        said += "; more may import it (through the files checked) and were not looked for"
     return said + '; run lsp diagnostics on them, or lsp diagnostics "*" for the whole project'
 
 
