@@ -26,10 +26,17 @@ ITSDANGEROUS_SHA256 = "e0050c0b7da1eea53ffaf149c0cfbb5c6e2e2b69c4bef22c81fa6eb73
 DJANGO_SHA256 = "de450c09e91879fa5a307f696e57c851955c910a438a35e6b4c895e86bedc82a"
 # rxjs-7.8.2.tgz, the npm registry's tarball
 RXJS_SHA256 = "2312f8ffd9726ffd7bd53ea12c5f13663d09a3dc3326f448c70b88f5ef6fac82"
+# cloudflare-7.3.0.tgz, the npm registry's tarball (the Cloudflare API's TypeScript SDK: src/, 1,908 .ts files)
+CLOUDFLARE_SHA256 = "9c310bd9b80844360e63709c6aef94ce3c569f5960cc6a5cd90db3486a08efa4"
 # cjson_1.7.15.orig.tar.gz, Debian's upstream tarball
 CJSON_SHA256 = "5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2"
 # Debian's golang-github-spf13-pflag-dev (an installed package, not a download)
 PFLAG_SOURCE = Path("/usr/share/gocode/src/github.com/spf13/pflag")
+# Debian's Go sources (every golang-*-dev package installs its module here, GOPATH style)
+GOCODE = Path("/usr/share/gocode/src")
+# golang.org/x/tools from golang-golang-x-tools-dev (1,072 .go files, 185 packages); its go.mod's
+# requirements come from golang-github-yuin-goldmark-dev, golang-golang-x-{mod,net,sys,sync}-dev
+XTOOLS_SOURCE = GOCODE / "golang.org" / "x" / "tools"
 
 
 def _checked(target: Path, sha256: str, origin: str) -> Path:
@@ -131,6 +138,54 @@ def rxjs_copy(pristine: Path, root: Path) -> Path:
     shutil.copytree(pristine / "src", root / "src")
     for name in ("tsconfig.json", "package.json"):
         shutil.copy(pristine / name, root / name)
+    return root
+
+
+def cloudflare_pristine(npm: str) -> Path:
+    """cloudflare 7.3.0's npm tarball, unpacked (package/)."""
+    archive = fetch_once(
+        "cloudflare-7.3.0.tgz", CLOUDFLARE_SHA256, [npm, "pack", "cloudflare@7.3.0", "--silent"]
+    )
+    return unpacked(archive, "package")
+
+
+def cloudflare_copy(pristine: Path, root: Path) -> Path:
+    """Cloudflare's TypeScript sources at ``root``: the package's src/ (1,908 .ts files, no dependencies) with
+    the tsconfig.json it ships there (include: index.ts, so its program is the 1,201 files index.ts reaches,
+    567,000 lines; tsc reports 2 errors in it, `Object.fromEntries` under its lib ES2018)."""
+    return Path(shutil.copytree(pristine / "src", root))
+
+
+def debian_go_module(source: Path, root: Path) -> Path:
+    """A Go module from Debian's sources at ``root``, its requirements vendored from the other -dev packages.
+
+    Debian builds its Go packages GOPATH style against each other's sources; here the module is copied and
+    each module its go.mod requires is linked under vendor/ from GOCODE, with the vendor/modules.txt the go
+    command checks (every requirement marked explicit, the packages listed), so go (-mod=vendor, the default
+    with a vendor folder) and gopls build it with no module proxy. A requirement that is not installed is
+    an AssertionError naming it."""
+    import re
+
+    root = Path(shutil.copytree(source, root, symlinks=False))
+    gomod = (root / "go.mod").read_text()
+    lines = []
+    for module, version in re.findall(r"^\s*(?:require\s+)?([\w.-]+\.[\w./-]+)\s+(v[\w.+-]+)", gomod, re.M):
+        origin = GOCODE / module
+        if not origin.is_dir():
+            raise AssertionError(f"{module}, which {source.name}'s go.mod requires, is not in {GOCODE}")
+        link = root / "vendor" / module
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(origin, target_is_directory=True)
+        lines += [f"# {module} {version}", "## explicit"]
+        packages = {
+            p.parent
+            for p in origin.rglob("*.go")
+            if not any(
+                part == "testdata" or part.startswith(("_", ".")) for part in p.relative_to(origin).parts
+            )
+        }
+        lines += sorted(str(p.relative_to(GOCODE)) for p in packages)
+    (root / "vendor" / "modules.txt").write_text("\n".join(lines) + "\n")
     return root
 
 

@@ -81,6 +81,7 @@ def samples():
         MAIN=MAIN,
         OTHER=OTHER,
         node_bin=node_bin,
+        xtools_copy=xtools_copy,
     )
 
 
@@ -143,6 +144,39 @@ def rxjs_pristine() -> Path:
 def rxjs_root(rxjs_pristine: Path, tmp_path: Path) -> Path:
     """A private copy of rxjs 7.8.2's TypeScript sources from npm (src/ and the root tsconfig.json)."""
     return real_projects.rxjs_copy(rxjs_pristine, tmp_path / "rxjs")
+
+
+@pytest.fixture(scope="session")
+def cloudflare_pristine() -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        from support import IN_CI
+
+        (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
+    return real_projects.cloudflare_pristine(npm)
+
+
+@pytest.fixture
+def cloudflare_root(cloudflare_pristine: Path, tmp_path: Path) -> Path:
+    """A private copy of cloudflare 7.3.0's TypeScript sources from npm (src/: 1,908 .ts files, its tsconfig.json)."""
+    return real_projects.cloudflare_copy(cloudflare_pristine, tmp_path / "cloudflare")
+
+
+def xtools_copy(root: Path) -> Path:
+    """golang.org/x/tools from Debian's golang-golang-x-tools-dev at ``root``, its requirements vendored
+    from Debian's other -dev packages (no module proxy needed)."""
+    if not (real_projects.XTOOLS_SOURCE / "go.mod").is_file():
+        from support import IN_CI
+
+        (pytest.fail if IN_CI else pytest.skip)(
+            "golang-golang-x-tools-dev is not installed (.ci/run installs it)"
+        )
+    return real_projects.debian_go_module(real_projects.XTOOLS_SOURCE, root)
+
+
+@pytest.fixture
+def xtools_root(tmp_path: Path) -> Path:
+    return xtools_copy(tmp_path / "tools")
 
 
 @pytest.fixture

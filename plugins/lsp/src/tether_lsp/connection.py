@@ -141,7 +141,8 @@ class Connection:
         self.start_mark = Mark(0, 0, 0.0)
         self.edits: Counter[str] = Counter()  # changes told to the server, by uri
         # dependents.importers: the importers found for a set of written files, and the edits of others then
-        self.importers_found: dict[tuple[Path, ...], tuple[list[Path], bool, int]] = {}
+        # (paths, cap) -> (dependents.Importers, edits)
+        self.importers_found: dict[tuple[Any, ...], tuple[Any, int]] = {}
         self.quiescent = server.ready != "quiescent"
         # the round rule in use: the definition's, until a "progress" server publishes outside every round it
         # names (ServerDef.round_titles: gopls started without its verboseWorkDoneProgress); then "document"

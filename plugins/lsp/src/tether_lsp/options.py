@@ -36,9 +36,10 @@ class LspOptions:
         default=1000,
         minimum=0,
     )
-    lsp_importers_checked: int = arg(
+    lsp_importers_checked: int | None = arg(
         "files importing a written file that a write checks in a server checking only open files (see "
-        "lsp_open_files_above), nearest first: each costs a check before and after the write",
-        default=5,
+        "lsp_open_files_above; typescript-language-server always), nearest first: each costs a check before "
+        "and after the write (null: the server's own number, basedpyright 5, typescript-language-server 60)",
+        default=None,
         minimum=0,
     )

@@ -132,7 +132,12 @@ class ServerDef:
             ``diagnosticMode: "openFilesOnly"``), answered instead of ``settings`` when its root holds
             more files of its extensions than the run option ``lsp_open_files_above``: a write then
             opens the files that import the written one (tether's own import index, nearest first, at
-            most the run option ``lsp_importers_checked``) and compares their diagnostics before and after it.
+            most ``importers_checked``) and compares their diagnostics before and after it.
+        importers_checked: a server that checks only open documents (open-files mode, or
+            "tsserver" rounds): how many files importing a written one a write checks, nearest first,
+            unless the run option ``lsp_importers_checked`` says otherwise; the answer counts the rest. Each
+            costs a check before and after the write: basedpyright opens the file (5), tsserver is asked
+            about it without opening it (60).
         moves_within_folder: the server's ``workspace/willRenameFiles`` edits are right only for a file
             renamed within its folder (basedpyright: for ``pkg/util.py`` moved to ``other/tools.py`` it
             rewrites ``from pkg.util`` to ``from pkg.tools`` and leaves the moved file's relative imports):
@@ -171,6 +176,7 @@ class ServerDef:
     ready_after_publish: bool = False
     load_begins_within: float | None = None
     open_files_settings: Mapping[str, Any] | None = None
+    importers_checked: int = 5
     moves_within_folder: bool = False
 
     def language_id(self, path: Path) -> str:
@@ -280,6 +286,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         rounds="tsserver",
         symbols_need_open_file=True,
         load_begins_within=5.0,
+        importers_checked=60,
     ),
     ServerDef(
         id="clangd",

@@ -30,7 +30,7 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.connection import Connection, Doc, Mark, Published, RequestTimeout, ServerDied, ServerError
-from tether_lsp.dependents import IMPORTERS_CAP, importers, open_dependents
+from tether_lsp.dependents import Importers, importers, importers_checked, importers_note, open_dependents
 
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
 # the same, once the server has shown rounds for this project: a real change starts one there, and on a
@@ -216,7 +216,14 @@ async def document_diagnostics(
     when that change came later: files changed on disk that the document may import); None when they
     did not come within ``timeout`` (``quiet``: see `_left`)."""
     if conn.pulls:
-        return await conn.pull(doc, min(timeout, request_timeout))
+        # a server loading its project (tsserver, from the first document opened: 22 s for Cloudflare's
+        # 1,201 files on a loaded 2-core machine) answers only once loaded: that wait is bounded by
+        # ``timeout``, the write's, not by one request's
+        start = time.monotonic()
+        if not await conn.first_round(timeout):
+            return None
+        left = max(0.0, start + timeout - time.monotonic())
+        return await conn.pull(doc, min(left, request_timeout))
     mark = after if after is not None and after.at > doc.mark.at else doc.mark
     start = time.monotonic()
     deadline = start + timeout
@@ -320,12 +327,13 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
 
 async def _pull_others(
     sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float, quiet: float
-) -> bool:
+) -> tuple[Importers | None, list[Path]]:
     """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
     importing ``mine``, its written files (before and after the write alike, so both sides are of the same
-    moment; a file the write deleted is asked about too). False when not all of them answered."""
+    moment; a file the write deleted is asked about too): the importers found (None for a server that is
+    not asked), and the files asked about that did not answer in time."""
     if not conn.pulls:
-        return True
+        return None, []
     await asyncio.gather(
         *(
             _current(sup, conn, doc.path, deadline, quiet)
@@ -333,18 +341,18 @@ async def _pull_others(
             if doc.path not in written
         )
     )
+    timeout = sup.option("lsp_request_timeout")
     try:
-        found, complete = await importers(conn, mine, max(0.0, deadline - time.monotonic()))
+        found = await importers(
+            conn, mine, min(timeout, max(0.0, deadline - time.monotonic())), importers_checked(sup, conn)
+        )
+        asked = [dep for dep in found.files if dep not in written and dep.as_uri() not in conn.docs]
         results = await asyncio.gather(
-            *(
-                conn.pull_path(dep, max(0.0, deadline - time.monotonic()))
-                for dep in found
-                if dep not in written and dep.as_uri() not in conn.docs
-            )
+            *(conn.pull_path(dep, min(timeout, max(0.0, deadline - time.monotonic()))) for dep in asked)
         )
     except ServerDied:
-        return False
-    return complete and all(r is not None for r in results)
+        return Importers([], [], False, answered=False), []
+    return found, [dep for dep, r in zip(asked, results, strict=True) if r is None]
 
 
 def _unique(conns: list[Connection]) -> list[Connection]:
@@ -394,11 +402,15 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             )
     files: dict[tuple[str, Path], dict[str, list[Diagnostic]]] = {}
     settled: set[tuple[str, Path]] = set()
+    unasked: list[tuple[Connection, Path]] = []
     for conn in _unique([c for _, _, c in targets]):
         files[_key(conn)] = {}
         mine = [path for _, path, c in targets if c is conn]
-        # the "after" says when not every importer answered
-        await _pull_others(sup, conn, mine, {path for _, path, _ in targets}, deadline, quiet[id(conn)])
+        # an importer that did not answer has no baseline: nothing is claimed about it after the write
+        _, silent = await _pull_others(
+            sup, conn, mine, {path for _, path, _ in targets}, deadline, quiet[id(conn)]
+        )
+        unasked += [(conn, p) for p in silent]
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await wait_round(
@@ -409,7 +421,9 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
         if done:
             settled.add(_key(conn))
             files[_key(conn)].update(_published(sup, conn))
-    unknown = set()
+    unknown = {(_key(conn), sup.run.relpath(p)) for conn, p in unasked}
+    for conn, p in unasked:
+        files.get(_key(conn), {}).pop(sup.run.relpath(p), None)
     for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
             unknown.add((_key(conn), rel))
@@ -470,7 +484,9 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             files.setdefault(rel, []).extend(_convert(conn, path, items))
         # a dependent's new publish is compared with the other files' below
     # other files: what the servers published since the write, once their round after it is complete
-    cut, unasked = [], []
+    cut: list[str] = []
+    unasked: list[tuple[str, str, int]] = []  # (server, written files, importers that did not answer)
+    import_notes: list[str] = []
     written = {path for _, path, _ in targets}
     changed: set[str] = set()
     # merged over the servers with a "before" for the file: now, and before the write
@@ -478,8 +494,15 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     earlier: dict[str, list[Diagnostic]] = {}
     for conn in conns:
         mine = [path for _, path, c in targets if c is conn]
-        if not await _pull_others(sup, conn, mine, written, deadline, quiet[id(conn)]):
-            unasked.append(conn.server.id)
+        found, silent = await _pull_others(sup, conn, mine, written, deadline, quiet[id(conn)])
+        unanswered.update((_key(conn), sup.run.relpath(p)) for p in silent)
+        names = render.names([rel for rel, _, c in targets if c is conn])
+        if found is not None and (found.more or found.cut):
+            more = [sup.run.relpath(p) for p in found.more]
+            count = len([p for p in found.files if p not in written])
+            import_notes.append(importers_note(conn.server.id, "", names, count, more, found.cut))
+        if found is not None and (silent or not found.answered):
+            unasked.append((conn.server.id, names, len(silent)))
         try:
             done = await wait_round(
                 conn,
@@ -530,10 +553,11 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
             f'before or after the write within {waited} s; lsp diagnostics "*" checks the whole project'
         )
-    if unasked:
+    notes += import_notes
+    for server, names, silent in unasked:
+        what = f"answer for {silent} file(s) importing" if silent else "say which files import"
         notes.append(
-            f"diagnostics of other files may be incomplete: {', '.join(unasked)} checks only open files, and not "
-            f"every file importing {render.names([rel for rel, _, c in targets if c.server.id in unasked])} could be "
-            f'checked (at most {IMPORTERS_CAP}, within {sup.option("diagnostics_timeout"):g} s); lsp diagnostics "*" checks the whole project'
+            f"diagnostics of other files may be incomplete: {server} did not {what} {names} within "
+            f'{waited} s, so they were not compared; lsp diagnostics "*" checks the whole project'
         )
     return WriteDiagnostics(files=files, notes=notes)
