@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -47,3 +48,23 @@ async def wait_for(condition, bound: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the condition did not come true in time"
         await asyncio.sleep(0.05)
+
+
+def vibe_server(root: Path, command: list[str], brief: str) -> str:
+    """A script that opens a vibe run over ``root`` whose fast worker is ``command``, spawns it with
+    ``brief``, prints "spawned" and waits: a server for a test to SIGKILL mid-work."""
+    opts = {"vibe": {"fast": command}}
+    return textwrap.dedent(
+        f"""
+        import asyncio, tether
+        from tether_vibe import plugin
+
+        async def main():
+            async with tether.open_run({str(root)!r}, modes={{"vibe"}}, options={opts!r}, load_entry_points=False, plugins=[plugin]) as run:
+                await run.call("vibe_spawn", {{"brief": {brief!r}, "label": "k"}})
+                print("spawned", flush=True)
+                await asyncio.sleep(300)
+
+        asyncio.run(main())
+        """
+    )

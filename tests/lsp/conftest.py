@@ -130,14 +130,20 @@ def django_root(django_pristine: Path, tmp_path: Path) -> Path:
     return real_projects.django_copy(django_pristine, tmp_path / "django")
 
 
-@pytest.fixture(scope="session")
-def rxjs_pristine() -> Path:
+def _npm() -> str:
+    """npm, which fetches the TypeScript projects; a failure in CI (.ci/run installs it), a skip elsewhere."""
     npm = shutil.which("npm")
     if npm is None:
         from support import IN_CI
 
         (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
-    return real_projects.rxjs_pristine(npm)
+    assert npm is not None
+    return npm
+
+
+@pytest.fixture(scope="session")
+def rxjs_pristine() -> Path:
+    return real_projects.rxjs_pristine(_npm())
 
 
 @pytest.fixture
@@ -148,12 +154,7 @@ def rxjs_root(rxjs_pristine: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def cloudflare_pristine() -> Path:
-    npm = shutil.which("npm")
-    if npm is None:
-        from support import IN_CI
-
-        (pytest.fail if IN_CI else pytest.skip)("npm is not installed (.ci/run installs it)")
-    return real_projects.cloudflare_pristine(npm)
+    return real_projects.cloudflare_pristine(_npm())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from worktree_support import branches, busy, git, read, wait_for, worktrees
+from worktree_support import branches, busy, git, read, vibe_server, wait_for, worktrees
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -154,23 +154,6 @@ async def test_a_worker_that_redirects_its_git_runs_nothing_on_the_host(open_vib
     assert lookup.returncode != 0, "git read a file outside the worktree into the repository"
 
 
-SERVER = textwrap.dedent(
-    """
-    import asyncio, sys, tether
-    from tether_vibe import plugin
-
-    async def main():
-        opts = {{"vibe": {{"fast": {cmd!r}}}}}
-        async with tether.open_run({root!r}, modes={{"vibe"}}, options=opts, load_entry_points=False, plugins=[plugin]) as run:
-            await run.call("vibe_spawn", {{"brief": "plant", "label": "k"}})
-            print("spawned", flush=True)
-            await asyncio.sleep(300)
-
-    asyncio.run(main())
-    """
-)
-
-
 @pytest.mark.parametrize("variant", REDIRECTS)
 async def test_the_sweep_after_a_sigkill_runs_nothing_of_the_worker_and_keeps_its_work(
     open_vibe, repo, tmp_path, variant
@@ -179,7 +162,7 @@ async def test_the_sweep_after_a_sigkill_runs_nothing_of_the_worker_and_keeps_it
     if variant == "worktree-config":
         enable_worktree_config(repo)
     script = tmp_path / "server.py"
-    script.write_text(SERVER.format(cmd=planter(variant, marker, "sleep"), root=str(repo)))
+    script.write_text(vibe_server(repo, planter(variant, marker, "sleep"), "plant"))
     server = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "spawned"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import tether
-from worktree_support import branches, busy, git, read, wait_for, worktrees
+from worktree_support import branches, busy, git, read, vibe_server, wait_for, worktrees
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -212,26 +212,9 @@ async def test_the_json_result_is_the_data_and_a_bad_one_is_said(open_vibe, repo
         assert "edited" in bad["done"].data["result"]
 
 
-SERVER = textwrap.dedent(
-    """
-    import asyncio, sys, tether
-    from tether_vibe import plugin
-
-    async def main():
-        opts = {{"vibe": {{"fast": {cmd!r}}}}}
-        async with tether.open_run({root!r}, modes={{"vibe"}}, options=opts, load_entry_points=False, plugins=[plugin]) as run:
-            await run.call("vibe_spawn", {{"brief": "@write app.py x = 'half done'\\n@sleep 300", "label": "k"}})
-            print("spawned", flush=True)
-            await asyncio.sleep(300)
-
-    asyncio.run(main())
-    """
-)
-
-
 async def test_after_a_sigkill_the_next_run_keeps_the_work_and_leaves_no_worktree(open_vibe, repo, editor):
     script = repo.parent / "server.py"
-    script.write_text(SERVER.format(cmd=editor, root=str(repo)))
+    script.write_text(vibe_server(repo, editor, "@write app.py x = 'half done'\n@sleep 300"))
     server = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdout.readline().strip() == "spawned"
