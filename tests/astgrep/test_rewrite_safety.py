@@ -25,7 +25,7 @@ async def test_rewrite_that_breaks_the_parse_is_refused_with_file_and_line(proje
         assert "c.py:12 (unexpected 'else')" in result.plain and "Nothing was staged" in result.plain
         assert "matches at c.py:10 went on past the pattern" in result.plain  # the kept tail, by file:line
         assert "allow_parse_errors" in result.plain and "Traceback" not in result.plain
-        assert run.resource("tether_astgrep_parsers").edits == {}
+        assert run.staging.changes == {}
     assert (project / "c.py").read_text() == CLICK_LIKE
 
 

@@ -41,7 +41,12 @@ async def test_stage_writes_nothing_and_accept_writes_all(three):
             "files": ["a.py", "b.py"],
             "kept_tails": 0,
             "tails": [],
+            "preview": staged.data["preview"],
         }
+        # no checker of this run previews Python here: said, and no claim of "clean"
+        assert staged.data["preview"]["introduced"] == []
+        assert {u["file"] for u in staged.data["preview"]["unchecked"]} == {"a.py", "b.py"}
+        assert "no new diagnostics" not in staged.plain
         assert staged.plain.startswith(
             '(proposed) 3 replacements in 2 files; nothing is written until you call resolve with edit_id "edit_1"'
         )
@@ -210,7 +215,7 @@ async def test_bad_edit_input_stages_nothing(three, args, expected):
         result = await run.call("ast_edit", args)
         assert result.is_error and expected in result.plain, result.plain
         assert "Traceback" not in result.plain
-        assert run.resource("tether_astgrep_parsers").edits == {}
+        assert run.staging.changes == {}
         empty = await run.call("resolve", {"edit_id": "", "action": "accept"})
         assert empty.is_error and "edit_id: must not be empty" in empty.plain
     assert contents(three) == before

@@ -70,7 +70,7 @@ async def test_resolve_never_overwrites_a_write_that_lands_after_staging(root):
             assert final == mine, (i, accepted.plain, final)
             if not accepted.is_error:
                 continue
-            assert "changed since the rewrite was staged; nothing was written" in accepted.plain
+            assert "changed since the change was staged; nothing was written" in accepted.plain
 
 
 WORKER = textwrap.dedent(

@@ -86,7 +86,7 @@ async def test_a_refused_resolve_asks_no_language_server_for_a_baseline(tmp_path
         (root / "m.py").write_text("y.append(2)\n")
         r = await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert r.is_error and r.data["error"] == "changed_since_staged", r.plain
-        assert "refused edit_1: m.py (changed) changed since the rewrite was staged" in r.plain
+        assert "refused edit_1: m.py (changed) changed since the change was staged" in r.plain
         assert run.resource("tether_lsp_supervisor").connections == {}  # no server started for a "before"
         assert (root / "m.py").read_text() == "y.append(2)\n"
         # staged again against the current file, the accept writes and is checked

@@ -8,6 +8,7 @@ from tether.diagnostics import tether_post_write, tether_write_result  # noqa: F
 from tether.hookspecs import hookimpl
 from tether.options import CoreOptions
 from tether.sandbox import Envelope, SandboxOptions, builtin_envelope
+from tether.staging import tether_register_tools  # noqa: F401 - resolve, when a tool of the run can stage
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -91,6 +91,25 @@ class WriteDiagnostics:
     notes: list[str] = attrs.field(factory=list)
 
 
+@attrs.frozen
+class PreviewDiagnostics:
+    """An answer to `tether_diagnostics_preview`: each affected file's set before the change and with it.
+
+    Attributes:
+        before: ``{path: [Diagnostic, ...]}``, the files' sets as they are now (the write's baseline).
+        after: the same files' sets, and those of other files the change affects, with the change in place.
+        covered: the change's files this checker serves (a file no checker covers was not checked).
+        unchecked: ``{path: why}``, files it could not compare (no complete round before or with the change).
+        notes: lines for the model.
+    """
+
+    before: dict[str, list[Diagnostic]] = attrs.field(factory=dict)
+    after: dict[str, list[Diagnostic]] = attrs.field(factory=dict)
+    covered: list[str] = attrs.field(factory=list)
+    unchecked: dict[str, str] = attrs.field(factory=dict)
+    notes: list[str] = attrs.field(factory=list)
+
+
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Errors first, then warnings, then the rest; within a severity by file and position."""
     return sorted(
@@ -106,6 +125,14 @@ class DiagnosticRegistry:
     # each file's set when the run first saw it, before a write of the run was reported to affect it
     _origin: dict[str, Counter] = attrs.field(factory=dict)
     _affected: set[str] = attrs.field(factory=set)  # files a write's latest sets covered
+
+    def copy(self) -> DiagnosticRegistry:
+        """An independent copy: a preview decides on it and leaves the run's registry as it was."""
+        return DiagnosticRegistry(
+            {f: Counter(c) for f, c in self._seen.items()},
+            {f: Counter(c) for f, c in self._origin.items()},
+            set(self._affected),
+        )
 
     def baseline(self, per_file: Mapping[str, Sequence[Diagnostic]]) -> None:
         """Record a file's diagnostics before a write: those are not the write's doing."""
@@ -156,8 +183,11 @@ async def after_write(
     run: Run, tool: Tool, paths: Sequence[str], result: ToolResult, call_id: str
 ) -> ToolResult:
     """The result the model sees for a write that succeeded: with the diagnostics it introduced."""
+    from tether.staging import preview_note
+
     files, notes = await _gather(run, run.hook.tether_diagnostics_after_write, paths, call_id)
     introduced = run.diagnostics.update(files)
+    notes = [*notes, *preview_note(run, result, introduced)]
     old = run.hook.tether_post_write
     legacy = any(impl.plugin_name != CORE_PLUGIN for impl in old.get_hookimpls())
     hook = old if legacy else run.hook.tether_write_result
@@ -216,34 +246,38 @@ def tether_write_result(
     """The core's answer: append the diagnostics the write introduced (bounded), errors first, and any notes."""
     if not introduced and not notes:
         return result
-    lines: list[str] = []
-    if introduced:
-        by_file: dict[str, list[Diagnostic]] = {}
-        for d in introduced:
-            by_file.setdefault(d.file, []).append(d)
-        errors = sum(d.severity == "error" for d in introduced)
-        warns = sum(d.severity == "warning" for d in introduced)
-        others = len(introduced) - errors - warns
-        counts = [f"{errors} error(s)", f"{warns} warning(s)"] + ([f"{others} other"] if others else [])
-        lines.append(f"This write introduced {', '.join(counts)}:")
-        # keep the files the write touched first, then the files it broke elsewhere; show errors first
-        order = sorted(by_file, key=lambda f: (f not in paths, f))
-        shown = [d for file in order[:FILES] for d in by_file[file][:PER_FILE]]
-        lines.extend(d.render() for d in sort_diagnostics(shown))
-        for file in order[:FILES]:
-            if len(by_file[file]) > PER_FILE:
-                lines.append(
-                    f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]"
-                )
-        if len(order) > FILES:
-            lines.append(
-                f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]"
-            )
+    lines = render_introduced(introduced, paths, "This write introduced")
     lines.extend(notes)
     data = dict(result.data or {})
     data["diagnostics"] = [d.to_json() for d in introduced]
     content = (*result.content, Text("\n".join(lines)))
     return ToolResult(content, result.is_error, data)
+
+
+def render_introduced(introduced: Sequence[Diagnostic], paths: Sequence[str], head: str) -> list[str]:
+    """``head`` and the diagnostics, bounded: the files of ``paths`` first, then the files broken elsewhere;
+    errors first. Nothing when there are none."""
+    if not introduced:
+        return []
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in introduced:
+        by_file.setdefault(d.file, []).append(d)
+    errors = sum(d.severity == "error" for d in introduced)
+    warns = sum(d.severity == "warning" for d in introduced)
+    others = len(introduced) - errors - warns
+    counts = [f"{errors} error(s)", f"{warns} warning(s)"] + ([f"{others} other"] if others else [])
+    lines = [f"{head} {', '.join(counts)}:"]
+    order = sorted(by_file, key=lambda f: (f not in paths, f))
+    shown = [d for file in order[:FILES] for d in by_file[file][:PER_FILE]]
+    lines.extend(d.render() for d in sort_diagnostics(shown))
+    for file in order[:FILES]:
+        if len(by_file[file]) > PER_FILE:
+            lines.append(
+                f"[{len(by_file[file]) - PER_FILE} more in {file}; ask the checker for that file to see all]"
+            )
+    if len(order) > FILES:
+        lines.append(f"[{len(order) - FILES} more file(s) with new diagnostics: {', '.join(order[FILES:])}]")
+    return lines
 
 
 tether_post_write = tether_write_result  # the deprecated name, served while a plugin still implements it

@@ -36,6 +36,10 @@ class ReadArgs:
 class WriteArgs:
     path: str = arg("File to create or overwrite, relative to the root.", min_length=1)
     content: str = arg("The whole new content of the file.")
+    dry_run: bool = arg(
+        "Write nothing: answer the diff this call would make and the diagnostics it would introduce.",
+        default=False,
+    )
 
 
 @attrs.frozen
@@ -44,12 +48,20 @@ class EditArgs:
     old_string: str = arg("Exact text to replace; must occur once unless replace_all is true.", min_length=1)
     new_string: str = arg("Text to put in its place.")
     replace_all: bool = arg("Replace every occurrence instead of exactly one.", default=False)
+    dry_run: bool = arg(
+        "Write nothing: answer the diff this call would make and the diagnostics it would introduce.",
+        default=False,
+    )
 
 
 @attrs.frozen
 class PatchArgs:
     patch: str = arg(
         "A unified diff (as `git diff` or `diff -u` prints it); applied to all files or none.", min_length=1
+    )
+    dry_run: bool = arg(
+        "Write nothing: answer the diff this call would make and the diagnostics it would introduce.",
+        default=False,
     )
 
 
@@ -169,11 +181,34 @@ async def read(ctx, args: ReadArgs) -> ToolResult:
     )
 
 
+async def _dry_run(
+    run, head: str, changes: dict[Path, bytes | None], old: dict[Path, bytes | None]
+) -> ToolResult:
+    """A dry run's answer: what the call would write, the diff, and what its preview found; nothing written."""
+    from tether.staging import diff_lines, preview
+
+    found = await preview(run, changes)
+    rels = sorted(run.relpath(p) for p in changes)
+    lines = [f"(dry run) {head}; nothing was written", *found.render(rels), *diff_lines(run, old, changes)]
+    return ToolResult.text("\n".join(lines), {"dry_run": True, "files": rels, "preview": found.to_json()})
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 async def write(ctx, args: WriteArgs) -> ToolResult:
     p, rel, existed = await asyncio.to_thread(_writable, ctx.run, args.path)
     data = args.content.encode("utf-8")
-    await ctx.run.write_files({p: data})
     verb = "overwrote" if existed else "created"
+    if args.dry_run:
+        old = await asyncio.to_thread(_current, p) if existed else None
+        would = "overwrite" if existed else "create"
+        return await _dry_run(ctx.run, f"would {would} {rel} ({len(data)} bytes)", {p: data}, {p: old})
+    await ctx.run.write_files({p: data})
     lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
     return ToolResult.text(
         f"{verb} {rel} ({len(data)} bytes, {lines} lines)",
@@ -214,11 +249,15 @@ async def edit(ctx, args: EditArgs) -> ToolResult:
         if args.replace_all
         else text.replace(args.old_string, args.new_string, 1)
     )
+    first = _line_of(text, text.index(args.old_string))
+    if args.dry_run:
+        n = count if args.replace_all else 1
+        head = f"would edit {rel}: {n} replacement(s), first at line {first}"
+        return await _dry_run(ctx.run, head, {p: new.encode("utf-8")}, {p: data})
     try:
         await ctx.run.write_files({p: new.encode("utf-8")}, expect=[Snapshot.of(p, data)])
     except ChangedSince as exc:
         raise _changed(ctx.run, exc) from None
-    first = _line_of(text, text.index(args.old_string))
     return ToolResult.text(
         f"edited {rel}: {count if args.replace_all else 1} replacement(s), first at line {first}",
         {"path": rel, "replacements": count if args.replace_all else 1, "line": first},
@@ -451,6 +490,9 @@ def _plan_patch(run, patch: str) -> tuple[dict[Path, bytes | None], list[Snapsho
 async def apply_patch(ctx, args: PatchArgs) -> ToolResult:
     run = ctx.run
     changes, expect, summary = await asyncio.to_thread(_plan_patch, run, args.patch)
+    if args.dry_run:
+        old = {p: await asyncio.to_thread(_current, p) for p in changes}
+        return await _dry_run(run, "the patch would make: " + "; ".join(summary), changes, old)
     try:
         await run.write_files(changes, expect=expect)
     except ChangedSince as exc:

@@ -12,7 +12,7 @@ the next implementation, a harness that wants to switch a family OFF returns `NO
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -20,7 +20,7 @@ import pluggy
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tether.diagnostics import Diagnostic
+    from tether.diagnostics import Diagnostic, PreviewDiagnostics
     from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
@@ -147,6 +147,21 @@ def tether_diagnostics_after_write(
     its whole current set: a diagnostic missing from it has gone away. Return a
     `tether.diagnostics.WriteDiagnostics` instead of a dict to add notes for the model (e.g.
     "diagnostics still pending for x.py after 5 s").
+    """
+
+
+@hookspec
+def tether_diagnostics_preview(
+    run: Run, contents: Mapping[str, str | None], call_id: str
+) -> Awaitable[PreviewDiagnostics | None] | PreviewDiagnostics | None:
+    """Without writing: the diagnostics of files as they are now and as they would be with ``contents``.
+
+    ``contents`` maps paths relative to the root to their new text (None: the file would be deleted). Answer
+    with a `tether.diagnostics.PreviewDiagnostics`: each affected file's whole set before and with the change
+    (the same rounds a write waits for), the change's files you serve, and those you could not compare. Leave
+    everything as it was: a language server gets the contents as unsaved documents, and is put back to the
+    disk contents before you return. The core decides what would be introduced on a copy of the run's
+    registry (`tether.staging`); None: you check none of these files.
     """
 
 

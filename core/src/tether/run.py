@@ -31,6 +31,7 @@ from tether.options import CoreOptions, Options, OptionsError
 from tether.output import cap_text
 from tether.plugins import Registrar, Unavailable, plugin_manager
 from tether.sandbox import status as sandbox_status
+from tether.staging import Staging
 from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
 
@@ -45,9 +46,8 @@ _enclosing: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
     "tether_enclosing", default=frozenset()
 )
 # the file-writing call being run: its tool, arguments, and the paths its approval covered
-_writing: contextvars.ContextVar[tuple[Tool, dict[str, Any], frozenset[str]] | None] = contextvars.ContextVar(
-    "tether_writing", default=None
-)
+DRY_RUN: Any = object()  # the call being a dry run: `write_files` refuses
+_writing: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_writing", default=None)
 
 CLOSE_TIMEOUT = 10.0  # how long one family's shutdown may take before we move on
 KILL_GRACE = 2.0  # SIGTERM -> SIGKILL grace for leftover process trees
@@ -97,6 +97,7 @@ class Run:
         self.conversation_id = conversation_id
         self.modes = frozenset(modes)
         self.diagnostics = DiagnosticRegistry()
+        self.staging = Staging()  # changes staged for resolve (tether.staging)
         loaded = plugin_manager(plugins, block, load_entry_points)
         self.pm, self.plugin_errors, self.option_registry = loaded.pm, loaded.errors, loaded.options
         self.hook = self.pm.hook
@@ -312,6 +313,12 @@ class Run:
         from tether.atomic import write_all
 
         writing = _writing.get()
+        if (
+            writing is DRY_RUN
+        ):  # a dry run's tool must preview, never write: refuse rather than write unapproved
+            raise ToolError(
+                "a dry run writes nothing; this tool tried to write during one (a fault of the tool)"
+            )
         if writing is not None:
             tool, arguments, approved = writing
             paths = sorted({self.relpath(p) for p in changes})
@@ -373,12 +380,16 @@ class Run:
         tool = self._visible.get(name)
         if tool is None:
             return self._unknown_tool(name)
+        dry = False
         try:
             problems = _argument_problems(arguments or {})
             if problems:
                 raise ArgumentsError(problems)
             args = structure_arguments(tool.args, arguments)
             paths = await asyncio.to_thread(self._touched, tool, args) if tool.touches is not None else []
+            if tool.touches is not None and getattr(args, "dry_run", False) is True:
+                paths = []  # a dry run writes nothing: no approval, no write to wrap (`tether.staging`)
+                dry = True
         except ArgumentsError as exc:
             lines = "; ".join(exc.problems)
             return self._bound(
@@ -389,14 +400,14 @@ class Run:
             )
         except ToolError as exc:
             return self._bound(ToolResult.error(exc.message, exc.data))
-        refusal = await self._approval(tool, arguments or {}, paths)
+        refusal = None if dry else await self._approval(tool, arguments or {}, paths)
         if refusal is not None:
             return refusal
         enclosing = _enclosing.get()
         token = _enclosing.set(enclosing | {name})
         try:
             if tool.parallel_safe:
-                return await self._run(tool, args, progress, paths, arguments or {})
+                return await self._run(tool, args, progress, paths, arguments or {}, dry)
             if name in enclosing:  # it would wait for its own lock for ever
                 return ToolResult.error(
                     f"{name} cannot be called from inside a call of {name} (it runs one call at a time); "
@@ -405,7 +416,7 @@ class Run:
                 )
             lock = self._locks.setdefault(name, asyncio.Lock())
             async with lock:
-                return await self._run(tool, args, progress, paths, arguments or {})
+                return await self._run(tool, args, progress, paths, arguments or {}, dry)
         finally:
             _enclosing.reset(token)
             if self._keeper is not None:
@@ -445,11 +456,15 @@ class Run:
         progress: ProgressSink | None,
         paths: list[str],
         arguments: dict[str, Any],
+        dry: bool = False,
     ) -> ToolResult:
         ctx = CallContext(self, tool, f"{self.id}.{next(self._serial)}", progress)
-        token = _writing.set((tool, arguments, frozenset(paths)) if tool.touches is not None else None)
+        wraps = tool.touches is not None and not dry
+        token = _writing.set(
+            DRY_RUN if dry else (tool, arguments, frozenset(paths)) if tool.touches is not None else None
+        )
         try:
-            if tool.touches is not None:
+            if wraps:
                 await before_write(self, paths, ctx.call_id)
             result = await _settle(tool.handler(ctx, args))
             if isinstance(result, str):
@@ -462,7 +477,7 @@ class Run:
             result = self._fault(tool, exc)
         finally:
             _writing.reset(token)
-        if tool.touches is not None and not result.is_error:
+        if wraps and not result.is_error:
             result = await after_write(self, tool, paths, result, ctx.call_id)
         return self._bound(result)
 

@@ -113,6 +113,8 @@ class Tool:
         read_only: what MCP clients are told (readOnlyHint); None: read-only exactly when the tier is
             read. A read-tier tool that starts work with effects of its own (vibe_spawn's worker) says
             False.
+        stages: whether the tool can stage changes for `resolve` (`tether.staging`): the core registers
+            `resolve` when a tool of the run can.
     """
 
     name: str
@@ -124,6 +126,7 @@ class Tool:
     parallel_safe: bool = True
     touches: Callable[[Any], Sequence[str]] | None = attrs.field(default=None, repr=False)
     read_only: bool | None = None
+    stages: bool = False
 
     @property
     def input_schema(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The run's resource: grammars, compiled patterns, a result cache, worker processes, staged edits.
+"""The run's resource: grammars, compiled patterns, a result cache, worker processes (staged edits are the core's: `tether.staging`).
 
 Creating it is cheap (nothing is loaded, no process starts, and the pattern and grammar modules are
 imported at the first search). The first search that needs more than
@@ -17,8 +17,6 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from tether_astgrep.options import AstgrepOptions
 
@@ -105,15 +103,6 @@ class ResultCache:
             self._weight.pop(old_key, None)
 
 
-@attrs.define
-class StagedEdit:
-    edit_id: str
-    changes: dict[Any, bytes]  # Path -> new content
-    snapshots: list[Any]  # tether.atomic.Snapshot of each file as it was when staged
-    replacements: int
-    state: str = "pending"  # pending | accepted | discarded
-
-
 class ParserPool:
     """The astgrep resource of one run."""
 
@@ -122,7 +111,6 @@ class ParserPool:
         self.options = run.options.of(AstgrepOptions)
         self.workers = workers or self.options.astgrep_workers or _cores()
         self.cache = ResultCache()
-        self.edits: dict[str, StagedEdit] = {}
         self._registry: Registry | None = None
         self._extra: dict[str, Grammar | None] = {}
         self._patterns: dict[tuple[str, str], Pattern] = {}
@@ -333,20 +321,6 @@ class ParserPool:
                 self.worker_procs.append(handle)
                 self.run.track_process(child.pid)
         return futures
-
-    # -- staged edits ---------------------------------------------------------------------------
-
-    def stage(self, changes: dict[Any, bytes], snapshots: list[Any], replacements: int) -> StagedEdit:
-        edit_id = f"edit_{len(self.edits) + 1}"
-        edit = StagedEdit(edit_id, changes, snapshots, replacements)
-        self.edits[edit_id] = edit
-        return edit
-
-    def edit_files(self, edit_id: str) -> list[str]:
-        edit = self.edits.get(edit_id)
-        if edit is None or edit.state != "pending":
-            return []
-        return [self.run.relpath(p) for p in edit.changes]
 
     # -- closing -----------------------------------------------------------------------------------
 

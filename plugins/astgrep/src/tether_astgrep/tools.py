@@ -6,7 +6,7 @@ import asyncio
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import tether
@@ -27,7 +27,6 @@ MAX_RESULTS = 1000
 SHOWN_LINES = 3  # of a long match
 LINE_CHARS = 200
 CAPTURE_CHARS = 80
-DIFF_LINES = 120
 _LOWER_VAR = re.compile(r"\$[a-z]")
 DATA_TEXT_CHARS = 2000  # of a match's text or a capture in the structured data
 
@@ -93,12 +92,6 @@ class EditArgs:
         "otherwise; the preview then lists each file:line)",
         default=False,
     )
-
-
-@attrs.frozen
-class ResolveArgs:
-    edit_id: str = tether.arg("The id ast_edit gave, e.g. edit_1", min_length=1)
-    action: Literal["accept", "discard"] = tether.arg("accept writes the staged change, discard drops it")
 
 
 # -- shared: which grammar, which files ---------------------------------------------------------------
@@ -450,14 +443,6 @@ def _materialize(
 # -- ast_edit -------------------------------------------------------------------------------------------
 
 
-def _diff(rel: str, old: bytes, new: bytes) -> list[str]:
-    import difflib
-
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
-    return list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", n=1, lineterm=""))
-
-
 @attrs.frozen
 class _Change:
     path: str
@@ -587,14 +572,20 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
                 "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken],
             },
         )
+    from tether.staging import diff_lines, preview
+
     replacements = sum(c.replacements for c in changed)
     snapshots = [Snapshot.of(Path(c.path), c.old) for c in changed]
-    edit = pool.stage({Path(c.path): c.new for c in changed}, snapshots, replacements)
+    contents: dict[Path, bytes | None] = {Path(c.path): c.new for c in changed}
+    found = await preview(run, contents)
+    what = _plural(replacements, "replacement")
+    edit = run.staging.stage("ast_edit", contents, snapshots, what, found)
     rels = [run.relpath(c.path) for c in changed]
     lines = [
         (
-            f"(proposed) {_plural(replacements, 'replacement')} in {_plural(len(changed), 'file')}; nothing is "
-            f'written until you call resolve with edit_id "{edit.edit_id}" and action "accept" (or "discard").'
+            f"(proposed) {what} in {_plural(len(changed), 'file')}; nothing is written until you call resolve "
+            f'with edit_id "{edit.edit_id}" and action "accept" (or "discard"; with if_clean: true it writes only '
+            "if this preview found no new errors)."
         )
     ]
     if broken:
@@ -608,19 +599,13 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
             f"replacement (add $$$REST to the pattern and the rewrite to move it yourself), at (new) {_places(run, tails)}"
         )
     lines.extend(notes)
-    diff: list[str] = []
-    for c, rel in zip(changed, rels):
-        diff.extend(_diff(rel, c.old, c.new))
-    shown, cut = cap_items(
-        diff, DIFF_LINES, "diff lines", "The whole change is applied on accept; narrow path to preview less."
-    )
-    lines.extend(shown)
-    if cut:
-        lines.append(cut)
+    lines.extend(found.render(rels))
+    lines.extend(diff_lines(run, {Path(c.path): c.old for c in changed}, contents))
     data = {
         "edit_id": edit.edit_id,
         "replacements": replacements,
         "files": rels,
+        "preview": found.to_json(),
         "kept_tails": len(tails),
         "tails": [{"file": run.relpath(p), "line": line} for p, line in tails],
     }
@@ -631,72 +616,6 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     if done.untouched:
         data["untouched"] = [{"file": run.relpath(p), "line": line} for p, line in done.untouched]
     return ToolResult.text("\n".join(lines), data)
-
-
-# -- resolve --------------------------------------------------------------------------------------------
-
-
-def _changed_since_staged(run: Any, edit: Any, paths: list[Any]) -> ToolError:
-    what = [f"{run.relpath(p)} ({'deleted' if not p.exists() else 'changed'})" for p in paths]
-    return ToolError(
-        f"refused {edit.edit_id}: {', '.join(what)} changed since the rewrite was staged; nothing was written "
-        "(a partly applied structural rewrite leaves code in neither form). Run ast_edit again to stage it "
-        "against the current files",
-        {"error": "changed_since_staged", "files": [run.relpath(p) for p in paths]},
-    )
-
-
-def resolve_touches(pool: ParserPool, args: ResolveArgs) -> list[str]:
-    """The files an accept will write. One that will be refused (a staged file changed since) is refused
-    here, before the write's diagnostics baseline is asked for: a refusal needs none. The handler checks
-    again under the write lock."""
-    edit = pool.edits.get(args.edit_id.strip())
-    if args.action != "accept" or edit is None or edit.state != "pending":
-        return []
-    changed = [snap.path for snap in edit.snapshots if not snap.still_holds()]
-    if changed:
-        raise _changed_since_staged(pool.run, edit, changed)
-    return pool.edit_files(edit.edit_id)
-
-
-async def resolve(ctx: Any, args: ResolveArgs, pool: ParserPool) -> ToolResult:
-    from tether.atomic import ChangedSince
-
-    run = pool.run
-    edit = pool.edits.get(args.edit_id.strip())
-    if edit is None:
-        pending = [e.edit_id for e in pool.edits.values() if e.state == "pending"]
-        listing = f"pending edits: {', '.join(pending)}" if pending else "no edit is pending in this run"
-        raise ToolError(
-            f"unknown edit_id '{args.edit_id}'; {listing}. ast_edit gives the id", {"error": "unknown_edit"}
-        )
-    if edit.state != "pending":
-        raise ToolError(
-            f"{edit.edit_id} was already {edit.state}; stage the change again with ast_edit if you still want it",
-            {"error": "already_resolved", "state": edit.state},
-        )
-    rels = [run.relpath(p) for p in edit.changes]
-    if args.action == "discard":
-        edit.state = "discarded"
-        return ToolResult.text(
-            f"discarded {edit.edit_id}; nothing was written", {"edit_id": edit.edit_id, "files": []}
-        )
-    try:  # the snapshots are checked under the root's write lock, so no write slips in between
-        await run.write_files(dict(edit.changes), expect=edit.snapshots)
-    except ChangedSince as exc:
-        raise _changed_since_staged(run, edit, exc.paths) from None
-    except OSError as exc:
-        raise ToolError(
-            f"writing {edit.edit_id} failed ({exc.strerror or exc}); no file was changed (files already replaced "
-            "were restored). Fix the cause (permissions, disk space) and call resolve again",
-            {"error": "write_failed", "files": rels},
-        ) from None
-    edit.state = "accepted"
-    return ToolResult.text(
-        f"accepted {edit.edit_id}: {_plural(edit.replacements, 'replacement')} written to {_plural(len(rels), 'file')}: "
-        + ", ".join(rels),
-        {"edit_id": edit.edit_id, "replacements": edit.replacements, "files": rels},
-    )
 
 
 def tools_for(pool: ParserPool) -> list[Tool]:
@@ -726,20 +645,11 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             "metavariables substituted and re-indented. Only the code the pattern covers is replaced (code a "
             "matched node has past the end of the pattern stays; a rewrite that breaks the parse of a file is "
             "refused with file:line). Takes a rule instead of a pattern, as ast_grep. Writes nothing: answers a "
-            "diff preview and an edit_id for resolve.",
+            "diff preview, the diagnostics the change would introduce (checked without writing), and an edit_id for "
+            "resolve.",
             EditArgs,
             bind(ast_edit),
             family="astgrep",
-        ),
-        Tool(
-            "resolve",
-            "write",
-            "Accept (write all files at once, refused if any changed since staging) or discard a change "
-            "staged by ast_edit.",
-            ResolveArgs,
-            bind(resolve),
-            family="astgrep",
-            parallel_safe=False,
-            touches=lambda args: resolve_touches(pool, args),
+            stages=True,
         ),
     ]
