@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import inspect
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
@@ -107,9 +108,8 @@ async def preview(run: Run, contents: Mapping[Path, bytes | None]) -> Preview:
     paths = sorted(texts)
     call_id = f"{run.id}.preview.{next(_previews)}"
     hook = run.hook.tether_diagnostics_preview
-    wait = (
-        2 * run.options["diagnostics_timeout"] + DIAGNOSTICS_SLACK
-    )  # a round before and one with the change
+    # a round before the change and one with it
+    wait = 2 * run.options["diagnostics_timeout"] + DIAGNOSTICS_SLACK
     kwargs = {"run": run, "contents": texts, "call_id": call_id}
     before: dict[str, list[Diagnostic]] = {}
     after: dict[str, list[Diagnostic]] = {}
@@ -119,7 +119,7 @@ async def preview(run: Run, contents: Mapping[Path, bytes | None]) -> Preview:
     for impl in reversed(hook.get_hookimpls()):
         try:
             answer = impl.function(*(kwargs[a] for a in impl.argnames))
-            value = await asyncio.wait_for(answer, wait) if asyncio.iscoroutine(answer) else answer
+            value = await asyncio.wait_for(answer, wait) if inspect.isawaitable(answer) else answer
         except TimeoutError:
             notes.append("the preview is incomplete: a checker did not answer in time")
             unchecked.update({p: "its checker did not answer in time" for p in paths if p not in covered})
