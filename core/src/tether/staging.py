@@ -18,7 +18,6 @@ refused when a file changed since it was staged; with ``if_clean`` also when the
 from __future__ import annotations
 
 import asyncio
-import difflib
 import inspect
 import itertools
 import logging
@@ -147,6 +146,8 @@ async def preview(run: Run, contents: Mapping[Path, bytes | None]) -> Preview:
 
 def diff(rel: str, old: bytes | None, new: bytes | None, context: int = 1) -> list[str]:
     """The unified diff of one file (a created or deleted file against /dev/null)."""
+    import difflib  # not at import: listing the tools imports nothing it does not need
+
     a = (old or b"").decode("utf-8", "replace").splitlines()
     b = (new or b"").decode("utf-8", "replace").splitlines()
     src = f"a/{rel}" if old is not None else "/dev/null"
