@@ -237,17 +237,6 @@ class Staging:
         return change
 
 
-def staged_answer(run: Run, change: StagedChange, head: str, old: Mapping[Path, bytes | None]) -> list[str]:
-    """What a staging tool answers: its head line, the preview's diagnostics, and the diff."""
-    lines = [
-        f'(proposed) {head}; nothing is written until you call resolve with edit_id "{change.edit_id}" and '
-        'action "accept" (or "discard").'
-    ]
-    if change.preview is not None:
-        lines += change.preview.render([run.relpath(p) for p in change.changes])
-    return lines + diff_lines(run, old, change.changes)
-
-
 # -- resolve ----------------------------------------------------------------------------------------
 
 
