@@ -90,15 +90,26 @@ async def test_folders_of_these_languages_are_searched_without_language(
     assert [next(iter(m["captures"].values())) for m in result.data["matches"]] == [expected]
 
 
-async def test_configuration_files_beside_the_code_do_not_make_a_folder_mixed(project):
+async def test_configuration_files_beside_the_code_are_searched_as_their_languages(project, sg_binary):
+    """As the ast-grep CLI with no -l: package.json as JSON, ci.yml as YAML, where the pattern parses."""
+    import json
+    import subprocess
+
     put(project, "a.py", "print(1)\n")
     put(project, "package.json", '{"name": "x"}\n')
     put(project, "ci.yml", "on: push\n")
+    done = subprocess.run(
+        [sg_binary, "run", "-p", "print($A)", "--json", "."], cwd=project, capture_output=True
+    )
+    theirs = [(m["file"], m["range"]["byteOffset"]["start"]) for m in json.loads(done.stdout)]
     result = await grep(project, pattern="print($A)")
     assert not result.is_error, result.plain
-    assert result.data["language"] == "python" and result.data["total"] == 1
-    assert result.data["not_searched"] == {"json": 1, "yaml": 1}
-    assert "not searched: 1 json, 1 yaml (pass language)" in result.plain
+    assert [(m["file"], m["byte_range"][0]) for m in result.data["matches"]] == theirs == [("a.py", 0)]
+    assert result.data["languages"] == {"json": 1, "python": 1, "yaml": 1} and result.data["language"] is None
+    assert "python: 1 match in 1 file, json: 0 in 1, yaml: 0 in 1;" in result.plain
+    assert (
+        "error recovery" not in result.plain
+    )  # JSON's reading of it found nothing, so it is not worth saying
     data = await grep(project, pattern='{"name": $N}', language="json")
     assert [m["captures"]["N"] for m in data.data["matches"]] == ['"x"']
 

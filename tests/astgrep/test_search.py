@@ -203,14 +203,17 @@ async def test_unknown_extension_needs_language(project):
     assert ok.data["total"] == 1
 
 
-async def test_mixed_languages_need_language(project):
+async def test_mixed_languages_are_each_searched_and_language_narrows(project):
     put(project, "a.py", "f(1)\n")
     put(project, "b.js", "f(1);\n")
     put(project, "c.js", "f(2);\n")
     result = await call(project, pattern="f($A)")
-    assert result.is_error and "javascript: 2, python: 1" in result.plain and "pass language" in result.plain
+    assert [m["file"] for m in result.data["matches"]] == ["a.py", "b.js", "c.js"], result.plain
+    assert (
+        "javascript: 2 matches in 2 files, python: 1 in 1" in result.plain and "pass language" in result.plain
+    )
     js = await call(project, pattern="f($A)", language="javascript")
-    assert js.data["total"] == 2
+    assert js.data["total"] == 2 and js.data["languages"] == {"javascript": 2}
 
 
 async def test_binary_and_invalid_utf8_are_counted_skips(project):

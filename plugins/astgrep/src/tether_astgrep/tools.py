@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tether_astgrep.engine import FileResult
     from tether_astgrep.files import FileEntry
     from tether_astgrep.grammars import Grammar
+    from tether_astgrep.mixed import Part, Plan
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
     from tether_astgrep.rules import Rule
@@ -64,8 +65,9 @@ class GrepArgs:
     path: str = tether.arg("File or folder to search, relative to the root", default=".")
     language: str | None = tether.arg(
         "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, csharp, kotlin, swift, php, "
-        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar); inferred from the extension when "
-        "path is a file or when the folder holds one language (beside json, yaml, html, css and bash files)",
+        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar). Without it each file is read as the "
+        "language of its extension, and in a folder of several languages every language the pattern parses "
+        "in is searched (as the ast-grep CLI does); give language to search one",
         default=None,
     )
     max_results: int = tether.arg(
@@ -86,7 +88,10 @@ class EditArgs:
         examples=["$X.extend([$Y])"],
     )
     path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
-    language: str | None = tether.arg("Grammar id; inferred as for ast_grep", default=None)
+    language: str | None = tether.arg(
+        "Grammar id; without it each file is read as the language of its extension, as for ast_grep",
+        default=None,
+    )
     allow_parse_errors: bool = tether.arg(
         "Stage the rewrite even when it adds syntax errors to a file (more than it had before; refused "
         "otherwise; the preview then lists each file:line)",
@@ -103,12 +108,13 @@ class Target:
     files: list[FileEntry]
     ignored: int
     base: str  # the path as shown
-    left_out: dict[str, int] = attrs.Factory(dict)  # data and markup files of other languages beside the code
+    more: tuple[Part, ...] = ()  # a folder searched without a language: its other languages, most files first
 
+    @property
+    def parts(self) -> list[Part]:
+        from tether_astgrep.mixed import Part
 
-# languages that sit beside the code of a project (configuration, markup, scripts): a folder holding
-# Python and a few of these is a Python folder; they are searched when asked for by language
-_AUXILIARY = frozenset({"json", "yaml", "html", "css", "bash"})
+        return [Part(self.grammar, self.files), *self.more]
 
 
 async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
@@ -162,28 +168,24 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             wanted = lambda name: name.lower().endswith(exts)  # noqa: E731
         found = await asyncio.to_thread(walk, run.root, target, wanted)
         return Target(grammar, found.files, found.ignored, shown)
+    from tether_astgrep.mixed import Part
+
     found = await asyncio.to_thread(walk, run.root, target, lambda name: registry.for_path(name) is not None)
-    counts: dict[str, int] = {}
-    for f in found.files:
-        gid = registry.for_path(Path(f.path).name) or "?"
-        counts[gid] = counts.get(gid, 0) + 1
-    if not counts:
+    by_language: dict[str, list[FileEntry]] = {}
+    for f in found.files:  # each file is its extension's language, as the ast-grep CLI infers it
+        if (gid := registry.for_path(Path(f.path).name)) is not None:
+            by_language.setdefault(gid, []).append(f)
+    if not by_language:
         raise ToolError(
             f"no source files of a known language under '{shown}' (after .gitignore); check the path, or pass "
             f"language (one of: {known})",
             {"error": "no_files"},
         )
-    code = {g: n for g, n in counts.items() if g not in _AUXILIARY} or counts
-    if len(code) > 1:
-        listing = ", ".join(f"{g}: {n}" for g, n in sorted(code.items(), key=lambda kv: -kv[1]))
-        raise ToolError(
-            f"'{shown}' holds files of several languages ({listing}); pass language to say which to search",
-            {"error": "language_required", "languages": counts},
-        )
-    gid = next(iter(code))
-    files = [f for f in found.files if registry.for_path(Path(f.path).name) == gid]
-    left = {g: n for g, n in counts.items() if g != gid}
-    return Target(registry.by_id[gid], files, found.ignored, shown, left)
+    first, *more = (
+        Part(registry.by_id[gid], files)
+        for gid, files in sorted(by_language.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    )
+    return Target(first.grammar, first.files, found.ignored, shown, tuple(more))
 
 
 async def _target_of(pool: ParserPool, args: GrepArgs | EditArgs) -> Target:
@@ -288,16 +290,25 @@ def _show_capture(text: str) -> str:
     return one if len(one) <= CAPTURE_CHARS else one[: CAPTURE_CHARS - 3] + "..."
 
 
+def _plan(pool: ParserPool, args: GrepArgs | EditArgs, target: Target) -> Plan:
+    """The pattern (or rule) as each language of the target reads it (`mixed.plan`)."""
+    from tether_astgrep import mixed
+
+    what = "rule" if args.rule is not None and args.pattern is None else "pattern"
+    return mixed.plan(target.parts, lambda g: _compile(pool, args.pattern, g, args.rule), target.base, what)
+
+
 async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
-    from tether_astgrep.pattern import RECOVERED
+    from tether_astgrep import mixed
 
     run = pool.run
     target = await _target_of(pool, args)
-    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
-    results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
-    read = await asyncio.to_thread(_materialize, results, args.max_results, pattern, target.grammar)
+    plan = _plan(pool, args, target)
+    pattern = plan.searched[0].pattern  # the only one, unless plan.mixed
+    results = await mixed.search(pool, plan, ctx.progress)
+    read = await asyncio.to_thread(_materialize, results, args.max_results, plan)
     for path in read.changed:
-        pool.cache.drop(pattern.key, path)
+        pool.cache.drop(plan.of(path).pattern.key, path)
     results = read.results
     spans = [(r.path, span) for r in results for span in r.matches]
     total = len(spans)
@@ -312,27 +323,16 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
     skipped = _skipped(results)
     searched = len(results) - sum(skipped.values())
     contexts = [p.rung for p in pattern.readings]
-    read_as = (
-        "; pattern read through tree-sitter's error recovery, as ast-grep reads it: it parses in no context, so "
-        "each ERROR node in it matches a node of any kind with the same children (check the matches)"
-        if contexts == [RECOVERED]
-        else ""
-        if contexts in ([target.grammar.ladder[0].name], ["rule"])
-        else "; pattern read as "
-        + " and as ".join(f"{'an' if c[0] in 'aeiou' else 'a'} {c}" for c in contexts)
-        + (" (both searched)" if len(contexts) == 2 else " (all searched)" if contexts[2:] else "")
-    )
-    left = (
-        "; not searched: "
-        + ", ".join(f"{n} {g}" for g, n in sorted(target.left_out.items()))
-        + " (pass language)"
-        if target.left_out
-        else ""
-    )
-    head = (
-        f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({target.grammar.id}, "
-        f"{_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}{read_as}{left})"
-    )
+    if plan.mixed:
+        said = f"{_plural(searched, 'file')} searched, "
+        said += mixed.languages_note(plan, results, _skip_note(skipped, target.ignored))
+    else:
+        read_as = mixed.reading(target.grammar, contexts)
+        said = (
+            f"{target.grammar.id}, {_plural(searched, 'file')} searched{_skip_note(skipped, target.ignored)}"
+        )
+        said += f"; {read_as}" if read_as else ""
+    head = f"{_plural(total, 'match')} in {_plural(files_with, 'file')} ({said})"
     lines = [head]
     failed = [r for r in results if r.status == "failed"]
     if failed:
@@ -378,11 +378,18 @@ async def ast_grep(ctx: Any, args: GrepArgs, pool: ParserPool) -> ToolResult:
         "files_searched": searched,
         "skipped": skipped,
         "ignored": target.ignored,
-        "language": target.grammar.id,
-        "not_searched": target.left_out,
-        "context": pattern.rung,
-        "contexts": contexts,
+        # over several languages: None, and each language's reading in contexts_by_language
+        "language": None if plan.mixed else target.grammar.id,
+        "languages": {c.grammar.id: len(c.files) for c in plan.searched},
+        "not_searched": {gid: n for gid, (n, _) in plan.refused.items()},
+        "context": None if plan.mixed else pattern.rung,
+        "contexts": [] if plan.mixed else contexts,
     }
+    if plan.mixed:  # each language's reading, and why the others refused the pattern
+        data["contexts_by_language"] = {
+            c.grammar.id: [p.rung for p in c.pattern.readings] for c in plan.searched
+        }
+        data["refused"] = {gid: why for gid, (_, why) in plan.refused.items()}
     if read.changed:
         data["changed_while_searched"] = [run.relpath(p) for p in read.changed]
     return ToolResult.text("\n".join(lines), data)
@@ -404,9 +411,7 @@ def _read_back(path: str) -> bytes | None:
     return None if isinstance(data, str) else data
 
 
-def _materialize(
-    results: list[FileResult], limit: int, pattern: Pattern | Rule, grammar: Grammar
-) -> _ReadBack:
+def _materialize(results: list[FileResult], limit: int, plan: Plan) -> _ReadBack:
     """The first ``limit`` matches, their texts and positions read back from the files.
 
     Spans index the bytes that were searched, so they are shown only on those bytes: a file whose bytes read
@@ -428,7 +433,8 @@ def _materialize(
             if r.path in wanted and r.path not in read:
                 data = read[r.path] = _read_back(r.path)
                 if data is not None and engine.digest(data) != r.digest:
-                    again[r.path] = engine.search_data(r.path, data, pattern, grammar.language)
+                    c = plan.of(r.path)
+                    again[r.path] = engine.search_data(r.path, data, c.pattern, c.grammar.language)
         if not again:
             break
         changed.extend(again)
@@ -512,27 +518,29 @@ def _places(run: Any, where: list[tuple[str, int]], limit: int = 10) -> str:
 async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
     from tether.atomic import Snapshot
 
+    from tether_astgrep import mixed
     from tether_astgrep.rewrite import template_names
 
     run = pool.run
     target = await _target_of(pool, args)
-    pattern = _compile(pool, args.pattern, target.grammar, args.rule)
-    unbound = [n for n in template_names(args.rewrite) if n not in pattern.names]
-    if unbound:
-        defined = ", ".join(f"${n}" for n in sorted(pattern.names)) or "none"
-        raise ToolError(
-            f"the rewrite uses {', '.join('$' + n for n in unbound)}, which the pattern does not capture "
-            f"(it captures: {defined}); capture it in the pattern or write the code out in the rewrite",
-            {"error": "unbound_metavariable", "names": unbound},
-        )
-    results = await pool.search(pattern, target.grammar, target.files, ctx.progress)
-    paths = [r.path for r in results if r.matches]
-    done = await asyncio.to_thread(_rewrite_files, pattern, target.grammar, paths, args.rewrite)
+    plan = _plan(pool, args, target)
+    plan = mixed.for_rewrite(plan, template_names(args.rewrite))
+    done = _Rewrites([], [], [])
+    for c in plan.searched:  # each language's files, as that language reads the pattern
+        results = await pool.search(c.pattern, c.grammar, c.files, ctx.progress)
+        paths = [r.path for r in results if r.matches]
+        part = await asyncio.to_thread(_rewrite_files, c.pattern, c.grammar, paths, args.rewrite)
+        done.changes.extend(part.changes)
+        done.untouched.extend(part.untouched)
+        done.failed.extend(part.failed)
     notes = []
+    if plan.mixed:
+        notes.append(mixed.languages_of(plan))
     if done.untouched:
+        grammars = sorted({plan.of(p).grammar.id for p, _ in done.untouched})
         notes.append(
-            f"left as they were ({len(done.untouched)}): matches holding code the {target.grammar.id} grammar could "
-            f"not parse, which the rewrite would drop: {_places(run, done.untouched)}. Edit those by hand."
+            f"left as they were ({len(done.untouched)}): matches holding code the {'/'.join(grammars)} grammar "
+            f"could not parse, which the rewrite would drop: {_places(run, done.untouched)}. Edit those by hand."
         )
     if done.failed:
         notes.append(
