@@ -135,6 +135,11 @@ def test_a_rewrite_of_a_mixed_folder_is_ast_greps(sg_binary, cjson_tests, tmp_pa
             "not rewritten, as the pattern captures no metavariable of the rewrite there: yaml (17 files)"
             in said
         )
+        # one staged change over every language, in the core's staging, previewed as any staged change
+        (change,) = r.staging.changes.values()
+        assert change.by == "ast_edit" and change.edit_id == staged.data["edit_id"]
+        assert sorted(r.relpath(p) for p in change.changes) == sorted(staged.data["files"])
+        assert {u["file"] for u in staged.data["preview"]["unchecked"]} == set(staged.data["files"])
         accepted = r.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert not accepted.is_error, accepted.plain
     changed = sorted(staged.data["files"])

@@ -1,4 +1,4 @@
-"""The tools: ast_grep (search by shape), ast_edit (stage a rewrite), resolve (accept or discard it)."""
+"""The tools: ast_grep (search by shape) and ast_edit (stage a rewrite; the core's resolve accepts or discards it)."""
 
 from __future__ import annotations
 
