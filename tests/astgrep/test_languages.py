@@ -116,6 +116,10 @@ async def test_configuration_files_beside_the_code_are_searched_as_their_languag
 
 # -- patterns agents type: the same matches as ast-grep ----------------------------------------------
 
+CLOSURES_RS = (
+    "fn main() {\n    let f = |a, b| a + b;\n    let h = |a: i32, b: i32| -> i32 { a * b };\n"
+    "    v.iter().fold(0, |acc, x| acc + x);\n    let g = |x| x * 2;\n}\n"
+)
 AGREE = [
     (
         "python",
@@ -153,6 +157,9 @@ AGREE = [
     ("csharp", "typeof($T)", "class P {\n  void M() { var t = typeof(int); }\n}\n"),
     ("json", '{"name": $N}', '{"name": "x"}\n'),
     ("rust", "|$A, $B| $C", "fn main() {\n    let f = |a, b| a + b;\n    v.sort_by(|x, y| x.cmp(y));\n}\n"),
+    # closure parameters alone: no context parses them, ast-grep reads them through error recovery
+    ("rust", "|$A, $B|", CLOSURES_RS),
+    ("rust", "|$$A, $$B|", CLOSURES_RS),
     ("javascript", "const", "const a = 1;\nlet b = 2;\n"),
     ("java", "static", "class A {\n  static int x;\n  int y;\n}\n"),
     ("c", "void", "void f(void) {}\nint g() { return 0; }\n"),
