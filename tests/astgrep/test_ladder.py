@@ -132,24 +132,31 @@ async def test_several_statements_are_refused(project):
     assert result.is_error and "several python statements" in result.plain
 
 
-async def test_typescript_lone_name_also_finds_it_as_a_type(project, sg):
-    path = put(project, "a.ts", "class Foo {}\nconst a = new Foo();\nlet b: Foo = a;\nconst s = 'Foo';\n")
-    theirs = [m["range"]["start"]["line"] + 1 for m in sg("Foo", path, "typescript")]
-    result = await grep(project, pattern="Foo")
-    ours = [m["start"]["line"] for m in result.data["matches"]]
-    assert ours == [1, 2, 3]  # the class name, the value and the type annotation; not the string
-    assert theirs == [2]  # ast-grep: the bare name parses as an identifier only
+# a name in every role TypeScript gives one: imported, exported, a class, a type, a value, a property
+NAMES_TS = """import { Foo } from './a';
+export { Foo };
+abstract class Foo<T> extends Foo implements Foo {}
+interface Foo extends Foo {}
+type X = Foo[] | keyof Foo | typeof Foo | Foo<number> | NS.Foo;
+const y = new Foo<number>() as Foo;
+@Foo() class D { m(a: Foo): Foo { return Foo.prototype; } Foo = 1; }
+const o = { Foo, Foo: 1 };
+const e = <Animated.Foo style={x}></Animated.Foo>;
+"""
 
 
-async def test_python_clauses_parse_in_their_statement(project, sg):
-    path = put(
-        project,
-        "a.py",
-        "try:\n    f()\nexcept OSError as e:\n    log(e)\nif a:\n    pass\nelif b:\n    g()\n",
-    )
-    assert sg("except $E as $N: $$$B", path, "python") == []
-    result = await grep(project, pattern="except $E as $N: $$$B")
-    assert result.data["context"] == "clause"
-    assert [(m["captures"]["E"], m["captures"]["N"]) for m in result.data["matches"]] == [("OSError", "e")]
-    elif_ = await grep(project, pattern="elif $C: $$$B")
-    assert [m["captures"]["C"] for m in elif_.data["matches"]] == ["b"]
+@pytest.mark.parametrize("lang, ext", [("typescript", ".ts"), ("tsx", ".tsx")])
+async def test_a_lone_typescript_name_matches_where_ast_grep_does(project, sg, lang, ext):
+    """A bare `Foo` is a value (an identifier) to ast-grep: not the type of `let a: Foo`, the class name of
+    `class Foo` or the property of `x.Foo`; each place once. A rule on the kind finds the type."""
+    source = NAMES_TS if lang == "tsx" else NAMES_TS.rsplit("const e", 1)[0]
+    path = put(project, "a" + ext, source)
+    theirs = [
+        (m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]) for m in sg("Foo", path, lang)
+    ]
+    result = await grep(project, pattern="Foo", language=lang)
+    ours = [tuple(m["byte_range"]) for m in result.data["matches"]]
+    assert ours == theirs and len(theirs) == 7, (ours, theirs)
+    assert "read as" not in result.plain.splitlines()[0]  # one reading: no type or property one beside it
+    types = await grep(project, rule="kind: type_identifier\nregex: ^Foo$", language=lang)
+    assert {m["start"]["line"] for m in types.data["matches"]} == {3, 4, 5, 6, 7}

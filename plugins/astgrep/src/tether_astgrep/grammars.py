@@ -68,8 +68,6 @@ class Grammar:
         expando: the character that stands for ``$`` in patterns: ``$`` where it can be part of an
             identifier, else a letter-like character the grammar accepts in identifiers (as ast-grep
             does, so metavariables parse as identifiers).
-        same_names: groups of leaf kinds a lone name in a pattern may stand for: a bare `ClassName`
-            parses as an `identifier`, but the code names the class as a `type_identifier` too.
     """
 
     id: str
@@ -77,7 +75,6 @@ class Grammar:
     language: Callable[[], Any] = attrs.field(repr=False)
     ladder: tuple[Rung, ...] = attrs.field(converter=tuple, default=(Rung("file"),))
     expando: str = "$"
-    same_names: tuple[tuple[str, ...], ...] = ()
 
 
 def pack_language(name: SupportedLanguage) -> Any:
@@ -109,7 +106,6 @@ _TS_LADDER = (
     Rung("property signature", "interface I__ {\nPATTERN\n}", also=True),
     Rung("type", "let x__: PATTERN;", also=True),
 )
-_TS_NAMES = (("identifier", "type_identifier"),)
 _C_LADDER = (
     Rung("statement", "void _(void) {\nPATTERN\n}"),
     Rung("expression", "void _(void) { _ = PATTERN; }"),
@@ -136,8 +132,8 @@ def builtin_grammars() -> list[Grammar]:
             expando="µ",
         ),
         Grammar("javascript", (".js", ".mjs", ".cjs", ".jsx"), _pack("javascript"), _JS_LADDER),
-        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _TS_LADDER, same_names=_TS_NAMES),
-        Grammar("tsx", (".tsx",), _pack("tsx"), _TS_LADDER, same_names=_TS_NAMES),
+        Grammar("typescript", (".ts", ".mts", ".cts"), _pack("typescript"), _TS_LADDER),
+        Grammar("tsx", (".tsx",), _pack("tsx"), _TS_LADDER),
         Grammar(
             "go",
             (".go",),

@@ -58,12 +58,11 @@ class _Ctx:
     are skipped anywhere), ``signature`` (relaxed, and names are compared by kind, not text).
     """
 
-    __slots__ = ("aliases", "ast", "comments", "relaxed", "src", "texts", "tokens")
+    __slots__ = ("ast", "comments", "relaxed", "src", "texts", "tokens")
 
     def __init__(self, src: bytes, pattern: Pattern) -> None:
         self.src = src
         self.comments = pattern.comment_kinds
-        self.aliases = dict(pattern.leaf_aliases)
         level = pattern.strictness
         self.tokens = level != "cst"
         self.ast = level in ("ast", "relaxed", "signature")  # a metavariable skips the code's tokens too
@@ -114,9 +113,9 @@ def _match_node(goal: tuple, cand: Any, env: dict, ctx: _Ctx) -> int:
     tag = goal[0]
     if tag == TERM:
         kind = cand.kind_id
-        if (
-            kind == goal[1] or goal[1] == ERROR_KIND or (ctx.aliases and kind in ctx.aliases.get(goal[1], ()))
-        ) and (not goal[3] or not ctx.texts or ctx.src[cand.start_byte : cand.end_byte] == goal[2]):
+        if (kind == goal[1] or goal[1] == ERROR_KIND) and (
+            not goal[3] or not ctx.texts or ctx.src[cand.start_byte : cand.end_byte] == goal[2]
+        ):
             env[_END] = cand.end_byte
             return MATCHED
         if (not cand.is_named and ctx.tokens) or kind in ctx.comments or cand.is_extra:

@@ -49,8 +49,7 @@ class Pattern:
     needles: tuple[bytes, ...]  # literal texts a file must contain for any match
     names: frozenset[str]  # metavariables that capture (usable in a rewrite)
     comment_kinds: frozenset[int]
-    root_kinds: frozenset[int] = frozenset()  # kinds a candidate may have (the root's, and its aliases)
-    leaf_aliases: tuple[tuple[int, frozenset[int]], ...] = ()  # only for a pattern that is a lone name
+    root_kinds: frozenset[int] = frozenset()  # kinds a candidate may have (the root's)
     depth: int = 1  # how deep the pattern tree nests: the matcher needs that much recursion
     also: tuple[Pattern, ...] = ()  # other readings of the same text, searched too (a type and an expression)
     strictness: str = "smart"  # see `matcher._Ctx`
@@ -425,17 +424,22 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     if main.root[0] == META or rung.name == "keyword":
         return main
     others = []
+    own = index == 0 and rung.template == PLACEHOLDER  # the first rung is the whole file: ast-grep's reading
     for later in grammar.ladder[index + 1 :]:
         # no other reading where the first rung parsed the pattern as a whole file into code: that is
         # ast-grep's own reading, and a TS `($A)` or `React.$A` read as a type too would find what it does
         # not (an HTML `class="box"`, which a whole file reads as text, is still read as an attribute)
-        if not later.also or (index == 0 and rung.template == PLACEHOLDER and main.root[0] == INNER):
+        if not later.also or (own and main.root[0] == INNER):
             continue
         try:
             node, src = _accept(later, processed, True, grammar, parser)
         except _Reject:
             continue
         other = _build(stripped, grammar, language, lang_key, later, node, src, {})
+        if own and main.root[0] == TERM and other.root[0] == TERM:
+            # a lone name ast-grep reads as a whole file is the name of that kind only: a TS `Foo` is the
+            # value, not the type of `let a: Foo` nor the property of `x.Foo`, as the CLI finds it
+            continue
         if other.root != main.root and all(other.root != o.root for o in others):
             others.append(other)
     if rung.template != PLACEHOLDER and parser.parse(processed.encode()).root_node.has_error:
@@ -523,14 +527,6 @@ def _build(
     names: set[str] = set()
     needles: list[bytes] = []
     _walk(root, names, needles, grammar.id in _KEYWORD_PREFILTER)
-    aliases: dict[int, frozenset[int]] = {}
-    if root[0] == TERM and root[3]:
-        # a lone name: let it stand for the other name kinds of its group (TS `ClassName`)
-        name = language.node_kind_for_id(root[1])
-        for group in grammar.same_names:
-            if name in group:
-                ids = {language.id_for_node_kind(k, True) for k in group} - {None}
-                aliases[root[1]] = frozenset(ids)
     if root[0] == META or root[1] == ERROR_KIND:
         root_kind, named = None, True
     else:
@@ -547,9 +543,6 @@ def _build(
         names=frozenset(names),
         comment_kinds=comment_kinds(language),
         # an ERROR root (a reading through error recovery) and a metavariable match a node of any kind
-        root_kinds=aliases.get(root[1], frozenset((root[1],)))
-        if root[0] != META and root[1] != ERROR_KIND
-        else frozenset(),
-        leaf_aliases=tuple(aliases.items()),
+        root_kinds=frozenset((root[1],)) if root[0] != META and root[1] != ERROR_KIND else frozenset(),
         depth=_nesting(root),
     )

@@ -475,7 +475,6 @@ def _select(pattern: Pattern, kind: str, language: Any, where: str) -> Pattern:
                 root_kinds=frozenset((node[1],)),
                 needles=tuple(dict.fromkeys(needles)),
                 names=frozenset(names),
-                leaf_aliases=(),
                 depth=_nesting(node),
                 also=(),
             )
