@@ -53,6 +53,9 @@ class Supervisor:
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         # the last code_actions list of each place, for lsp_fix (tether_lsp.fix.remember)
         self.offers: OrderedDict[tuple[str, int, str, int | None], list[Any]] = OrderedDict()
+        # by (server id, root): the connection started there, whether the run trusted its root, and the
+        # binary and note its availability found (`availability` reuses them while that connection runs)
+        self._found: dict[tuple[str, Path], tuple[Connection, bool, str | None, str | None]] = {}
         self._closed = False
 
     # -- options and definitions ---------------------------------------------------------------
@@ -92,19 +95,12 @@ class Supervisor:
     # -- availability --------------------------------------------------------------------------
 
     async def availability(self, server: ServerDef, start: Path) -> Availability:
-        from tether_lsp.servers import Availability, answers_version, find_binary, find_root
+        from tether_lsp.servers import Availability, answers_version, find_root
 
         root = find_root(server, start, self.run.root)
-        dirs = [d for d in (root, self.run.root) if d is not None]
         trusted = self.run.trusted
-        binary = find_binary(server.command[0], dirs, trusted=trusted)
-        own = None if trusted else find_binary(server.command[0], dirs)  # what a trusted run would use
-        note = None
-        if own is not None and own != binary:
-            note = (
-                f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
-                "(run option trust; tether --trust)"
-            )
+        running = self._running_binary(server, root, trusted)
+        binary, note = running if running is not None else self._find_binary(server, root, trusted)
         problems = []
         if root is None:
             problems.append(f"no root marker (looked for {', '.join(server.root_markers)})")
@@ -118,6 +114,38 @@ class Supervisor:
             if self._versions[binary]:
                 problems.append(f"binary does not work: {self._versions[binary]}")
         return Availability(server, root, binary, "; ".join(problems) or None, note)
+
+    def _running_binary(
+        self, server: ServerDef, root: Path | None, trusted: bool
+    ) -> tuple[str | None, str | None] | None:
+        """The binary and note found when the server running at ``root`` started, while it runs: not looked
+        for on PATH at every call (its process runs whatever became of the file since). None once it ended,
+        or when the run's trust changed since."""
+        if root is None:
+            return None
+        key = (server.id, root)
+        found = self._found.get(key)
+        if found is None or found[1] != trusted:
+            return None
+        conn, _, binary, note = found
+        return (binary, note) if conn is self.connections.get(key) and conn.alive else None
+
+    def _find_binary(
+        self, server: ServerDef, root: Path | None, trusted: bool
+    ) -> tuple[str | None, str | None]:
+        """The server's binary for ``root``, and what is said of the project's own one a run that does not
+        trust its root passes over."""
+        from tether_lsp.servers import find_binary
+
+        dirs = [d for d in (root, self.run.root) if d is not None]
+        binary = find_binary(server.command[0], dirs, trusted=trusted)
+        own = None if trusted else find_binary(server.command[0], dirs)  # what a trusted run would use
+        if own is None or own == binary:
+            return binary, None
+        return binary, (
+            f"the project's own {self.run.relpath(own)} is not run: this run does not trust its root "
+            "(run option trust; tether --trust)"
+        )
 
     async def serving(self, path: Path) -> list[Availability]:
         """Every enabled server that can serve the file, in the order they are asked; or a ToolError
@@ -173,12 +201,24 @@ class Supervisor:
                 return conn
             if not retry_failed and key in self.failed:
                 raise ToolError(self.failed[key], {"error": "start_failed"})
+            if conn is not None:
+                # a restart: the binary is looked for again. ``avail`` may have been asked while the dead
+                # server still looked alive, and so name the binary it started from, gone since
+                avail = await self.availability(avail.server, key[1])
+                if not avail.ok or avail.root != key[1]:
+                    why = avail.reason or f"its root marker is no longer in {self.run.relpath(key[1])}"
+                    raise ToolError(
+                        f"{key[0]} died and cannot be started again: {why}. "
+                        "`lsp` with action status shows every server.",
+                        {"error": "server_unavailable", "server": key[0]},
+                    )
+                assert avail.binary is not None
             reopen = [d.path for d in conn.docs.values()] if conn is not None else []
             restarts = conn.restarts + 1 if conn is not None else 0
             if conn is not None:
                 self.connections.pop(key, None)
                 await conn.close(0.2)
-            new = Connection(avail.server, avail.binary, avail.root, self.run)
+            new = Connection(avail.server, avail.binary, key[1], self.run)
             new.restarts = restarts
             try:
                 await new.start(self.option("lsp_start_timeout"))
@@ -197,6 +237,7 @@ class Supervisor:
                 raise
             self.failed.pop(key, None)
             self.connections[key] = new
+            self._found[key] = (new, self.run.trusted, avail.binary, avail.note)
             for path in reopen:
                 new.open(path)
             return new
