@@ -7,7 +7,8 @@ analyses what its imports reach (pyright reads no .gitignore, so a generated *_p
 program) and relies on these events, so an ignored file left out would stay stale for the whole run.
 The model-facing listings use tether.walk's ignore rules; this one must not. The tree is scanned
 (mtime and size) before every query while that is cheap, in a thread so the event loop goes on; in a
-tree where it is not, a background task polls instead.
+tree where it is not, a background task polls instead. A scan lists again only the folders whose stamp
+changed (an entry added, removed or renamed), and stats every file it knows.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import os
 import stat as stat_module
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.files import MAX_FILE_BYTES
 from tether.tools import ToolError
-from tether.walk import SKIP_DIRS
+from tether.walk import SKIP_DIRS, settled
 
 if TYPE_CHECKING:
     from tether_lsp.connection import Connection, Mark
@@ -78,6 +79,15 @@ def read_text(path: Path) -> str | None:
             os.close(fd)
 
 
+class _Listing(NamedTuple):
+    """What a scan found in one folder."""
+
+    stamp: tuple[int, int]  # the folder's mtime and ctime (ns) when it was listed
+    settled: bool  # the stamp was old enough then that a later change must change it (`tether.walk.settled`)
+    dirs: tuple[str, ...]  # subfolders to scan
+    files: tuple[tuple[str, Path], ...]  # files of the server's extensions
+
+
 class Watcher:
     """The files of a connection's server under its root, as last told to the server."""
 
@@ -89,14 +99,15 @@ class Watcher:
         # the changes found on disk (made outside tether) that no answer has yet seen the server analyse:
         # the mark of the latest, and the files changed
         self.outside: tuple[Mark, list[Path]] | None = None
+        self._listings: dict[str, _Listing] = {}  # each scanned folder's last listing, by path
 
     async def refresh(self) -> None:
         """Tell the server about every file changed on disk behind its back (mtime/size).
 
         Open documents are always checked. The other files are scanned here (in a thread: the loop
-        goes on serving other calls) while a scan is cheap;
-        in a tree where it is not (> SYNC_SCAN_BUDGET), a background task polls instead, so a query
-        does not pay for the whole tree (a shell's edit is then seen within about POLL_INTERVAL).
+        goes on serving other calls) while a scan is cheap; in a tree where it is not
+        (> SYNC_SCAN_BUDGET), a background task polls instead, so a query does not pay for the whole
+        tree (a shell's edit is then seen within about POLL_INTERVAL).
         """
         for doc in list(self.conn.docs.values()):
             if self.conn.sync_doc(doc):
@@ -189,32 +200,69 @@ class Watcher:
         included (the server analyses a .gitignore'd generated module an import reaches); a symlink is
         followed to its file. Left out: hidden entries, SKIP_DIRS (node_modules, __pycache__, ...) and
         virtual environments (a folder holding pyvenv.cfg). At most SCAN_CAP files; ``truncated`` says
-        whether this scan stopped there."""
+        whether this scan stopped there.
+
+        A folder whose stamp (mtime, ctime) is what it was when last listed, long enough before that
+        listing that no change since can have left it so (`tether.walk.settled`), is not listed again:
+        an entry added, removed or renamed changes it. Its files are still stat-ed, each one, so an edit
+        in place is seen by every scan."""
         out: dict[Path, tuple[int, int]] = {}
-        exts = self.conn.server.extensions
-        stack = [str(self.conn.root)]
+        before = self._listings
+        listings: dict[str, _Listing] = {}
+        root = str(self.conn.root)
+        stack = [root]
         while stack:
             top = stack.pop()
             try:
-                entries = os.scandir(top)
+                st = os.stat(top)
             except OSError:
                 continue
-            with entries:
-                for entry in entries:
-                    name = entry.name
-                    try:
-                        if name.startswith("."):
-                            continue
-                        if entry.is_dir(follow_symlinks=False):
-                            if name not in SKIP_DIRS and not os.path.exists(f"{entry.path}/pyvenv.cfg"):
-                                stack.append(entry.path)
-                        elif name.endswith(exts):
-                            st = entry.stat()
-                            out[Path(entry.path)] = (st.st_mtime_ns, st.st_size)
-                            if len(out) >= SCAN_CAP:
-                                self.truncated = True
-                                return out
-                    except OSError:
-                        continue
+            stamp = (st.st_mtime_ns, st.st_ctime_ns)
+            listing = before.get(top)
+            if listing is None or not listing.settled or listing.stamp != stamp:
+                listing = self._list(top, stamp, root=top == root)
+                if listing is None:
+                    continue
+            listings[top] = listing
+            for name, path in listing.files:
+                try:
+                    st = os.stat(name)
+                except OSError:
+                    continue
+                out[path] = (st.st_mtime_ns, st.st_size)
+                if len(out) >= SCAN_CAP:
+                    self.truncated = True
+                    self._listings = listings
+                    return out
+            stack.extend(listing.dirs)
         self.truncated = False
+        self._listings = listings
         return out
+
+    def _list(self, top: str, stamp: tuple[int, int], *, root: bool) -> _Listing | None:
+        """The folder's subfolders to scan and files of the server's extensions, as they are now."""
+        began = time.time_ns()
+        exts = self.conn.server.extensions
+        dirs: list[str] = []
+        files: list[tuple[str, Path]] = []
+        try:
+            entries = os.scandir(top)
+        except OSError:
+            return None
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name == "pyvenv.cfg" and not root:
+                    dirs, files = [], []  # a virtual environment: nothing in it is scanned
+                    break
+                try:
+                    if name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        if name not in SKIP_DIRS:
+                            dirs.append(entry.path)
+                    elif name.endswith(exts):
+                        files.append((entry.path, Path(entry.path)))
+                except OSError:
+                    continue
+        return _Listing(stamp, settled(stamp, began), tuple(dirs), tuple(files))
