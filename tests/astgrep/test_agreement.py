@@ -28,8 +28,8 @@ THRESHOLD = 0.95
 # languages still below the target: the agreement measured last (they fail below it, and are reported as
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
-    **dict.fromkeys(("json", "go", "bash", "php"), 0.85),
-    **dict.fromkeys(("cpp", "css", "java", "swift", "rust", "kotlin"), 0.90),
+    **dict.fromkeys(("json", "bash", "php"), 0.85),
+    **dict.fromkeys(("cpp", "css", "java", "swift", "rust"), 0.90),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -435,3 +435,24 @@ def test_agreement_with_ast_grep(lang, npm, sg_binary, agreement, tmp_path):
         f"purpose: {purposes}):\n" + "\n".join(differ)
     )
 
+
+# -- classes that diverged, each checked against the CLI on its corpus -----------------------------------
+
+CLASSES = [
+    # ast-grep's whole-file reading of metavariables and tokens is the ladder's: no pointer-type reading
+    ("go", "*$A"),
+    # a string whose quotes are no nodes is its content: the `\n` inside `"${a}\n${b}"` matches too
+    ("kotlin", '"\\n"'),
+    ("kotlin", '"\\t"'),
+]
+
+
+@pytest.mark.parametrize(("lang", "pattern"), CLASSES)
+def test_divergence_class_agrees(lang, pattern, npm, sg_binary, tmp_path):
+    root = tmp_path / lang
+    CORPORA[lang].copy(npm, root)
+    theirs = _run(sg_binary, lang, Case(pattern), root)
+    assert theirs, f"the CLI finds no {pattern!r} in the {lang} corpus"
+    with tether.open_run_sync(root, options={"max_output_chars": 10_000_000}) as run:
+        ours = _ours_search(run, lang, Case(pattern))
+    assert ours == _their_spans(theirs)
