@@ -28,8 +28,8 @@ THRESHOLD = 0.95
 # languages still below the target: the agreement measured last (they fail below it, and are reported as
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
-    **dict.fromkeys(("json", "go", "bash", "php"), 0.85),
-    **dict.fromkeys(("cpp", "css", "java", "swift", "rust", "kotlin"), 0.90),
+    **dict.fromkeys(("json", "bash", "php"), 0.85),
+    **dict.fromkeys(("cpp", "css", "java", "swift", "rust"), 0.90),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -331,13 +331,35 @@ def _agree(theirs: list[dict] | None, ours, case: Case, root: Path) -> bool:
     return ours == _their_rewrite(root, theirs)
 
 
-def _on_purpose(theirs: list[dict] | None, ours, case: Case) -> str | None:
+def _on_purpose(theirs: list[dict] | None, ours, case: Case, root: Path) -> str | None:
     """The kind of a difference on purpose (README), or None."""
     if isinstance(ours, str) and "adds syntax errors" in ours:
         return "rewrite that would not parse"
     if _ladder_find(theirs, ours, case):
         return "ladder reading"
+    if case.rewrite is not None and theirs is not None and _tab_indent_only(root, theirs, ours):
+        return "tab indentation"
     return None
+
+
+def _tab_indent_only(root: Path, theirs: list[dict], ours) -> bool:
+    """The rewrites differ only in the leading tabs of lines: ast-grep counts indentation in spaces
+    (a tab-indented line is 0 deep), so it carries the lines of a multi-line capture or template over
+    unshifted, where tether shifts them by the tabs of the code they land in (README)."""
+    mine = ours if isinstance(ours, dict) else None
+    them = _their_rewrite(root, theirs)
+    if mine is None or mine.keys() != them.keys() or mine == them:
+        return False
+    for name, data in mine.items():
+        a, b = data.split(b"\n"), them[name].split(b"\n")
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if x != y and (
+                x.lstrip(b" \t") != y.lstrip(b" \t") or b"\t" not in x[: len(x) - len(x.lstrip())]
+            ):
+                return False
+    return True
 
 
 def _ladder_find(theirs: list[dict] | None, ours, case: Case) -> bool:
@@ -392,7 +414,7 @@ def test_agreement_with_ast_grep(lang, npm, sg_binary, agreement, tmp_path):
             )
             if _agree(theirs[i], ours, case, root):
                 agreed += 1
-            elif (kind := _on_purpose(theirs[i], ours, case)) is not None:
+            elif (kind := _on_purpose(theirs[i], ours, case, root)) is not None:
                 on_purpose += 1
                 purposes[kind] = purposes.get(kind, 0) + 1
             else:
@@ -412,3 +434,25 @@ def test_agreement_with_ast_grep(lang, npm, sg_binary, agreement, tmp_path):
         f"{lang} ({corpus.origin}): {agreed}/{compared} cases agree with ast-grep (and {on_purpose} differ on "
         f"purpose: {purposes}):\n" + "\n".join(differ)
     )
+
+
+# -- classes that diverged, each checked against the CLI on its corpus -----------------------------------
+
+CLASSES = [
+    # ast-grep's whole-file reading of metavariables and tokens is the ladder's: no pointer-type reading
+    ("go", "*$A"),
+    # a string whose quotes are no nodes is its content: the `\n` inside `"${a}\n${b}"` matches too
+    ("kotlin", '"\\n"'),
+    ("kotlin", '"\\t"'),
+]
+
+
+@pytest.mark.parametrize(("lang", "pattern"), CLASSES)
+def test_divergence_class_agrees(lang, pattern, npm, sg_binary, tmp_path):
+    root = tmp_path / lang
+    CORPORA[lang].copy(npm, root)
+    theirs = _run(sg_binary, lang, Case(pattern), root)
+    assert theirs, f"the CLI finds no {pattern!r} in the {lang} corpus"
+    with tether.open_run_sync(root, options={"max_output_chars": 10_000_000}) as run:
+        ours = _ours_search(run, lang, Case(pattern))
+    assert ours == _their_spans(theirs)

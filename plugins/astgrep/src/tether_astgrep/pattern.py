@@ -337,10 +337,13 @@ def _accept(rung: Rung, text: str, strict: bool, grammar: Grammar, parser: Any) 
             "time (inside a body, $$$ stands for the statements around it)"
         )
     # down to the node the pattern really is (an expression statement holding a call is the call),
-    # never to a child narrower than its parent (CSS `#fff`: the `#` is the only child of the value)
-    while _is_single(node) and (node.child(0).start_byte, node.child(0).end_byte) == (
-        node.start_byte,
-        node.end_byte,
+    # never to a child narrower than its parent (CSS `#fff`: the `#` is the only child of the value), but
+    # in a whole file, ast-grep's own reading, to a narrower named child as ast-grep goes (a Kotlin `"\n"`
+    # is the string's content, its quotes no nodes: it matches the `\n` inside `"${a}\n${b}"` too)
+    whole_file = rung.template == PLACEHOLDER
+    while _is_single(node) and (
+        (whole_file and node.child(0).is_named)
+        or (node.child(0).start_byte, node.child(0).end_byte) == (node.start_byte, node.end_byte)
     ):
         node = node.child(0)
     return node, src
@@ -424,7 +427,13 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     if main.root[0] == META or rung.name == "keyword":
         return main
     others = []
-    own = index == 0 and rung.template == PLACEHOLDER  # the first rung is the whole file: ast-grep's reading
+    # the first rung is the whole file, or the whole file (through error recovery) reads a pattern of
+    # metavariables and tokens only as the rung did: that is ast-grep's own reading, and it finds code (a
+    # Go `*$A` is the unary expression, not a pointer type too); one that names something (`*FlagSet`)
+    # keeps its type reading, which ast-grep's reading, an expression, would not find
+    own = (index == 0 and rung.template == PLACEHOLDER) or (
+        not _names_code(main.root) and _file_reading(processed, grammar, parser) == main.root
+    )
     for later in grammar.ladder[index + 1 :]:
         # no other reading where the first rung parsed the pattern as a whole file into code: that is
         # ast-grep's own reading, and a TS `($A)` or `React.$A` read as a type too would find what it does
@@ -451,6 +460,30 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
             if other.root != main.root and other.root[0] != META:
                 others.append(other)
     return attrs.evolve(main, also=tuple(others)) if others else main
+
+
+def _names_code(root: tuple) -> bool:
+    """Whether a pattern tree holds a named leaf (a name, a literal), not only metavariables and tokens."""
+    stack = [root]
+    while stack:
+        p = stack.pop()
+        if p[0] == TERM and p[3]:
+            return True
+        if p[0] == INNER:
+            stack.extend(p[2])
+    return False
+
+
+def _file_reading(processed: str, grammar: Grammar, parser: Any) -> tuple | None:
+    """The pattern tree ast-grep makes of the pattern: the whole file, through error recovery if need
+    be, down to its single node (None when it holds several)."""
+    src = processed.encode()
+    node = parser.parse(src).root_node
+    if node.child_count == 0 or not _is_single(node):
+        return None
+    while _is_single(node):
+        node = node.child(0)
+    return _convert(node, src, grammar.expando, {})
 
 
 def _recovered(processed: str, grammar: Grammar, parser: Any) -> tuple[Any, bytes] | None:
