@@ -5,9 +5,10 @@
   // named __tether_*: their frames are left out of a cell's traceback (see render.py)
   const toolResult = function __tether_toolResult(name, args = {}) {
     if (typeof name !== "string") throw new TypeError("tool(): the tool name must be a string");
-    const answer = prompt(MARKER + JSON.stringify({ tool: name, args: args ?? {} }));
+    const answer = prompt(MARKER + JSON.stringify({ calls: [{ tool: name, args: args ?? {} }] }));
     try {
-      return JSON.parse(answer);
+      const reply = JSON.parse(answer).results[0];
+      return { ...reply, images: (reply.images ?? []).length };
     } catch {
       throw new Error(`tool(${JSON.stringify(name)}): no answer from the tether run (stdin is not connected)`);
     }
