@@ -69,6 +69,10 @@ class ToolArgumentsError(TypeError):
     """Arguments that do not fit a tool's schema: raised in the cell before the tool is called."""
 
 
+class ToolNotFoundError(AttributeError):
+    """A tool this kernel's surface cannot see: `tools` has no such attribute."""
+
+
 class Image:
     """An image a tool returned: `.data` (bytes) and `.mime_type`; displayed as an image."""
 
@@ -298,7 +302,7 @@ class _Namespace:
         entry = _catalog["tools"].get(name)
         if entry is None:
             shown = ", ".join(sorted(_catalog["tools"])[:40]) or "none"
-            raise AttributeError(
+            raise ToolNotFoundError(
                 f"tools has no tool {name!r} on this surface; tools.help() lists them ({shown})"
             )
         return entry
