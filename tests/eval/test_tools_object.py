@@ -27,6 +27,15 @@ async def cell(run, code):
     return await run.call("eval", {"code": code, "description": D})
 
 
+def _shown(r) -> list[str]:
+    """The cell's answer, without the banner of a kernel that started for it."""
+    return [
+        line
+        for line in r.plain.strip().splitlines()
+        if not line.endswith(")]") or " kernel started: " not in line
+    ]
+
+
 def _last_json(r) -> object:
     return json.loads(r.plain.strip().splitlines()[-2 if "tool call(s)" in r.plain else -1])
 
@@ -141,7 +150,7 @@ async def test_an_absent_tool_is_one_line_not_a_traceback(run, exec_run):
         await cell(exec_run, "tools.write_file(path='a', content='b')"),
     ):
         assert r.is_error and r.data["error"]["ename"] == "ToolNotFoundError", r.plain
-        (line,) = r.plain.strip().splitlines()
+        (line,) = _shown(r)
         assert line.startswith("ToolNotFoundError: tools has no tool ") and "tools.help() lists them" in line
     r = await cell(exec_run, "print(hasattr(tools, 'write_file'), hasattr(tools, 'echo'))")
     assert "False True" in r.plain, r.plain
@@ -158,7 +167,7 @@ async def test_js_every_visible_tool_but_eval_has_a_stub_with_its_schema(run):
     r = await js(
         run,
         "console.log(JSON.stringify(Object.fromEntries(Object.keys(tools)"
-        ".filter((n) => !['call', 'help'].includes(n)).map((n) => [n, tools[n].schema]))))",
+        ".filter((n) => !['call', 'declarations', 'help'].includes(n)).map((n) => [n, tools[n].schema]))))",
     )
     assert not r.is_error, r.plain
     assert _last_json(r) == {t.name: t.input_schema for t in run.tools() if t.name != "eval"}
@@ -191,7 +200,7 @@ async def test_js_wrong_arguments_reject_before_any_call_with_the_tools_own_mess
     own = await run.call("echo", args)
     r = await js(run, f"await tools.echo({shown})")
     assert r.is_error and r.data["tool_calls"] == 0, r.plain
-    assert r.plain.strip() == f"ToolArgumentsError: {own.plain}", (r.plain, own.plain)
+    assert _shown(r) == [f"ToolArgumentsError: {own.plain}"], (r.plain, own.plain)
 
 
 async def test_js_promise_all_overlaps_reads_and_never_two_writes_of_one_file(run):
@@ -213,13 +222,13 @@ async def test_js_promise_all_overlaps_reads_and_never_two_writes_of_one_file(ru
 
 async def test_js_absent_tools_are_one_line_and_a_surface_hides_its_write_tools(run, exec_run):
     r = await js(run, "tools.eval")
-    assert r.plain.strip().startswith("ToolNotFoundError: tools has no tool 'eval' on this surface"), r.plain
-    assert len(r.plain.strip().splitlines()) == 1
+    (line,) = _shown(r)
+    assert line.startswith("ToolNotFoundError: tools has no tool 'eval' on this surface"), r.plain
     r = await js(
         exec_run, "console.log(JSON.stringify(['write_file' in tools, 'echo' in tools, Object.keys(tools)]))"
     )
     assert not r.is_error, r.plain
-    assert _last_json(r) == [False, True, ["danger", "echo", "fail", "slow", "call", "help"]]
+    assert _last_json(r) == [False, True, ["danger", "echo", "fail", "slow", "call", "declarations", "help"]]
 
 
 # -- approval: a cell's write asks as the model's own call does -----------------------------------
@@ -274,3 +283,31 @@ async def test_with_nobody_to_approve_a_cells_write_is_refused(tmp_path, no_left
         r = await cell(run, "r = tools.write(path='a.txt', content='x')\nprint(r.is_error, str(r))")
     assert "True call to write was not approved: approval by card is on but no human is connected" in r.plain
     assert not (tmp_path / "a.txt").exists()
+
+
+async def test_js_declarations_type_check_calls_with_deno(run, tmp_path):
+    import os
+    import subprocess
+
+    import deno
+
+    r = await js(run, "console.log(tools.declarations())")
+    assert not r.is_error and "export interface Tools" in r.plain, r.plain
+    (tmp_path / "tools.d.ts").write_text(r.plain[r.plain.index("// The run's tools") :])
+    head = 'import type { Tools } from "./tools.d.ts";\ndeclare const t: Tools;\n'
+    (tmp_path / "good.ts").write_text(
+        head + "const r = await t.echo({ text: 'a' });\nconst s: string = r.text;\n"
+    )
+    (tmp_path / "bad.ts").write_text(head + "await t.echo({ txt: 'a' });\nawait t.slow({ seconds: 'x' });\n")
+
+    command = [deno.find_deno_bin(), "check", "--quiet", "good.ts", "bad.ts"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    checked = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert checked.returncode != 0 and "Found 2 errors." in checked.stderr, checked.stderr
+    assert "good.ts" not in checked.stderr, checked.stderr  # both errors are bad.ts's
+    assert (
+        "'txt' does not exist" in checked.stderr
+        and "'string' is not assignable to type 'number'" in checked.stderr
+    )
