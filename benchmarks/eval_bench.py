@@ -1,12 +1,18 @@
 """eval vs raw jupyter_client, side by side in one process: kernel start, a `1+1` cell, print cells
-(1 and 30 lines, then a result), a tool() round trip.
+(1 and 30 lines, then a result), a tool() round trip; and 100 `read` calls from a cell (tool(),
+`tools.read` one after another, the `tools` object's batched form) against `run.call` in process.
 
 Run: uv run python benchmarks/eval_bench.py  (prints medians and each ratio against its target)
+     uv run python benchmarks/eval_bench.py --tools  (the 100 reads only)
 
 Anchor = the same kernels driven by jupyter_client directly: AsyncKernelManager.start_kernel +
 wait_for_ready for start; AsyncKernelClient.execute_interactive (outputs until idle, then the reply)
 for a cell, with its stdin_hook answering input()/prompt() for the bridge. Bridge medians are timed inside the kernel around
 each call, for both sides.
+
+Anchor of the 100 reads = the same 100 calls of `read` through `run.call` in the run's own process: one
+after another for the sequential rows, under asyncio.gather for the batched one. The cell's loop is timed
+inside the kernel; the median of TOOLS_REPEATS loops is shown, with the cost per call over the anchor.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ START_SAMPLES = 11
 CELL_SAMPLES = 100
 PRINT_SAMPLES = 30
 BRIDGE_CALLS = 300
+TOOLS_CALLS = 100
+TOOLS_REPEATS = 11
 D = "benchmark a cell of the eval tool"
 
 
@@ -286,13 +294,107 @@ async def measure_prints(language: str, run: Any, raw: Raw, lines: int, rows: li
     )
 
 
+def tools_code(language: str, loop: str) -> str:
+    """A cell timing TOOLS_REPEATS runs of ``loop`` (TOOLS_CALLS calls) and printing their median."""
+    if language == "python":
+        body = "\n".join("    " + line for line in loop.splitlines())
+        return (
+            "import asyncio, statistics, time\n_ts = []\n"
+            f"for _r in range({TOOLS_REPEATS}):\n    _t = time.perf_counter()\n{body}\n"
+            "    _ts.append(time.perf_counter() - _t)\nprint('MEDIAN', statistics.median(_ts) * 1000)"
+        )
+    return (
+        f"const _ts = [];\nfor (let _r = 0; _r < {TOOLS_REPEATS}; _r++) {{\n  const _t = performance.now();\n{loop}\n"
+        "  _ts.push(performance.now() - _t);\n}\n_ts.sort((a, b) => a - b);\n"
+        "console.log('MEDIAN', _ts[Math.floor(_ts.length / 2)]);"
+    )
+
+
+TOOLS_LOOPS = {
+    "python": [
+        ("tool('read') one by one", f"for _i in range({TOOLS_CALLS}): tool('read', path='data.txt')", False),
+        ("tools.read one by one", f"for _i in range({TOOLS_CALLS}): tools.read(path='data.txt')", False),
+        (
+            "tools.aio.read gathered",
+            f"await asyncio.gather(*(tools.aio.read(path='data.txt') for _i in range({TOOLS_CALLS})))",
+            True,
+        ),
+    ],
+    "javascript": [
+        (
+            "tool('read') one by one",
+            f"for (let i = 0; i < {TOOLS_CALLS}; i++) tool('read', {{path: 'data.txt'}});",
+            False,
+        ),
+        (
+            "await tools.read one by one",
+            f"for (let i = 0; i < {TOOLS_CALLS}; i++) await tools.read({{path: 'data.txt'}});",
+            False,
+        ),
+        (
+            "tools.read under Promise.all",
+            f"await Promise.all(Array.from({{length: {TOOLS_CALLS}}}, () => tools.read({{path: 'data.txt'}})));",
+            True,
+        ),
+    ],
+}
+
+
+async def measure_tools(root: Path, rows: list) -> None:
+    """100 `read` calls from a cell, each way, against the same calls through `run.call` in process."""
+    import tether.files
+
+    (root / "data.txt").write_text("".join(f"line {i}\n" for i in range(20)))
+    args = {"path": "data.txt"}
+    async with tether.open_run(root, plugins=[tether.files, eval_plugin], load_entry_points=False) as run:
+
+        async def anchor(gathered: bool) -> float:
+            times = []
+            for _ in range(TOOLS_REPEATS):
+                t = time.perf_counter()
+                if gathered:
+                    await asyncio.gather(*(run.call("read", args) for _ in range(TOOLS_CALLS)))
+                else:
+                    for _ in range(TOOLS_CALLS):
+                        await run.call("read", args)
+                times.append(time.perf_counter() - t)
+            return statistics.median(times) * 1000
+
+        for language, loops in TOOLS_LOOPS.items():
+            await run.call("eval", {"code": "0", "description": D, "language": language})
+            for name, loop, gathered in loops:
+                base = await anchor(gathered)
+                r = await run.call(
+                    "eval", {"code": tools_code(language, loop), "description": D, "language": language}
+                )
+                assert not r.is_error and "MEDIAN" in r.plain, r.plain
+                rows.append((f"{language} {TOOLS_CALLS} x {name}", base, median_from(r.plain)))
+
+
+def print_tools(rows: list) -> None:
+    print(
+        f"{'measure (median of ' + str(TOOLS_REPEATS) + ')':44} {'run.call anchor':>15} {'cell':>11} {'ratio':>7}"
+        "  over the anchor per call (target <= 1 ms)"
+    )
+    for name, anchor, ours in rows:
+        per_call = (ours - anchor) / TOOLS_CALLS
+        verdict = "ok" if per_call <= 1.0 else "OVER"
+        print(
+            f"{name:44} {anchor:12.2f} ms {ours:8.2f} ms {ours / anchor:6.2f}x  {per_call:+.3f} ms {verdict}"
+        )
+
+
 async def main() -> None:
     rows: list = []
+    tool_rows: list = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for language in ("python", "javascript"):
-            await bench(language, root, rows)
-    print(f"{'measure':36} {'raw jupyter_client':>19} {'tether eval':>12} {'ratio':>7}  target")
+        if "--tools" not in sys.argv:
+            for language in ("python", "javascript"):
+                await bench(language, root, rows)
+        await measure_tools(root, tool_rows)
+    if rows:
+        print(f"{'measure':36} {'raw jupyter_client':>19} {'tether eval':>12} {'ratio':>7}  target")
     for name, raw, ours, target, unit in rows:
         ratio = ours / raw if raw else float("nan")
         if target is None:  # the bridge target is absolute: <= 1 ms median
@@ -302,6 +404,7 @@ async def main() -> None:
             verdict = "ok" if ratio <= target else "OVER"
             goal = f"<= {target}x"
         print(f"{name:36} {raw:16.2f} {unit} {ours:9.2f} {unit} {ratio:6.2f}x  {goal} {verdict}")
+    print_tools(tool_rows)
 
 
 if __name__ == "__main__":

@@ -312,6 +312,7 @@ class Kernel:
         self._answered = asyncio.Event()  # set whenever one of them gets a part of its answer
         self._closing = False
         self.lost = ""  # why the kernel was given up while its process still ran
+        self.catalog = ""  # the run's tools last sent to the kernel's `tools` object (JSON)
 
     # -- start ----------------------------------------------------------------------------------
 

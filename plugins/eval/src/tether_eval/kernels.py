@@ -126,6 +126,9 @@ class KernelFactory:
         self._dir: Path | None = None
         self._serial = itertools.count(1)
         self.python_note = ""
+        from tether_eval.tools import Overlap
+
+        self.overlap = Overlap()  # which calls from cells may run at once (see Overlap)
         # a kernel died while no cell ran (killed from outside, OOM): True, or why it was given up
         self.lost_between_cells: bool | str = False
 

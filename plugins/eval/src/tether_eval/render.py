@@ -33,6 +33,8 @@ MAX_HTML_CHARS = 500_000  # HTML parsed per output: a bigger page is cut first (
 INLINE_HTML_CHARS = 20_000  # up to this much HTML in a cell is rendered on the event loop, more in a thread
 MAX_IMAGES = 8
 MAX_TRACEBACK_FRAMES = 8
+# raised by a cell's `tools` object (kernel_side/): the message is all there is to say, no traceback
+ONE_LINE_ERRORS = frozenset({"ToolArgumentsError", "ToolNotFoundError"})
 
 
 def strip_ansi(text: str) -> str:
@@ -211,6 +213,9 @@ def render(
             ename, evalue = content.get("ename", "Error"), strip_ansi(str(content.get("evalue", "")))
             frames, omitted = trim_traceback(list(content.get("traceback") or []))
             error = {"ename": ename, "evalue": evalue}
+            if ename in ONE_LINE_ERRORS:
+                parts.append(f"{ename}: {evalue}")
+                continue
             lines = ["Traceback (the cell's own frames):" if frames else ""]
             lines += frames
             if omitted:
