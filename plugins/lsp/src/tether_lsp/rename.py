@@ -166,7 +166,8 @@ async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
 
     writes = plan.writes()
     found = await preview(run, writes)
-    total = answer.data["edits"]
+    counts = answer.data or {}
+    total = counts["edits"]
     what = f"a rename ({total} edit(s))"
     edit = run.staging.stage("lsp_rename", writes, list(plan.originals.values()), what, found)
     head = (
@@ -177,7 +178,7 @@ async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
     old = await asyncio.to_thread(lambda: {p: p.read_bytes() if p.is_file() else None for p in writes})
     lines = [head, *answer.plain.splitlines()[1:], *found.render(sorted(run.relpath(p) for p in writes))]
     lines += diff_lines(run, old, writes)
-    data = {**answer.data, "edit_id": edit.edit_id, "preview": found.to_json()}
+    data = {**counts, "edit_id": edit.edit_id, "preview": found.to_json()}
     return ToolResult.text("\n".join(lines), data)
 
 
