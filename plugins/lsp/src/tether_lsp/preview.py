@@ -33,7 +33,7 @@ from tether_lsp.connection import Connection
 from tether_lsp.write_diagnostics import before_write, budget, wait_round, with_change
 
 DELETED = "a deletion is not previewed; the write reports what it breaks"
-OFF = "previews are off in this run (run option lsp_previews)"
+OFF = "previews are off in this run: run option lsp_previews"
 
 
 def why_late(conn: Connection, timeout: float) -> str:
