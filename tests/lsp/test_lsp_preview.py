@@ -3,7 +3,7 @@
 A staged change (`ast_edit`, `lsp_rename` with preview) or a dry run says what it would break, from the
 server given the new contents as unsaved documents, and the server is put back to the disk after: nothing is
 written, and what is asked after a preview is answered from the disk. Every test leaves the files as it found
-them; the tests run under CPU load (the rounds waited for are those of a busy machine). The first preview
+them; the test of concurrent calls runs under CPU load (its rounds are those of a busy machine). The first preview
 of a fresh run, and a staged change's if_clean, are in tests/lsp/test_lsp_click.py.
 """
 
@@ -87,7 +87,6 @@ async def test_a_query_and_a_second_preview_wait_for_a_preview_and_find_the_disk
     assert (root / UTILS).read_text() == text
 
 
-@pytest.mark.usefixtures("cpu_stress")
 async def test_a_previewed_rename_is_staged_with_its_counts_and_refused_once_a_file_changed(click):
     run, root = click
     core = (root / "src/click/core.py").read_text()

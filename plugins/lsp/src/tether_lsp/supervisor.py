@@ -75,6 +75,8 @@ class Gate:
 
     async def hold(self) -> None:
         """Wait until nothing shares the gate and no other preview holds it, and hold it (`release` ends it)."""
+        if _sharing.get():  # it would wait for itself
+            raise RuntimeError("a preview cannot be taken inside a query or a write's diagnostics")
         async with self._cond:
             self._waiting += 1
             try:
