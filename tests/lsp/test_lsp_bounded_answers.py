@@ -78,11 +78,13 @@ async def test_a_refused_resolve_asks_no_language_server_for_a_baseline(tmp_path
     root = samples.write_tree(
         tmp_path / "ag", {"pyproject.toml": "[project]\nname = 'ag'\n", "m.py": "x.append(1)\n"}
     )
-    async with tether.open_run(root, plugins=[tether.files]) as run:
+    # previews off: the staging starts no server either, and says the file was not checked
+    async with tether.open_run(root, plugins=[tether.files], options={"lsp_previews": False}) as run:
         staged = await run.call(
             "ast_edit", {"pattern": "$X.append($Y)", "rewrite": "$X.extend([$Y])", "path": "m.py"}
         )
         assert not staged.is_error, staged.plain
+        assert "not checked (previews are off in this run: run option lsp_previews): m.py" in staged.plain
         (root / "m.py").write_text("y.append(2)\n")
         r = await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert r.is_error and r.data["error"] == "changed_since_staged", r.plain

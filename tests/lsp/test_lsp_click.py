@@ -25,6 +25,16 @@ ECHO = (
     "    message: object = None,\n    file: t.IO[t.Any] | None = None,",
     "    message: object,\n    file: t.IO[t.Any] | None = None,",
 )
+UTILS = "src/click/utils.py"
+# the same change as ECHO for ast_edit (echo's message loses its default), and back
+ECHO_PARAM = {"kind": "typed_default_parameter", "regex": r"^message: object = None$"}
+ECHO_FIX = {"kind": "typed_parameter", "regex": r"^message: object$"}
+BROKEN = {("src/click/core.py", 1591, "reportCallIssue"), ("src/click/termui.py", 1024, "reportCallIssue")}
+
+
+def previewed(r) -> set[tuple[str, int, str | None]]:
+    """(file, line, code) of each diagnostic a staged change's or dry run's preview says it would introduce."""
+    return {(d["file"], d["line"], d["code"]) for d in r.data["preview"]["introduced"]}
 
 
 @pytest.mark.timeout(300)
@@ -61,13 +71,43 @@ async def test_a_break_is_reported_by_the_write_that_made_it_and_its_fix_reports
 @pytest.mark.usefixtures("cpu_stress")
 async def test_a_signature_change_reports_every_broken_caller_also_in_never_opened_files(click_root):
     async with tether.open_run(click_root, plugins=[tether.files], options=WRITE_OPTIONS) as run:
+        # staged first: the preview finds the same broken callers, and if_clean refuses to write them
+        text = (click_root / "src/click/utils.py").read_text()
+        staged = await run.call(
+            "ast_edit", {"rule": {"rule": ECHO_PARAM}, "rewrite": "message: object", "path": UTILS}
+        )
+        assert not staged.is_error, staged.plain
+        assert previewed(staged) == BROKEN, staged.plain
+        assert "This change would introduce 2 error(s)" in staged.plain
+        opened = {
+            d.path
+            for c in run.resource("tether_lsp_supervisor").connections.values()
+            for d in c.docs.values()
+        }
+        assert not opened & {click_root / f for f, *_ in BROKEN}  # asked of the server, never opened
+        refused = await run.call(
+            "resolve", {"edit_id": staged.data["edit_id"], "action": "accept", "if_clean": True}
+        )
+        assert refused.is_error and refused.data["error"] == "not_clean", refused.plain
+        assert "found 2 new errors" in refused.plain and "Nothing was written" in refused.plain
+        assert (click_root / UTILS).read_text() == text
         r = await edit(run, "src/click/utils.py", *ECHO)
         got = introduced(r)
         assert ("src/click/termui.py", 1024, "reportCallIssue") in got, r.plain
         assert ("src/click/core.py", 1591, "reportCallIssue") in got, r.plain
         assert {f for f, *_ in got} == {"src/click/termui.py", "src/click/core.py"}, r.plain
-        r = await edit(run, "src/click/utils.py", ECHO[1], ECHO[0])
+        # the fix, staged: it previews clean, and its write (if_clean) introduces nothing
+        fix = await run.call(
+            "ast_edit", {"rule": {"rule": ECHO_FIX}, "rewrite": "message: object = None", "path": UTILS}
+        )
+        assert not fix.is_error and previewed(fix) == set() and fix.data["preview"]["unchecked"] == [], (
+            fix.plain
+        )
+        assert "The preview found no new diagnostics: nothing would be introduced." in fix.plain
+        r = await run.call("resolve", {"edit_id": fix.data["edit_id"], "action": "accept", "if_clean": True})
+        assert not r.is_error, r.plain
         assert introduced(r) == [] and "also changed" not in r.plain, r.plain
+        assert (click_root / UTILS).read_text() == text
 
 
 @pytest.mark.usefixtures("cpu_stress")

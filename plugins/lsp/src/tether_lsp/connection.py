@@ -123,6 +123,8 @@ class Connection:
         self.encoding = "utf-16"
         self.capabilities: Any = None
         self.docs: dict[str, Doc] = {}  # by uri
+        # documents a preview holds at unsaved contents (`overlay`): the disk is not synced into them meanwhile
+        self.overlays: set[str] = set()
         self.published: dict[str, Published] = {}  # by uri
         self.stderr_tail: deque[str] = deque(maxlen=40)
         self.log_tail: deque[str] = deque(maxlen=20)
@@ -618,7 +620,10 @@ class Connection:
         return self.open(doc.path)
 
     def sync_doc(self, doc: Doc) -> bool:
-        """Re-read an open document whose file changed on disk; True when the server was told."""
+        """Re-read an open document whose file changed on disk; True when the server was told. A document
+        a preview holds (`overlay`) is left as it is: its restore syncs it."""
+        if doc.uri in self.overlays:
+            return False
         stat = file_stat(doc.path)
         if stat == doc.stat:
             return False
@@ -633,6 +638,66 @@ class Connection:
             return False
         self.set_text(doc, text)
         return True
+
+    def overlay(self, path: Path, text: str) -> Callable[[], None]:
+        """Give the server ``text`` as the unsaved content of ``path`` (didChange of the open document, or
+        didOpen of a file not open, which need not exist on disk), held until the callable returned is
+        called: it puts the server back to the disk (didChange to the file's text, or didClose of a document
+        opened here), and the next round waited for is the one after that."""
+        uri = path.as_uri()
+        doc = self.docs.get(uri)
+        if doc is not None:
+            self.overlays.add(uri)
+            if doc.text != text:
+                self.set_text(doc, text, save=False)
+
+            def put_back() -> None:
+                self.overlays.discard(uri)
+                if self.docs.get(uri) is not doc:
+                    return
+                disk = read_text(path)
+                if disk is None:
+                    self.close_doc(doc)
+                    self.last_mark = self.mark()
+                elif disk != doc.text:
+                    self.set_text(doc, disk)
+                else:
+                    doc.stat = file_stat(path) or doc.stat
+
+            return put_back
+        doc = Doc(
+            path, uri, 1, text, file_stat(path) or (0, 0), self.server.language_id(path), self.mark(uri, 1)
+        )
+        kept = self.published.get(
+            uri
+        )  # of the disk's content, published before (a server of the whole program)
+        if self.first_open is None:
+            self.first_open = time.monotonic()
+        self.last_mark = doc.mark
+        self.docs[uri] = doc
+        self.overlays.add(uri)
+        self.edits[uri] += 1
+        self.notify(
+            "textDocument/didOpen",
+            self.lsp.DidOpenTextDocumentParams(
+                text_document=self.lsp.TextDocumentItem(
+                    uri=uri, language_id=doc.language_id, version=1, text=text
+                )
+            ),
+        )
+
+        def close() -> None:
+            self.overlays.discard(uri)
+            if self.docs.get(uri) is doc:
+                self.close_doc(doc)
+                # the unsaved content's list is not the file's: the disk's (until the server publishes it anew)
+                if kept is not None and not self.open_files:
+                    self.published[uri] = kept
+                else:
+                    self.published.pop(uri, None)
+                self.last_mark = self.mark()
+
+        return close
 
     # -- diagnostics ----------------------------------------------------------------------------
 

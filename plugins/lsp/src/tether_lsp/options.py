@@ -43,3 +43,8 @@ class LspOptions:
         default=None,
         minimum=0,
     )
+    lsp_previews: bool = arg(
+        "staged changes (ast_edit, lsp_rename with preview) and dry runs of the file tools are checked by the "
+        "language servers as unsaved contents, within diagnostics_timeout (false: they are not checked, and say so)",
+        default=True,
+    )

@@ -68,7 +68,8 @@ async def tether_diagnostics_before_write(run: Any, paths: Any, call_id: str) ->
         return None
     from tether_lsp.write_diagnostics import before_write
 
-    return await before_write(run, sup, list(paths), call_id)
+    async with sup.gate.shared():  # not while a preview holds the servers
+        return await before_write(run, sup, list(paths), call_id)
 
 
 @hookimpl
@@ -78,4 +79,15 @@ async def tether_diagnostics_after_write(run: Any, paths: Any, call_id: str) -> 
         return None
     from tether_lsp.write_diagnostics import after_write
 
-    return await after_write(run, sup, list(paths), call_id)
+    async with sup.gate.shared():
+        return await after_write(run, sup, list(paths), call_id)
+
+
+@hookimpl
+async def tether_diagnostics_preview(run: Any, contents: Any, call_id: str) -> Any:
+    sup = _supervisor(run)
+    if sup is None:
+        return None
+    from tether_lsp.preview import preview
+
+    return await preview(run, sup, dict(contents), call_id)

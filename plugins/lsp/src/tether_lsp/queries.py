@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -787,21 +788,30 @@ def identifier_at(source_line: str, char: int, symbol: str) -> str:
 
 
 def occurrences(
-    conn: Any, run: Any, name: str, skip: set[Path], files: list[Path] | None = None
+    conn: Any,
+    run: Any,
+    name: str,
+    skip: set[Path],
+    files: list[Path] | None = None,
+    texts: Mapping[Path, str | None] | None = None,
 ) -> list[tuple[str, int, str]]:
     """(file, line, text) of every whole-word occurrence of ``name`` in the server's source files under
     its root (``files`` when the caller has a current list, else scanned now), except in the files ``skip``.
-    Files are read from disk, bounded."""
+    Files are read from disk, bounded; those of ``texts`` (a change not written yet) from there."""
     pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
     found = []
+    texts = texts or {}
     for path in sorted(conn.watcher.scan() if files is None else files):
         if path in skip:
             continue
         rel = run.relpath(path)
         try:
-            if path.stat().st_size > SCAN_BYTES:
+            if path in texts:
+                text = texts[path] or ""
+            elif path.stat().st_size > SCAN_BYTES:
                 continue
-            text = path.read_text(encoding="utf-8")
+            else:
+                text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         if name not in text:

@@ -2,7 +2,9 @@
 
 The server computes the edits (`textDocument/rename`); tether plans them (`edits.plan_workspace_edit`),
 writes every file or none under the root's write lock, tells the server, and says what the server did
-not rename: the old name still written as a whole word elsewhere, and aliases that keep it.
+not rename: the old name still written as a whole word elsewhere, and aliases that keep it. With
+``preview``, nothing is written: the rename is staged (`tether.staging`, accepted or discarded with
+`resolve`) and answered with the diagnostics it would introduce.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ class RenameArgs:
         default=None,
         minimum=1,
     )
+    preview: bool = arg(
+        "Write nothing: stage the rename (resolve with its edit_id accepts or discards it) and say what it "
+        "would break.",
+        default=False,
+    )
 
 
 async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
@@ -56,6 +63,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
+    planned: list[Any] = []  # with preview: the plan, staged once the servers are free again
 
     async def rename(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
@@ -95,10 +103,14 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                     {"error": "nothing_to_rename"},
                 )
             )
-        await write_planned([conn], run, plan, "the rename")
+        if args.preview:
+            planned.append(plan)
+        else:
+            await write_planned([conn], run, plan, "the rename")
         files = [{"file": run.relpath(p), "edits": n} for p, n in sorted(plan.edits.items()) if n]
         total = sum(f["edits"] for f in files)
-        lines = [f"renamed '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
+        did = "would rename" if args.preview else "renamed"
+        lines = [f"{did} '{args.symbol}' to '{args.new_name}': {total} edit(s) in {len(files)} file(s)"]
         lines += [f"  {f['file']}: {f['edits']} edit(s)" for f in files]
         lines += [f"  {op}" for op in plan.operations]
         if extra:
@@ -118,12 +130,14 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         left = (
             []
             if old_name == args.new_name
-            else await asyncio.to_thread(occurrences, conn, run, old_name, set())
+            else await asyncio.to_thread(
+                occurrences, conn, run, old_name, set(), None, plan.contents if args.preview else None
+            )
         )
         left = [x for x in left if (x[0], x[1]) not in {(f, n) for f, n, _ in kept}]
         if left:
             lines.append(
-                f"NOT renamed: '{old_name}' is still written as a whole word in {len(left)} place(s) the server did not change "
+                f"NOT renamed: '{old_name}' is {'would still be' if args.preview else 'still'} written as a whole word in {len(left)} place(s) the server did not change "
                 f"(files outside {conn.server.id}'s program, .gitignore'd ones included, such as tests outside pyright's or "
                 "tsconfig's include, or "
                 "comments, strings, another symbol of that name); check each and edit the ones that use the renamed symbol:"
@@ -139,7 +153,33 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         }
         return ToolResult.text("\n".join(lines), data)
 
-    return await sup.with_file(path, rename)
+    answer = await sup.with_file(path, rename)
+    if not planned:
+        return answer
+    return await _staged(run, planned[0], answer)
+
+
+async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
+    """A previewed rename: staged through the run's one door (its drift check and all-or-nothing `resolve`),
+    with what it would introduce (the servers are free again: the preview holds them alone)."""
+    from tether.staging import diff_lines, preview
+
+    writes = plan.writes()
+    found = await preview(run, writes)
+    counts = answer.data or {}
+    total = counts["edits"]
+    what = f"a rename ({total} edit(s))"
+    edit = run.staging.stage("lsp_rename", writes, list(plan.originals.values()), what, found)
+    head = (
+        f"(proposed) {answer.plain.splitlines()[0]}; nothing is written until you call resolve with edit_id "
+        f'"{edit.edit_id}" and action "accept" (or "discard"; with if_clean: true it writes only if this '
+        "preview found no new errors)."
+    )
+    old = await asyncio.to_thread(lambda: {p: p.read_bytes() if p.is_file() else None for p in writes})
+    lines = [head, *answer.plain.splitlines()[1:], *found.render(sorted(run.relpath(p) for p in writes))]
+    lines += diff_lines(run, old, writes)
+    data = {**counts, "edit_id": edit.edit_id, "preview": found.to_json()}
+    return ToolResult.text("\n".join(lines), data)
 
 
 OPEN_CAP = 50  # files outside the program opened for one rename; the rest is listed as not renamed
@@ -191,4 +231,4 @@ def rename_touches(args: RenameArgs) -> list[str]:
         raise ToolError(
             f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
         )
-    return [args.file]
+    return [] if args.preview else [args.file]  # a preview writes nothing: no diagnostics of a write

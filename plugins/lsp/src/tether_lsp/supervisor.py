@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +41,61 @@ class NotAnswered(Exception):
         return self.answer
 
 
+_sharing: contextvars.ContextVar[bool] = contextvars.ContextVar("tether_lsp_gate_shared", default=False)
+
+
+class Gate:
+    """The run's servers are either shared (queries, a write's diagnostics: any number at once) or held by
+    one preview, whose unsaved contents no other answer must see (`tether_lsp.preview`). A preview waiting
+    goes before queries asked after it; a query asked while its own caller shares the gate (a tool's query
+    inside another's) is not held up again."""
+
+    def __init__(self) -> None:
+        self._cond = asyncio.Condition()
+        self._shared = 0
+        self._held = False
+        self._waiting = 0
+
+    @contextlib.asynccontextmanager
+    async def shared(self) -> AsyncIterator[None]:
+        if _sharing.get():
+            yield
+            return
+        async with self._cond:
+            await self._cond.wait_for(lambda: not self._held and not self._waiting)
+            self._shared += 1
+        token = _sharing.set(True)
+        try:
+            yield
+        finally:
+            _sharing.reset(token)
+            async with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    async def hold(self) -> None:
+        """Wait until nothing shares the gate and no other preview holds it, and hold it (`release` ends it)."""
+        if _sharing.get():  # it would wait for itself
+            raise RuntimeError("a preview cannot be taken inside a query or a write's diagnostics")
+        async with self._cond:
+            self._waiting += 1
+            try:
+                await self._cond.wait_for(lambda: not self._held and not self._shared)
+            finally:
+                self._waiting -= 1
+                self._cond.notify_all()
+            self._held = True
+
+    async def release(self) -> None:
+        async with self._cond:
+            self._held = False
+            self._cond.notify_all()
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+
 class Supervisor:
     """One per run. Cheap to create: nothing starts before the first query."""
 
@@ -56,6 +113,9 @@ class Supervisor:
         # by (server id, root): the connection started there, whether the run trusted its root, and the
         # binary and note its availability found (`availability` reuses them while that connection runs)
         self._found: dict[tuple[str, Path], tuple[Connection, bool, str | None, str | None]] = {}
+        self.gate = Gate()
+        # the wait for the servers' round after a preview's contents were put back (it holds the gate)
+        self.putting_back: asyncio.Task[Any] | None = None
         self._closed = False
 
     # -- options and definitions ---------------------------------------------------------------
@@ -293,8 +353,15 @@ class Supervisor:
     async def _on(self, avail: Availability, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]) -> T:
         """Run ``fn`` against one server with the file open and everything re-synced.
 
-        A server that died is restarted with its documents re-opened and ``fn`` retried once.
+        A server that died is restarted with its documents re-opened and ``fn`` retried once. Never while a
+        preview holds the servers (`Gate`).
         """
+        async with self.gate.shared():
+            return await self._on_shared(avail, path, fn)
+
+    async def _on_shared(
+        self, avail: Availability, path: Path, fn: Callable[[Connection, Doc], Awaitable[T]]
+    ) -> T:
         from tether_lsp.connection import RequestTimeout, ServerDied, ServerError
 
         for attempt in (1, 2):
@@ -359,6 +426,9 @@ class Supervisor:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self.putting_back is not None:
+            self.putting_back.cancel()
+            await asyncio.gather(self.putting_back, return_exceptions=True)
         grace = self.option("lsp_shutdown_grace")
         conns = list(self.connections.values())
         self.connections.clear()

@@ -90,9 +90,10 @@ class LspArgs:
 
 
 async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
-    from tether_lsp.queries import answer
+    from tether_lsp.queries import answer, supervisor
 
-    return await answer(ctx, args)
+    async with supervisor(ctx.run).gate.shared():  # never an answer from a preview's unsaved contents
+        return await answer(ctx, args)
 
 
 def tools_for(run: Any) -> list[Tool]:
@@ -110,6 +111,7 @@ def tools_for(run: Any) -> list[Tool]:
             family="lsp",
             parallel_safe=False,
             touches=rename_touches,
+            stages=True,  # with preview: the rename is staged for resolve
         ),
         # the same: a move and a rename computed against the same importers would race
         Tool(

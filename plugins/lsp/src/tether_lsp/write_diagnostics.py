@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -303,7 +304,7 @@ async def _current(
 ) -> list[Any] | None:
     """The file's diagnostics from a complete round after its current content (and after ``after``: see
     `document_diagnostics`); None when not in time."""
-    if not path.is_file():
+    if not path.is_file() and path.as_uri() not in conn.overlays:
         return []
     doc = conn.open(path)
     if doc is None:
@@ -441,9 +442,40 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
     return merged
 
 
+@attrs.frozen
+class After:
+    """What `changed` found: the answer of a write, and the (file, server) pairs it could not compare."""
+
+    diagnostics: WriteDiagnostics
+    pending: list[tuple[str, Connection]]  # no complete round with the change within the bound
+    uncompared: list[tuple[str, Connection]]  # no baseline: the server had not checked them before
+
+
+def told_from_disk(conn: Connection, path: Path) -> None:
+    """A write's change, told: didChange with the whole new content (+ didSave where asked), or a file event."""
+    conn.watcher.files_changed([path])
+
+
 async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
     """Each file's latest set, merged over its servers: the written files, and every other file whose
     diagnostics changed at a server that has a "before" for it."""
+    return (await with_change(run, sup, paths, call_id, told_from_disk)).diagnostics
+
+
+async def with_change(
+    run: Any,
+    sup: Any,
+    paths: list[str],
+    call_id: str,
+    tell: Callable[[Connection, Path], None],
+    what: str = "the write",
+    say_unchecked: bool = True,
+) -> After:
+    """The diagnostics with the change to ``paths`` in place, against the baseline `before_write` took for
+    ``call_id``: ``tell`` gives each server the change (a write: `told_from_disk`; a preview: the unsaved
+    contents, `tether_lsp.preview`), and the rounds after it are waited for by the same rules. ``what``
+    names the change in the notes; ``say_unchecked``: the files not compared are said in them too (a preview
+    answers them as unchecked instead)."""
     before: Baseline | None = sup.baselines.pop(call_id, None)
     targets = await _files_and_servers(sup, paths)
     if before is None:
@@ -454,8 +486,7 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     quiet = _quiet(sup, conns)
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
-        # the write: didChange with the whole new content (+ didSave where asked), or a file event
-        conn.watcher.files_changed([path])
+        tell(conn, path)
     for conn in conns:
         await conn.watcher.refresh()
     # the includers of a written header: opened anew, so the server rebuilds them with the new header
@@ -472,14 +503,19 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
         )
     )
     files: dict[str, list[Diagnostic]] = {}
-    pending, uncompared = [], []
+    pending: list[str] = []
+    uncompared: list[str] = []
+    late: list[tuple[str, Connection]] = []
+    unbased: list[tuple[str, Connection]] = []
     unanswered = set(before.unknown)  # (server, file) pairs nothing is claimed about
     for (rel, path, conn), items in zip(checked, results, strict=True):
         if items is None:
             pending.append(_shown(rel, conn, checked))
+            late.append((rel, conn))
             unanswered.add((_key(conn), rel))
         elif (_key(conn), rel) in before.unknown:
             uncompared.append(_shown(rel, conn, checked))
+            unbased.append((rel, conn))
         elif rel in paths:
             files.setdefault(rel, []).extend(_convert(conn, path, items))
         # a dependent's new publish is compared with the other files' below
@@ -536,14 +572,14 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     waited = f"{spent:.2g}" if spent < 10 else f"{spent:.0f}"  # "0.05", "4.2", "15"
     notes = list(before.notes)
     notes += sorted({note for _, path, conn in targets if (note := conn.server.unanalysed(path, conn.root))})
-    if pending:
+    if pending and say_unchecked:
         notes.append(
             f"diagnostics incomplete: still pending for {render.names(pending)} after {waited} s; "
             "run lsp diagnostics on them later"
         )
-    if uncompared:
+    if uncompared and say_unchecked:
         notes.append(
-            f"diagnostics not compared for {render.names(uncompared)}: the server had not checked them before the write; "
+            f"diagnostics not compared for {render.names(uncompared)}: the server had not checked them before {what}; "
             "run lsp diagnostics on them to see their errors"
         )
     if cleared:
@@ -551,13 +587,13 @@ async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> Wri
     if cut:
         notes.append(
             f"diagnostics of other files may be incomplete: {', '.join(cut)} had not finished checking the project "
-            f'before or after the write within {waited} s; lsp diagnostics "*" checks the whole project'
+            f'before or after {what} within {waited} s; lsp diagnostics "*" checks the whole project'
         )
     notes += import_notes
     for server, names, silent in unasked:
-        what = f"answer for {silent} file(s) importing" if silent else "say which files import"
+        asked = f"answer for {silent} file(s) importing" if silent else "say which files import"
         notes.append(
-            f"diagnostics of other files may be incomplete: {server} did not {what} {names} within "
+            f"diagnostics of other files may be incomplete: {server} did not {asked} {names} within "
             f'{waited} s, so they were not compared; lsp diagnostics "*" checks the whole project'
         )
-    return WriteDiagnostics(files=files, notes=notes)
+    return After(WriteDiagnostics(files=files, notes=notes), late, unbased)

@@ -1,0 +1,109 @@
+"""Previews on a real project: click 8.5.1 with basedpyright, one warm server for the module.
+
+A staged change (`ast_edit`, `lsp_rename` with preview) or a dry run says what it would break, from the
+server given the new contents as unsaved documents, and the server is put back to the disk after: nothing is
+written, and what is asked after a preview is answered from the disk. Every test leaves the files as it found
+them; the test of concurrent calls runs under CPU load (its rounds are those of a busy machine). The first preview
+of a fresh run, and a staged change's if_clean, are in tests/lsp/test_lsp_click.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import real_projects
+import tether
+import tether.files
+from tether_lsp import readiness
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
+
+UTILS = "src/click/utils.py"
+# echo's message loses its default: two callers in files no tool opened break
+ECHO_PARAM = {"kind": "typed_default_parameter", "regex": r"^message: object = None$"}
+BROKEN = {
+    ("src/click/core.py", 1591, "reportCallIssue"),
+    ("src/click/termui.py", 1024, "reportCallIssue"),
+}
+# a cold basedpyright under load takes over 30 s for click's first round
+OPTIONS = {"diagnostics_timeout": 90}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def click(tmp_path_factory):
+    root = Path(shutil.copytree(real_projects.click_pristine(), tmp_path_factory.mktemp("preview") / "click"))
+    async with tether.open_run(root, plugins=[tether.files], options=OPTIONS) as run:
+        # previews of a warm server: its first analysis of click over (its progress round ended)
+        r = await run.call("lsp", {"action": "symbols", "file": UTILS})
+        assert not r.is_error, r.plain
+        (conn,) = sup_of(run).connections.values()
+        async with asyncio.timeout(150):
+            while conn.first_end is None or await readiness.wait_ready(conn, 150) is not None:
+                await conn.next_event(1.0)
+        yield run, root
+
+
+def found(r) -> set[tuple[str, int, str | None]]:
+    return {(d["file"], d["line"], d["code"]) for d in r.data["preview"]["introduced"]}
+
+
+def sup_of(run):
+    return run.resource("tether_lsp_supervisor")
+
+
+async def diagnostics(run, file: str) -> list[tuple[int, str]]:
+    r = await run.call("lsp", {"action": "diagnostics", "file": file})
+    assert not r.is_error, r.plain
+    return sorted((d["line"], d["message"]) for d in r.data["diagnostics"])
+
+
+@pytest.mark.usefixtures("cpu_stress")
+async def test_a_query_and_a_second_preview_wait_for_a_preview_and_find_the_disk_after_it(click):
+    run, root = click
+    text = (root / UTILS).read_text()
+    sup = sup_of(run)
+    # the overlaid file and an unrelated one, before; one it breaks (never opened before) is asked during it
+    earlier = [await diagnostics(run, f) for f in (UTILS, "src/click/formatting.py")]
+    broken = text.replace("    message: object = None,", "    message: object,")
+    clean = text.replace("    message: object = None,", "    message: object | None = None,")
+    # a dry run of a plain write previews the same breakage as ast_edit's (tests/lsp/test_lsp_click.py)
+    first = asyncio.create_task(run.call("write", {"path": UTILS, "content": broken, "dry_run": True}))
+    async with asyncio.timeout(60):
+        while not sup.gate.held:  # the first preview holds the server
+            await asyncio.sleep(0.01)
+    query = asyncio.create_task(diagnostics(run, "src/click/termui.py"))
+    second = asyncio.create_task(run.call("write", {"path": UTILS, "content": clean, "dry_run": True}))
+    a, q, b = await asyncio.gather(first, query, second)
+    assert found(a) == BROKEN, a.plain
+    # asked while the broken contents were in place: answered from the disk
+    assert not any("Argument missing" in m for _, m in q), q
+    assert q == await diagnostics(run, "src/click/termui.py")
+    assert found(b) == set() and b.data["preview"]["unchecked"] == [], b.plain  # never mixed with the first
+    assert [await diagnostics(run, f) for f in (UTILS, "src/click/formatting.py")] == earlier
+    assert (root / UTILS).read_text() == text
+
+
+async def test_a_previewed_rename_is_staged_with_its_counts_and_refused_once_a_file_changed(click):
+    run, root = click
+    core = (root / "src/click/core.py").read_text()
+    r = await run.call(
+        "lsp_rename",
+        {"file": UTILS, "line": 52, "symbol": "make_str", "new_name": "make_text", "preview": True},
+    )
+    assert not r.is_error, r.plain
+    assert r.plain.startswith("(proposed) would rename 'make_str' to 'make_text': ")
+    files = {f["file"]: f["edits"] for f in r.data["files"]}
+    assert files.keys() == {UTILS, "src/click/core.py"} and all(n >= 1 for n in files.values()), files
+    assert found(r) == set() and r.data["preview"]["unchecked"] == [], r.plain
+    assert "make_text" not in core and "make_text" not in (root / UTILS).read_text()  # nothing written
+    (root / "src/click/core.py").write_text(core + "\n")  # a shell edit after the staging
+    try:
+        refused = await run.call("resolve", {"edit_id": r.data["edit_id"], "action": "accept"})
+        assert refused.is_error and refused.data["error"] == "changed_since_staged", refused.plain
+        assert "make_text" not in (root / UTILS).read_text()  # all or nothing
+    finally:
+        (root / "src/click/core.py").write_text(core)
