@@ -107,11 +107,8 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _start(item: Any) -> tuple[int, int]:
-    """0-based line and character of an item's name (a dict: clangd's extension, as JSON)."""
-    if not isinstance(item, dict):
-        start = (item.selection_range or item.range).start
-        return start.line, start.character
-    rng = item.get("selectionRange") or item.get("range")
+    """0-based line and character of an item's name (clangd's extension answers camelCase objects)."""
+    rng = _field(item, "selection_range") or _field(item, "selectionRange") or _field(item, "range")
     start = _field(rng, "start")
     return int(_field(start, "line", 0)), int(_field(start, "character", 0))
 
