@@ -1,12 +1,13 @@
 """lsp_fix against real servers: ruff's quick fix (its edit) with the error it introduced elsewhere, gopls's
-organize imports (its edit) and extract variable (its command, answered with workspace/applyEdit), and
-every refusal in one line with nothing written."""
+organize imports (its edit) and extract variable (its command, answered with workspace/applyEdit),
+clangd's include fix on cJSON, and every refusal in one line with nothing written."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import tether
+from support import require_binary
 
 BOTH = {"lsp_servers": ["basedpyright", "ruff"]}
 EXTRA = "import os\n\nVALUE = 1\n"
@@ -198,3 +199,40 @@ async def test_a_fix_while_the_server_is_not_ready_is_refused_and_writes_nothing
         r = await run.call("lsp_fix", AT_OS | {"title": REMOVE})
         assert not r.is_error and data(r)["ready"] is True, r.plain
         assert (py_root / "pkg/extra.py").read_text() == "\nVALUE = 1\n"
+
+
+COUNT_C = """#include <stddef.h>
+
+int cjson_count(const char *text)
+{
+    cJSON *json = cJSON_Parse(text);
+    int n = cJSON_GetArraySize(json);
+    cJSON_Delete(json);
+    return n;
+}
+"""
+
+
+async def test_clangds_include_fix_on_cjson_makes_a_new_source_compile_and_introduces_nothing(cjson_root):
+    require_binary("clangd")
+    (cjson_root / "cJSON_Count.c").write_text(COUNT_C)  # uses cJSON's API without including cJSON.h
+    async with tether.open_run(cjson_root) as run:
+        # cJSON.c open: clangd indexes the header it includes, where the include fix looks the names up
+        r = await run.call("lsp", {"action": "diagnostics", "file": "cJSON.c"})
+        assert not r.is_error, r.plain
+        r = await run.call("lsp", {"action": "diagnostics", "file": "cJSON_Count.c"})
+        assert "error [undeclared_var_use]: Use of undeclared identifier 'cJSON'" in r.plain, r.plain
+        at = {"file": "cJSON_Count.c", "line": 5, "symbol": "cJSON"}
+        r = await run.call("lsp", {"action": "code_actions", **at})
+        assert not r.is_error, r.plain
+        include = 'Include "cJSON.h" for symbol cJSON'
+        offered = {a["title"]: a for a in data(r)["actions"]}
+        assert include in offered and offered[include]["applicable"], r.plain
+        r = await run.call("lsp_fix", at | {"title": include})
+        assert not r.is_error, r.plain
+        assert r.plain.startswith(f"applied '{include}' (clangd): 1 edit(s) in 1 file(s)"), r.plain
+        assert (cjson_root / "cJSON_Count.c").read_text() == '#include "cJSON.h"\n' + COUNT_C  # its one edit
+        assert "This write introduced" not in r.plain and not data(r).get("diagnostics"), r.plain
+        # the source now compiles: every error and warning of it is gone
+        r = await run.call("lsp", {"action": "diagnostics", "file": "cJSON_Count.c"})
+        assert not r.is_error and r.plain.startswith("no errors or warnings in cJSON_Count.c"), r.plain

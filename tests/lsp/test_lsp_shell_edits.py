@@ -219,3 +219,32 @@ async def test_a_write_whose_baseline_misses_a_shell_edit_says_so_instead_of_cla
         ), written.plain
         again = await run.call("lsp", diagnose)
         assert "reportCallIssue" in again.plain, again.plain
+
+
+async def test_a_symbol_search_right_after_a_shell_adds_a_file_finds_it_or_says_it_may_be_incomplete(py_root):
+    """basedpyright adds a new file to its program a moment after it is told of it: a search asked at once
+    missed its symbols while saying ready. Each answer finds the new function, or says it may not have
+    (either is right whatever the machine's load, so this runs without cpu_stress, which costs it 25 s)."""
+    from tether_lsp import readiness
+
+    async with tether.open_run(py_root, options={"lsp_servers": ["basedpyright"]}) as run:
+        r = await run.call("lsp", {"action": "symbols", "query": "hello"})
+        assert not r.is_error, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        for n in range(3):  # the miss came in about half the tries
+            assert await readiness.wait_ready(conn, 120) is None
+            name = f"newly_added_{n}"
+            (py_root / f"pkg/added_{n}.py").write_text(f"def {name}() -> int:\n    return {n}\n")  # a shell's
+            ask = {"action": "symbols", "query": name}
+            r = await run.call("lsp", ask)
+            found = [(s["file"], s["line"]) for s in (r.data or {}).get("symbols", [])]
+            if (r.data or {}).get("ready") is False:
+                assert "this answer may be incomplete" in r.plain, r.plain
+            else:
+                assert not r.is_error and found == [(f"pkg/added_{n}.py", 1)], r.plain
+                assert "incomplete" not in r.plain, r.plain
+        # once it is ready, the last question is answered in full, with no note
+        assert await readiness.wait_ready(conn, 120) is None
+        r = await run.call("lsp", ask)
+        assert not r.is_error and r.data["ready"] is True and "incomplete" not in r.plain, r.plain
+        assert [(s["file"], s["line"]) for s in r.data["symbols"]] == [("pkg/added_2.py", 1)], r.plain

@@ -11,7 +11,7 @@ empty list that reads as "no callers".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 from tether.tools import ToolError, ToolResult
@@ -61,7 +61,27 @@ class Entry:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return {
+            "level": self.level,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "name": self.name,
+            "sites": self.sites,
+            "sites_file": self.sites_file,
+            "repeated": self.repeated,
+        }
+
+
+class Found(NamedTuple):
+    """One child of an item, with what sorting, the seen set and its entry need, worked out once."""
+
+    item: Any
+    ranges: Any  # the call's ranges (callers, callees), else None
+    sites_file: str  # the file they are in, as shown ("": the item's own)
+    uri: str
+    start: tuple[int, int]  # 0-based line and character (server units) of its name
+    shown: str  # its file as shown
 
 
 def lacks(conn: Any, action: str, why: str = "") -> ToolError:
@@ -87,6 +107,7 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _start(item: Any) -> tuple[int, int]:
+    """0-based line and character of an item's name (clangd's extension answers camelCase objects)."""
     rng = _field(item, "selection_range") or _field(item, "selectionRange") or _field(item, "range")
     start = _field(rng, "start")
     return int(_field(start, "line", 0)), int(_field(start, "character", 0))
@@ -148,17 +169,20 @@ async def hierarchy(sup: Any, path: Any, rel: str, args: Any) -> ToolResult:
             )
         lines = render.Lines({doc.path: doc.text}, conn.uri_cache)
 
-        def place(item: Any) -> tuple[str, int, int]:
-            ln, units = _start(item)
+        def found(item: Any, ranges: Any = None, sites_file: str = "") -> Found:
             uri = _field(item, "uri")
-            loc = render.location(uri, lsp.Position(line=ln, character=units), run, conn.encoding, lines)
+            return Found(item, ranges, sites_file, uri, _start(item), lines.where(uri, run)[1])
+
+        def place(f: Found) -> tuple[str, int, int]:
+            loc = render.location_at(f.uri, *f.start, run, conn.encoding, lines)
             return loc.file, loc.line, loc.column
 
-        async def below(item: Any) -> list[tuple[Any, tuple[int, ...], str]]:
-            """(child item, call sites' lines, the file they are in) of one item, sorted by file then line."""
+        async def below(item: Any) -> list[Found]:
+            """The children of one item, sorted by file then line: from the uri and the range alone, so
+            only the entries shown read their file."""
             if legacy:
                 children = _field(item, "parents" if action == "supertypes" else "children") or []
-                found = [(c, (), "") for c in children]
+                out = [found(c) for c in children]
             else:
                 try:
                     if kind == "call":
@@ -179,46 +203,40 @@ async def hierarchy(sup: Any, path: Any, rel: str, args: Any) -> ToolResult:
                     if method_missing(exc):
                         raise NotAnswered(lacks(conn, action, f"{method} is not implemented")) from None
                     raise
-                found = []
-                for call in answer or []:
-                    if kind == "type":
-                        found.append((call, (), ""))
-                        continue
-                    other = call.from_ if action == "callers" else call.to
-                    # incoming: the sites are in the caller; outgoing: in the item asked about
-                    in_uri = other.uri if action == "callers" else item.uri
-                    sites_file = lines.where(in_uri, run)[1]
-                    sites = tuple(sorted({r.start.line + 1 for r in call.from_ranges or []}))
-                    found.append((other, sites, sites_file))
-            # by file then line, from the uri and the range alone: only the entries shown read their file
-            return sorted(found, key=lambda f: (lines.where(_field(f[0], "uri"), run)[1], _start(f[0])))
+                if kind == "type":
+                    out = [found(t) for t in answer or []]
+                elif action == "callers":  # the sites are in the caller
+                    out = [found(call.from_, call.from_ranges) for call in answer or []]
+                else:  # in the item asked about
+                    in_file = lines.where(item.uri, run)[1]
+                    out = [found(call.to, call.from_ranges, in_file) for call in answer or []]
+            return sorted(out, key=lambda f: (f.shown, f.start))
 
         entries: list[Entry] = []
-        seen = {(_field(items[0], "uri"), _start(items[0]))}
+        root = found(items[0])
+        seen = {(root.uri, root.start)}
         cut = [0]  # entries of the first level not shown
 
         async def walk(item: Any, level: int) -> None:
             children = await below(item)
-            for n, (child, sites, sites_file) in enumerate(children):
+            for n, child in enumerate(children):
                 if len(entries) >= HIERARCHY_CAP:
                     if level == 1:
                         cut[0] += len(children) - n
                     return
-                key = (_field(child, "uri"), _start(child))
+                key = (child.uri, child.start)
                 repeated = key in seen
                 seen.add(key)
                 file, ln, col = place(child)
-                entries.append(
-                    Entry(
-                        level, file, ln, col, str(_field(child, "name")), sites, sites_file or file, repeated
-                    )
-                )
+                name = str(_field(child.item, "name"))
+                sites = tuple(sorted({r.start.line + 1 for r in child.ranges or ()}))
+                entries.append(Entry(level, file, ln, col, name, sites, child.sites_file or file, repeated))
                 if not repeated and level < depth:
-                    await walk(child, level + 1)
+                    await walk(child.item, level + 1)
 
         await walk(items[0], 1)
         top = [e for e in entries if e.level == 1]
-        root_file, root_line, root_col = place(items[0])
+        root_file, root_line, root_col = place(root)
         name = _field(items[0], "name")
         if not entries:
             if readiness.was_busy(conn):

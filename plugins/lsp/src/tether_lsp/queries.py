@@ -23,7 +23,7 @@ from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_u
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.tools import LspArgs
 from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP, too_large
-from tether_lsp.write_diagnostics import document_diagnostics
+from tether_lsp.write_diagnostics import document_diagnostics, wait_round
 
 NAVIGATION = {
     "definition": ("textDocument/definition", "DefinitionParams", "definition_provider", "definition"),
@@ -607,6 +607,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         await conn.watcher.refresh()
         await conn.first_round(sup.option("lsp_ready_wait"))  # as every query: not from a half-loaded project
         readiness.record(conn)
+        await outside_changes_seen(run, sup, conn)
         if conn.server.symbols_need_open_file and not conn.docs:
             opened = open_some_file(conn)
             if opened is None:
@@ -676,6 +677,22 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
         "\n".join([f"{len(rows)} symbol(s) matching '{query}':", *body, note]).strip(),
         {"symbols": shown, "total": len(rows), "may_be_cut": bool(limited), "servers": asked},
     )
+
+
+async def outside_changes_seen(run: Any, sup: Any, conn: Any) -> None:
+    """Wait (at most lsp_ready_wait) for the server's round after the files a shell changed (found by the
+    query's refresh): basedpyright adds a new file to its program a moment after it is told, and a search
+    asked before then missed its symbols. A round that does not come makes the answer say it may be
+    incomplete."""
+    outside = conn.watcher.outside
+    if outside is None:
+        return
+    if await wait_round(conn, outside[0], sup.option("lsp_ready_wait")):
+        conn.watcher.analysed(outside)
+        readiness.record(conn, again=True)  # the answer is of the round waited for
+        return
+    names = render.names([run.relpath(p) for p in outside[1]])
+    readiness.pending(conn, f"analysing the change to {names} made outside tether")
 
 
 def _searches(conn: Any) -> bool:

@@ -55,6 +55,14 @@ def record(conn: Any, again: bool = False) -> str | None:
     return state
 
 
+def pending(conn: Any, state: str) -> None:
+    """Record for the current call's answer that the server was still ``state`` (a change it was not seen to
+    analyse), whatever it reported."""
+    asked = ASKED.get()
+    if asked is not None:
+        asked[conn.server.id] = state
+
+
 def was_busy(conn: Any) -> bool:
     """Whether the server was not ready when the current call asked it (now, when the call recorded nothing)."""
     asked = ASKED.get()

@@ -103,11 +103,16 @@ def locations(result: Any, run: Any, encoding: str, lines: Lines) -> list[Locati
 
 
 def location(uri: str, pos: Any, run: Any, encoding: str, lines: Lines) -> Location:
+    return location_at(uri, pos.line, pos.character, run, encoding, lines)
+
+
+def location_at(uri: str, line: int, units: int, run: Any, encoding: str, lines: Lines) -> Location:
+    """The location of a server's 0-based line and character offset (in its encoding's units) in a uri."""
     path, shown = lines.where(uri, run)
     if path is None:
-        return Location(uri, pos.line + 1, pos.character + 1, "")
-    source = lines.get(path, pos.line)
-    return Location(shown, pos.line + 1, from_units(source, pos.character, encoding) + 1, source)
+        return Location(uri, line + 1, units + 1, "")
+    source = lines.get(path, line)
+    return Location(shown, line + 1, from_units(source, units, encoding) + 1, source)
 
 
 def diagnostic(
