@@ -179,18 +179,20 @@ def languages_note(plan: Plan, results: Sequence[FileResult], skipped: str) -> s
         if how and n:  # said where it found something: a reading without a match is no news
             readings.setdefault(how, []).append(gid)
     note = "each as the language of its extension: " + ", ".join(counts) + skipped
-    if plan.refused:
-        note += (
-            "; not searched, as the "
-            + plan.refusal
-            + " "
-            + ", ".join(f"{gid} ({_n(n, 'file')})" for gid, (n, _) in plan.refused.items())
-        )
+    note += _refused(plan)
     for how, gids in readings.items():
         note += f"; {plan.what} read {how} in {', '.join(gids)}" + (
             f", {_RECOVERY}" if how.startswith("through") else ""
         )
     return note + "; pass language to search one"
+
+
+def _refused(plan: Plan) -> str:
+    """The languages that refused the pattern, with their files' counts, as a clause of a note."""
+    if not plan.refused:
+        return ""
+    shown = ", ".join(f"{gid} ({_n(n, 'file')})" for gid, (n, _) in plan.refused.items())
+    return f"; not searched, as the {plan.refusal} {shown}"
 
 
 def _n(n: int, word: str) -> str:
@@ -202,13 +204,7 @@ def languages_of(plan: Plan) -> str:
     note = "each file read as the language of its extension; searched as " + ", ".join(
         f"{c.grammar.id} ({_n(len(c.files), 'file')})" for c in plan.searched
     )
-    if plan.refused:
-        note += (
-            "; not searched, as the "
-            + plan.refusal
-            + " "
-            + ", ".join(f"{gid} ({_n(n, 'file')})" for gid, (n, _) in plan.refused.items())
-        )
+    note += _refused(plan)
     if plan.uncaptured:
         note += "; not rewritten, as the " + plan.what + " captures no metavariable of the rewrite there: "
         note += ", ".join(f"{gid} ({_n(n, 'file')})" for gid, n in plan.uncaptured.items())
