@@ -29,7 +29,7 @@ THRESHOLD = 0.95
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
     **dict.fromkeys(("json", "bash", "php"), 0.85),
-    **dict.fromkeys(("swift", "rust"), 0.90),
+    **dict.fromkeys(("rust",), 0.90),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -450,6 +450,9 @@ CLASSES = [
     ("css", "$B:$A"),
     ("cpp", "& $A"),
     ("java", "$A.$B"),
+    # Swift parsed by tree-sitter-swift 0.7.4, as the CLI: `@Sendable ()` is one attribute, `sending` a
+    # modifier (the pack's older grammar split them)
+    ("swift", "@$A"),
 ]
 
 
