@@ -29,7 +29,7 @@ THRESHOLD = 0.95
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
     **dict.fromkeys(("json", "bash", "php"), 0.85),
-    **dict.fromkeys(("cpp", "css", "java", "swift", "rust"), 0.90),
+    **dict.fromkeys(("rust",), 0.90),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -444,6 +444,15 @@ CLASSES = [
     # a string whose quotes are no nodes is its content: the `\n` inside `"${a}\n${b}"` matches too
     ("kotlin", '"\\n"'),
     ("kotlin", '"\\t"'),
+    # a whole file whose error recovery leaves one sound node is read as that node, before any context: a
+    # CSS `$B:$A` is a pseudo-class selector (not a declaration), a C++ `& $A` a reference, a Java `$A.$B`
+    # what a lone expression reads as
+    ("css", "$B:$A"),
+    ("cpp", "& $A"),
+    ("java", "$A.$B"),
+    # Swift parsed by tree-sitter-swift 0.7.4, as the CLI: `@Sendable ()` is one attribute, `sending` a
+    # modifier (the pack's older grammar split them)
+    ("swift", "@$A"),
 ]
 
 

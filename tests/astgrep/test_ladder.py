@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import tether
+from tether_astgrep.pattern import SOUND_NODE
 
 
 def put(root, name, text):
@@ -54,11 +55,15 @@ async def test_go_function_declaration_uses_the_declaration_rung(project):
 DART = "class A {\n  void dispose() {}\n  void f() {\n    dispose(x);\n    var s = 'dispose(x)';\n    // dispose(x)\n  }\n}\n"
 
 
-async def test_dart_call_is_a_call_not_a_signature(project):
-    put(project, "a.dart", DART)
-    result = await grep(project, pattern="dispose(x)")
+async def test_dart_call_statement_is_a_call_and_a_bare_call_reads_as_ast_grep_reads_it(project, sg):
+    path = put(project, "a.dart", DART)
+    result = await grep(project, pattern="dispose(x);")
     assert not result.is_error, result.plain
     assert [(m["start"]["line"], m["text"]) for m in result.data["matches"]] == [(4, "dispose(x);")]
+    # without the `;` the whole file is an ERROR around a function signature: ast-grep's reading, said
+    bare = await grep(project, pattern="dispose(x)")
+    assert sg("dispose(x)", path, "dart") == [] and bare.data["matches"] == []
+    assert bare.data["context"] == SOUND_NODE and "the whole file has a syntax error" in bare.plain
 
 
 async def test_dart_method_call_on_a_receiver(project):

@@ -91,6 +91,17 @@ def _wheel_python() -> Any:
     return tree_sitter_python.language()
 
 
+def _wheel_swift() -> Any:
+    """tree-sitter-swift's own wheel (0.7.4, ast-grep's): the pack's older build reads `sending` as an
+    error and an attribute's `()` as a tuple type after it (`@Sendable () async -> R`)."""
+    import tree_sitter_swift
+
+    return tree_sitter_swift.language()
+
+
+_WHEELS: dict[str, Callable[[], Any]] = {"swift": _wheel_swift}
+
+
 def _pack(name: SupportedLanguage) -> Callable[[], Any]:
     return functools.partial(pack_language, name)
 
@@ -309,7 +320,7 @@ def _ladderless() -> list[Grammar]:
     out = []
     for gid, exts, expando, rungs in _LADDERLESS:
         ladder = _PHP_LADDER if gid == "php" else (_FILE, *rungs)
-        out.append(Grammar(gid, exts, _pack(gid), ladder, expando=expando))
+        out.append(Grammar(gid, exts, _WHEELS.get(gid) or _pack(gid), ladder, expando=expando))
     return out
 
 

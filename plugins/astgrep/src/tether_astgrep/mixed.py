@@ -134,10 +134,15 @@ async def search(pool: ParserPool, plan: Plan, progress: Progress | None) -> lis
 def _how(grammar: Grammar, contexts: list[str]) -> str:
     """'as an expression and as a type (both searched)', 'through ... error recovery', or '' for the grammar's
     first context."""
-    from tether_astgrep.pattern import RECOVERED
+    from tether_astgrep.pattern import RECOVERED, SOUND_NODE
 
     if contexts == [RECOVERED]:
         return "through tree-sitter's error recovery"
+    if contexts == [SOUND_NODE]:
+        return (
+            "as ast-grep reads it, through tree-sitter's error recovery: the whole file has a syntax error "
+            "around one sound node, and that node is the pattern (a context may read it otherwise)"
+        )
     if contexts in ([grammar.ladder[0].name], ["rule"]):
         return ""
     return (

@@ -25,6 +25,7 @@ META, TERM, INNER = 0, 1, 2
 CAPTURE, DROPPED, ELLIPSIS, MULTI = 0, 1, 2, 3
 ERROR_KIND = 65535  # tree-sitter's ERROR node: in a pattern read through error recovery it matches any kind
 RECOVERED = "whole file, through tree-sitter's error recovery"  # the rung of such a reading
+SOUND_NODE = "whole file, the one sound node its error recovery leaves"  # CSS `$B:$A`: a selector
 
 # Languages whose keyword tokens always read as the keyword: their word-like tokens can prefilter
 # files. (tree-sitter-typescript gives some tokens wrong spans, so its tokens are not used.)
@@ -399,6 +400,10 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
     keyword = _keyword(processed, grammar, parser)
     if keyword is not None:
         chosen = (0, Rung("keyword"), *keyword, {})
+    elif (clean := _clean_in_error(processed, grammar, parser)) is not None:
+        # the whole file, through error recovery, is one sound node: ast-grep's own reading, before any
+        # context (a CSS `$B:$A` is a pseudo-class selector to it, not a declaration)
+        chosen = (0, Rung(SOUND_NODE), *clean, {})
     for strict in (True, False):
         for index, rung in enumerate(grammar.ladder):
             if chosen is not None:
@@ -424,7 +429,7 @@ def compile_pattern(source: str, grammar: Grammar, language: Any, parser: Any, l
         return _build(stripped, grammar, language, lang_key, Rung(RECOVERED), *recovered, {})
     index, rung, node, src, forms = chosen
     main = _build(stripped, grammar, language, lang_key, rung, node, src, forms)
-    if main.root[0] == META or rung.name == "keyword":
+    if main.root[0] == META or rung.name in ("keyword", SOUND_NODE):
         return main
     others = []
     # the first rung is the whole file, or the whole file (through error recovery) reads a pattern of
@@ -484,6 +489,32 @@ def _file_reading(processed: str, grammar: Grammar, parser: Any) -> tuple | None
     while _is_single(node):
         node = node.child(0)
     return _convert(node, src, grammar.expando, {})
+
+
+def _clean_in_error(processed: str, grammar: Grammar, parser: Any) -> tuple[Any, bytes] | None:
+    """The node ast-grep makes of a pattern whose whole file is an ERROR around one node that has none
+    (CSS `_B:_A` is an ERROR holding only a pseudo-class selector), or None."""
+    if grammar.expando != "$" and "$" in processed:
+        return None
+    src = processed.encode()
+    node = parser.parse(src).root_node
+    if not node.has_error or node.child_count == 0 or not _is_single(node):
+        return None
+    through_error = node.is_error
+    while _is_single(node):
+        node = node.child(0)
+        through_error = through_error or node.is_error
+    # only an ERROR around it: a whole file that only misses a token (Go's `fmt.Println($$$A)` is a type
+    # conversion there) is left to the contexts, which read what the code holds
+    if (
+        not through_error
+        or node.has_error
+        or node.is_error
+        or node.is_missing
+        or metavariable(src[node.start_byte : node.end_byte].decode("utf-8", "replace"), grammar.expando)
+    ):
+        return None
+    return node, src
 
 
 def _recovered(processed: str, grammar: Grammar, parser: Any) -> tuple[Any, bytes] | None:
