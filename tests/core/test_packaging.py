@@ -149,7 +149,8 @@ FAMILY_TOOLS = {
     "astgrep": {"ast_grep", "ast_edit", "resolve"},
     "debug": {"debug"},
     "eval": {"eval"},
-    "lsp": {"lsp", "lsp_fix", "lsp_move", "lsp_rename"},
+    # resolve is the core's, registered because lsp_rename stages (preview: true)
+    "lsp": {"lsp", "lsp_fix", "lsp_move", "lsp_rename", "resolve"},
     "vibe": {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list", "vibe_merge"},
 }
 # vibe's tools are on offer in vibe mode with a roster

@@ -30,7 +30,8 @@ def test_listing_the_lsp_tools_imports_no_language_server_machinery(tmp_path):
             "import tether, tether_lsp.plugin as p\n"
             f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
             "    tools = run.tools()\n"
-            "    assert [t.name for t in tools] == ['lsp', 'lsp_fix', 'lsp_move', 'lsp_rename'], tools\n"
+            "    # resolve is the core's, registered because lsp_rename stages (preview: true)\n"
+            "    assert [t.name for t in tools] == ['lsp', 'lsp_fix', 'lsp_move', 'lsp_rename', 'resolve'], tools\n"
             "    assert all(t.description and t.input_schema['properties'] for t in tools)"
         ),
     )
