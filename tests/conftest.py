@@ -65,3 +65,46 @@ def cpu_stress():
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+
+
+# -- astgrep's agreement with the ast-grep CLI, per language (tests/astgrep/test_agreement.py) --------
+# (agreed, ladder finds, cases, differences) per language, filled by test_agreement through the fixture. It is
+# kept here, not in tests/astgrep, because the summary is printed by the process that reports: under xdist that
+# is the controller, which collects no test module; each worker hands its part over when it ends.
+AGREEMENT: dict[str, tuple[int, int, int, list[str]]] = {}
+
+
+@pytest.fixture(scope="session")
+def agreement() -> dict[str, tuple[int, int, int, list[str]]]:
+    return AGREEMENT
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)  # set in an xdist worker only
+    if workeroutput is not None:
+        workeroutput["agreement"] = AGREEMENT
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """An xdist worker ended: its part of the agreement table joins the controller's."""
+    AGREEMENT.update(getattr(node, "workeroutput", {}).get("agreement", {}))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The agreement with ast-grep per language (test_agreement), when it ran."""
+    if not AGREEMENT:
+        return
+    terminalreporter.section("agreement with ast-grep")
+    terminalreporter.write_line(
+        "language    agree/compared       on purpose (ladder readings, rewrites that would not parse or differ in tabs)"
+    )
+    rows = sorted(AGREEMENT.items(), key=lambda kv: kv[1][0] / max(1, kv[1][2] - kv[1][1]))
+    for lang, (a, lf, n, _) in rows:
+        terminalreporter.write_line(
+            f"{lang:<11} {a:>3}/{n - lf:<3} {100 * a / max(1, n - lf):5.1f}%   {lf:>3} of {n}"
+        )
+    a, lf, n = (sum(v[i] for v in AGREEMENT.values()) for i in range(3))
+    terminalreporter.write_line(
+        f"{'all':<11} {a:>3}/{n - lf:<3} {100 * a / max(1, n - lf):5.1f}%   {lf:>3} of {n}"
+    )

@@ -6,6 +6,8 @@ read the same verified archive. The cache is $TETHER_TEST_CACHE, else ~/.cache/t
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -39,6 +41,16 @@ GOCODE = Path("/usr/share/gocode/src")
 XTOOLS_SOURCE = GOCODE / "golang.org" / "x" / "tools"
 
 
+@contextlib.contextmanager
+def cache_lock(name: str):
+    """One process at a time fetches or unpacks ``name`` (the test session's xdist workers and a benchmark
+    share the cache): an advisory lock on CACHE/.name.lock, released when the process ends."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _checked(target: Path, sha256: str, origin: str) -> Path:
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     if digest != sha256:
@@ -51,33 +63,35 @@ def fetch_once(name: str, sha256: str, command: list[str]) -> Path:
     """CACHE/name, fetched with the registry's own client the first time and checked against its digest.
 
     The client runs in a folder of its own and the file is renamed into place once whole, so a process
-    that looks at the cache meanwhile (another test session, a benchmark) never sees half an archive."""
-    CACHE.mkdir(parents=True, exist_ok=True)
+    that looks at the cache meanwhile (a benchmark) never sees half an archive; processes of one test
+    session fetch it one at a time (`cache_lock`), so it is fetched once."""
     target = CACHE / name
-    if not target.is_file():
-        with tempfile.TemporaryDirectory(dir=CACHE, prefix=".fetch-") as scratch:
-            done = subprocess.run(command, cwd=scratch, capture_output=True, text=True, timeout=300)
-            fetched = Path(scratch) / name
-            if done.returncode != 0 or not fetched.is_file():
-                said = (done.stderr or done.stdout).strip()[-2000:]
-                raise AssertionError(
-                    f"fetching {name} failed: {' '.join(command)} (exit {done.returncode}): {said}"
-                )
-            _checked(fetched, sha256, "the registry")
-            os.replace(fetched, target)
-    return _checked(target, sha256, "the registry")
+    with cache_lock(name):
+        if not target.is_file():
+            with tempfile.TemporaryDirectory(dir=CACHE, prefix=".fetch-") as scratch:
+                done = subprocess.run(command, cwd=scratch, capture_output=True, text=True, timeout=300)
+                fetched = Path(scratch) / name
+                if done.returncode != 0 or not fetched.is_file():
+                    said = (done.stderr or done.stdout).strip()[-2000:]
+                    raise AssertionError(
+                        f"fetching {name} failed: {' '.join(command)} (exit {done.returncode}): {said}"
+                    )
+                _checked(fetched, sha256, "the registry")
+                os.replace(fetched, target)
+        return _checked(target, sha256, "the registry")
 
 
 def unpacked(archive: Path, top: str) -> Path:
-    """The archive unpacked once next to it (read-only use: callers copy it)."""
+    """The archive unpacked once next to it (read-only use: callers copy it), by one process at a time."""
     dest = archive.with_name(archive.name + ".d")
-    if not (dest / top).is_dir():
-        tmp = dest.with_name(dest.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
+    with cache_lock(dest.name):
+        if not (dest / top).is_dir():
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+            shutil.rmtree(dest, ignore_errors=True)
+            tmp.rename(dest)
     return dest / top
 
 
@@ -203,25 +217,30 @@ def debian_source(package: str, orig: str, sha256: str) -> Path:
 
     apt setups usually carry no deb-src lines: a private configuration (its own lists, bookworm-security's
     source index, a few hundred KB) is used, and the system's is left alone."""
-    CACHE.mkdir(parents=True, exist_ok=True)
     target = CACHE / orig
-    if not target.is_file():
-        apt = CACHE / "apt"
-        for sub in ("lists/partial", "parts", "cache/archives/partial"):
-            (apt / sub).mkdir(parents=True, exist_ok=True)
-        (apt / "parts" / "src.sources").write_text(
-            "Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
-            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        )
-        opts = []
-        for key, value in {
-            "Dir::Etc::SourceList": "/dev/null",
-            "Dir::Etc::SourceParts": apt / "parts",
-            "Dir::State::Lists": apt / "lists",
-            "Dir::Cache": apt / "cache",
-            "Debug::NoLocking": "1",
-        }.items():
-            opts += ["-o", f"{key}={value}"]
-        for args in (["update"], ["source", "--download-only", package]):
-            subprocess.run(["apt-get", *opts, *args], cwd=CACHE, check=True, capture_output=True, timeout=300)
+    with cache_lock(orig):
+        if not target.is_file():
+            _apt_source(package)
     return _checked(target, sha256, "Debian")
+
+
+def _apt_source(package: str) -> None:
+    """apt-get source --download-only of ``package`` into CACHE, with a private configuration."""
+    apt = CACHE / "apt"
+    for sub in ("lists/partial", "parts", "cache/archives/partial"):
+        (apt / sub).mkdir(parents=True, exist_ok=True)
+    (apt / "parts" / "src.sources").write_text(
+        "Types: deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
+        "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    )
+    opts = []
+    for key, value in {
+        "Dir::Etc::SourceList": "/dev/null",
+        "Dir::Etc::SourceParts": apt / "parts",
+        "Dir::State::Lists": apt / "lists",
+        "Dir::Cache": apt / "cache",
+        "Debug::NoLocking": "1",
+    }.items():
+        opts += ["-o", f"{key}={value}"]
+    for args in (["update"], ["source", "--download-only", package]):
+        subprocess.run(["apt-get", *opts, *args], cwd=CACHE, check=True, capture_output=True, timeout=300)

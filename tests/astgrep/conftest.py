@@ -90,31 +90,3 @@ def only_this_family():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TETHER_PLUGINS", "astgrep")
         yield
-
-
-# (agreed, ladder finds, cases, differences) per language, filled by test_agreement through the fixture
-AGREEMENT: dict[str, tuple[int, int, int, list[str]]] = {}
-
-
-@pytest.fixture(scope="session")
-def agreement() -> dict[str, tuple[int, int, int, list[str]]]:
-    return AGREEMENT
-
-
-def pytest_terminal_summary(terminalreporter):
-    """The agreement with ast-grep per language (test_agreement), when it ran."""
-    if not AGREEMENT:
-        return
-    terminalreporter.section("agreement with ast-grep")
-    terminalreporter.write_line(
-        "language    agree/compared       on purpose (ladder readings, rewrites that would not parse or differ in tabs)"
-    )
-    rows = sorted(AGREEMENT.items(), key=lambda kv: kv[1][0] / max(1, kv[1][2] - kv[1][1]))
-    for lang, (a, lf, n, _) in rows:
-        terminalreporter.write_line(
-            f"{lang:<11} {a:>3}/{n - lf:<3} {100 * a / max(1, n - lf):5.1f}%   {lf:>3} of {n}"
-        )
-    a, lf, n = (sum(v[i] for v in AGREEMENT.values()) for i in range(3))
-    terminalreporter.write_line(
-        f"{'all':<11} {a:>3}/{n - lf:<3} {100 * a / max(1, n - lf):5.1f}%   {lf:>3} of {n}"
-    )

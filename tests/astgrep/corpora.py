@@ -17,6 +17,7 @@ import attrs
 from real_projects import (
     CJSON_SHA256,
     PFLAG_SOURCE,
+    cache_lock,
     click_pristine,
     fetch_once,
     pypi_sdist,
@@ -41,13 +42,14 @@ def debian_deb(package: str, version: str, deb: str, sha256: str) -> Path:
     """A Debian binary package (`apt-get download`, the file ``deb``), its files extracted (`dpkg-deb -x`)."""
     archive = fetch_once(deb, sha256, ["apt-get", "download", f"{package}={version}"])
     dest = archive.with_name(archive.name + ".d")
-    if not dest.is_dir():
-        tmp = dest.with_name(dest.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run(
-            ["dpkg-deb", "-x", str(archive), str(tmp)], check=True, capture_output=True, timeout=120
-        )
-        tmp.rename(dest)
+    with cache_lock(dest.name):
+        if not dest.is_dir():
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            subprocess.run(
+                ["dpkg-deb", "-x", str(archive), str(tmp)], check=True, capture_output=True, timeout=120
+            )
+            tmp.rename(dest)
     return dest
 
 
