@@ -136,6 +136,22 @@ def test_a_quiet_installation_is_remembered_and_every_change_to_it_is_seen(site)
     assert site.names(site.find()) == ["t_one"]
 
 
+def test_files_coming_and_going_beside_the_distributions_keep_the_answer(site):
+    # `python -m tether.cli` puts the working folder, a project whose files change all the time, first on
+    # sys.path: only a distribution added to or removed from a folder makes the metadata be read again
+    site.install("t_one", "tether_test_procfam")
+    assert site.names(site.remembered()) == ["t_one"]
+    (site.path / "notes.py").write_text("x = 1\n")
+    answer = site.find()
+    assert site.names(answer) == ["t_one"] and not answer["read_metadata"]
+    (site.path / "notes.py").unlink()
+    answer = site.find()
+    assert site.names(answer) == ["t_one"] and not answer["read_metadata"]
+    site.install("t_two", "tether_test_typo:Plugin")
+    answer = site.find()
+    assert site.names(answer) == ["t_one", "t_two"] and answer["read_metadata"]
+
+
 def test_nothing_is_remembered_while_the_installation_is_changing(site):
     fresh = site.install("t_fresh", "tether_test_procfam")  # a change in the same clock tick would not show
     # dated ahead, so it stays "just changed" however long the loaded machine takes to start the finds

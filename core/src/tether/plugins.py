@@ -12,8 +12,10 @@ Reading the entry points means importing `importlib.metadata` (email, zipfile, c
 every installed distribution's metadata: about a tenth of a cold `tether tools`. The answer depends
 only on the distributions on ``sys.path``, so it is remembered in the user's cache directory
 (``$XDG_CACHE_HOME/tether``, else ``~/.cache/tether``) together with what it was read from: each
-``sys.path`` entry, each distribution folder in it and its ``entry_points.txt`` (modification and
-change time, size, inode). A process that finds all of these unchanged uses the remembered answer; any
+``sys.path`` entry (a folder by the names of the distributions in it, a zip file or a missing entry by
+its own stat), each distribution folder in it and its ``entry_points.txt`` (modification and change
+time, size, inode): a file added to a project that `python -m` puts first on ``sys.path`` changes
+none of these. A process that finds all of these unchanged uses the remembered answer; any
 change (a package installed, removed or upgraded, an ``entry_points.txt`` edited, even one dated back)
 reads the metadata again. As git does for its index, nothing is remembered while one of them changed
 in the last two seconds (a change within the same clock tick would not show). A cache that cannot be
@@ -183,14 +185,17 @@ def _fingerprint() -> list[Any]:
     out: list[Any] = []
     for entry in sys.path:
         folder = entry or "."  # as importlib.metadata reads it: a deleted working folder holds nothing
-        out.append([entry, _stat(folder)])
         try:
             with os.scandir(folder) as it:
                 dists = sorted(
                     e.name for e in it if e.name.lower().endswith(DIST_FOLDERS) or e.name == "EGG-INFO"
                 )
         except OSError:  # missing, or a zip file: its own stat says when it changed
+            out.append([entry, _stat(folder)])
             continue
+        # a folder is known by the distributions listed in it, not by its own stat: `python -m` puts the
+        # working folder (a project whose files change all the time) first on sys.path
+        out.append([entry])
         for name in dists:
             dist = os.path.join(folder, name)
             out.append([name, _stat(dist), _stat(os.path.join(dist, "entry_points.txt"))])
