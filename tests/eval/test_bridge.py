@@ -93,6 +93,29 @@ async def test_calls_from_a_cell_leave_the_look_for_orphans_to_the_cell_call(run
     assert len(looks) == 1, f"{len(looks)} looks for orphans for one cell of 5 tool() calls"
 
 
+COUNT_FLUSHES = """
+import sys
+_flushes = []
+_cls = type(sys.stdout)
+_orig = _cls.flush
+_cls.flush = lambda self: (_flushes.append(self.name), _orig(self))[1]
+try:
+    {body}
+finally:
+    _cls.flush = _orig
+print(sorted(_flushes))
+"""
+
+
+async def test_python_tool_calls_flush_only_streams_with_output_waiting(run):
+    """Each flush waits for the kernel's IO thread: calls with nothing printed flush nothing."""
+    r = await cell(run, COUNT_FLUSHES.format(body="for _ in range(5): tool('echo', {'text': 'x'})"))
+    assert not r.is_error and "\n[]\n" in r.plain, r.plain
+    r = await cell(run, COUNT_FLUSHES.format(body="print('a'); tool('echo', {'text': 'x'}); print('b')"))
+    assert not r.is_error, r.plain
+    assert r.plain.index("a\n") < r.plain.index("b\n") and "'stdout'" in r.plain, r.plain
+
+
 async def test_python_unserialisable_arguments_raise_clearly(run):
     r = await cell(run, "tool('echo', {'text': object()})")
     assert r.is_error and r.data["error"]["ename"] == "TypeError" and "JSON-serializable" in r.plain
