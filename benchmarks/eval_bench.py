@@ -36,9 +36,9 @@ from typing import Any
 
 import attrs
 import tether
+import tether_eval.plugin as eval_plugin
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-import tether_eval.plugin as eval_plugin
 from tether import Tier, Tool, arg
 from tether_eval.kernel import MARKER  # the prefix a tool() call's input_request starts with
 
@@ -435,7 +435,9 @@ async def measure_served(root: Path, rows: list) -> None:
                 )
                 plain = "\n".join(getattr(b, "text", "") for b in r.content)
                 assert not r.is_error and "MEDIAN" in plain, plain
-                rows.append((f"{language} {TOOLS_CALLS} x {name}, serve {transport}", base, median_from(plain)))
+                rows.append(
+                    (f"{language} {TOOLS_CALLS} x {name}, serve {transport}", base, median_from(plain))
+                )
 
     await through(stdio, "stdio")
     with http_server(root) as url:
