@@ -13,14 +13,20 @@ each call, for both sides.
 Anchor of the 100 reads = the same 100 calls of `read` through `run.call` in the run's own process: one
 after another for the sequential rows, under asyncio.gather for the batched one. The cell's loop is timed
 inside the kernel; the median of TOOLS_REPEATS loops is shown, with the cost per call over the anchor.
+The sequential `tool('read')` cell is also run through `tether serve` (the MCP SDK's client, over stdio
+and over Streamable HTTP): what a user of the server sees, against the same in-process anchor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +37,8 @@ from typing import Any
 import attrs
 import tether
 import tether_eval.plugin as eval_plugin
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from tether import Tier, Tool, arg
 from tether_eval.kernel import MARKER  # the prefix a tool() call's input_request starts with
 
@@ -371,16 +379,81 @@ async def measure_tools(root: Path, rows: list) -> None:
                 rows.append((f"{language} {TOOLS_CALLS} x {name}", base, median_from(r.plain)))
 
 
+SERVE_ENV = {"TETHER_PLUGINS": "eval"}  # the files tools and eval only: no other family's start-up
+
+
+@contextlib.contextmanager
+def http_server(root: Path):
+    import os
+
+    http = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "serve", "--root", str(root), "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **SERVE_ENV),
+    )
+    try:
+        assert http.stderr is not None
+        found = re.search(r"at (http://\S+/mcp)", http.stderr.readline())
+        assert found, "tether serve --http did not say where it listens"
+        yield found.group(1)
+    finally:
+        http.send_signal(signal.SIGTERM)
+        http.wait(30)
+        if http.stderr is not None:
+            http.stderr.close()
+
+
+async def measure_served(root: Path, rows: list) -> None:
+    """The sequential tool('read') cells of both languages through `tether serve`, stdio and HTTP."""
+    import os
+
+    import tether.files
+
+    async with tether.open_run(root, plugins=[tether.files], load_entry_points=False) as run:
+        times = []
+        for _ in range(TOOLS_REPEATS):
+            t = time.perf_counter()
+            for _ in range(TOOLS_CALLS):
+                await run.call("read", {"path": "data.txt"})
+            times.append(time.perf_counter() - t)
+        base = statistics.median(times) * 1000
+    stdio = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tether.cli", "serve", "--root", str(root)],
+        env=dict(os.environ, **SERVE_ENV),
+    )
+
+    async def through(server: Any, transport: str) -> None:
+        async with Client(server) as client:
+            for language, loops in TOOLS_LOOPS.items():
+                name, loop, _ = loops[0]
+                await client.call_tool("eval", {"code": "0", "description": D, "language": language})
+                r = await client.call_tool(
+                    "eval", {"code": tools_code(language, loop), "description": D, "language": language}
+                )
+                plain = "\n".join(getattr(b, "text", "") for b in r.content)
+                assert not r.is_error and "MEDIAN" in plain, plain
+                rows.append(
+                    (f"{language} {TOOLS_CALLS} x {name}, serve {transport}", base, median_from(plain))
+                )
+
+    await through(stdio, "stdio")
+    with http_server(root) as url:
+        await through(url, "HTTP")
+
+
 def print_tools(rows: list) -> None:
     print(
-        f"{'measure (median of ' + str(TOOLS_REPEATS) + ')':44} {'run.call anchor':>15} {'cell':>11} {'ratio':>7}"
+        f"{'measure (median of ' + str(TOOLS_REPEATS) + ')':56} {'run.call anchor':>15} {'cell':>11} {'ratio':>7}"
         "  over the anchor per call (target <= 1 ms)"
     )
     for name, anchor, ours in rows:
         per_call = (ours - anchor) / TOOLS_CALLS
         verdict = "ok" if per_call <= 1.0 else "OVER"
         print(
-            f"{name:44} {anchor:12.2f} ms {ours:8.2f} ms {ours / anchor:6.2f}x  {per_call:+.3f} ms {verdict}"
+            f"{name:56} {anchor:12.2f} ms {ours:8.2f} ms {ours / anchor:6.2f}x  {per_call:+.3f} ms {verdict}"
         )
 
 
@@ -393,6 +466,7 @@ async def main() -> None:
             for language in ("python", "javascript"):
                 await bench(language, root, rows)
         await measure_tools(root, tool_rows)
+        await measure_served(root, tool_rows)
     if rows:
         print(f"{'measure':36} {'raw jupyter_client':>19} {'tether eval':>12} {'ratio':>7}  target")
     for name, raw, ours, target, unit in rows:

@@ -80,6 +80,42 @@ async def test_python_hundred_calls_in_a_loop(run):
     assert r.data["tool_calls"] == 100
 
 
+async def test_calls_from_a_cell_leave_the_look_for_orphans_to_the_cell_call(run, monkeypatch):
+    """Each look lists every process of the machine; the cell's own call looks once, at its end."""
+    from tether.procs import Keeper
+
+    looks: list[int] = []
+    seen = Keeper.note_adopted
+    monkeypatch.setattr(Keeper, "note_adopted", lambda self: (looks.append(1), seen(self))[1])
+    r = await cell(run, "for _ in range(5): tool('echo', {'text': 'x'})")
+    assert not r.is_error and r.data["tool_calls"] == 5, r.plain
+    assert run._keeper is not None, "the kernel is a process of the run: its keeper is up"
+    assert len(looks) == 1, f"{len(looks)} looks for orphans for one cell of 5 tool() calls"
+
+
+COUNT_FLUSHES = """
+import sys
+_flushes = []
+_cls = type(sys.stdout)
+_orig = _cls.flush
+_cls.flush = lambda self: (_flushes.append(self.name), _orig(self))[1]
+try:
+    {body}
+finally:
+    _cls.flush = _orig
+print(sorted(_flushes))
+"""
+
+
+async def test_python_tool_calls_flush_only_streams_with_output_waiting(run):
+    """Each flush waits for the kernel's IO thread: calls with nothing printed flush nothing."""
+    r = await cell(run, COUNT_FLUSHES.format(body="for _ in range(5): tool('echo', {'text': 'x'})"))
+    assert not r.is_error and "[]" in r.plain.splitlines(), r.plain
+    r = await cell(run, COUNT_FLUSHES.format(body="print('a'); tool('echo', {'text': 'x'}); print('b')"))
+    assert not r.is_error, r.plain
+    assert r.plain.index("a\n") < r.plain.index("b\n") and "'stdout'" in r.plain, r.plain
+
+
 async def test_python_unserialisable_arguments_raise_clearly(run):
     r = await cell(run, "tool('echo', {'text': object()})")
     assert r.is_error and r.data["error"]["ename"] == "TypeError" and "JSON-serializable" in r.plain

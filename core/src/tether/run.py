@@ -419,8 +419,11 @@ class Run:
                 return await self._run(tool, args, progress, paths, arguments or {}, dry)
         finally:
             _enclosing.reset(token)
-            if self._keeper is not None:
-                self._keeper.note_adopted()  # what a call orphaned is told at once, not at the keeper's next poll
+            if self._keeper is not None and not enclosing:
+                # what a call orphaned is told at once, not at the keeper's next poll; a call made from
+                # inside another (a cell's tool()) leaves it to the outer call's end: each look lists
+                # every process of the machine, milliseconds on a busy one, too slow for every bridged call
+                self._keeper.note_adopted()
 
     def _touched(self, tool: Tool, args: Any) -> list[str]:
         """The files a file-writing call will write, relative to the root (its approval sees them)."""

@@ -348,5 +348,8 @@ async def _bridge(ctx: CallContext, payload: str, overlap: Overlap, called: list
             "ended": ended,
         }
 
-    results = await asyncio.gather(*(one(n, a) for n, a in requests))
+    if len(requests) == 1:  # tool() one call at a time: no task to start
+        results = [await one(*requests[0])]
+    else:
+        results = await asyncio.gather(*(one(n, a) for n, a in requests))
     return json.dumps({"results": results}, default=str)

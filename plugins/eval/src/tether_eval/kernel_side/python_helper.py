@@ -32,11 +32,37 @@ def _send(calls):
     except TypeError as exc:
         names = ", ".join(sorted({c["tool"] for c in calls}))
         raise TypeError(f"tool({names}): the arguments must be JSON-serializable ({exc})") from None
-    answer = builtins.input(MARKER + payload)
+    answer = _ask(MARKER + payload)
     try:
         return json.loads(answer)["results"]
     except (ValueError, KeyError, TypeError):
         raise RuntimeError("tools: no answer from the tether run (stdin is not connected)") from None
+
+
+def _idle_flush():
+    pass
+
+
+def _ask(prompt):
+    """builtins.input(prompt), without ipykernel's flush of an output stream that holds nothing.
+
+    Each flush waits for the kernel's IO thread (a third of a tool() call's time in the kernel). The
+    run keeps a cell's output apart from its tool calls, so a stream with output waiting is flushed
+    as before, and the others are skipped: `_flush_pending` is ipykernel's mark of waiting output; a
+    stream without it (redirected by the cell) is flushed."""
+    idle = [
+        s
+        for s in (sys.stdout, sys.stderr)
+        if getattr(s, "_flush_pending", True) is False
+        and getattr(s, "_subprocess_flush_pending", False) is False
+    ]
+    for stream in idle:
+        stream.flush = _idle_flush
+    try:
+        return builtins.input(prompt)
+    finally:
+        for stream in idle:
+            vars(stream).pop("flush", None)
 
 
 def tool_result(name, args=None, /, **kwargs):
