@@ -29,7 +29,6 @@ THRESHOLD = 0.95
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
     **dict.fromkeys(("json", "bash", "php"), 0.85),
-    **dict.fromkeys(("rust",), 0.90),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -453,6 +452,8 @@ CLASSES = [
     # Swift parsed by tree-sitter-swift 0.7.4, as the CLI: `@Sendable ()` is one attribute, `sending` a
     # modifier (the pack's older grammar split them)
     ("swift", "@$A"),
+    # a quote with no closing one opens no string: a Rust lifetime's `'` (`<'a>` was refused as unbalanced)
+    ("rust", "<'a>"),
 ]
 
 

@@ -545,13 +545,14 @@ _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
 def _balanced(text: str) -> bool:
-    """Whether the brackets of ``text`` (outside quotes) pair up."""
+    """Whether the brackets of ``text`` (outside quotes) pair up. A quote with no closing one after it
+    opens no string (a Rust lifetime `<'a>`)."""
     open_: list[str] = []
     quote = None
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             quote = None if ch == quote else quote
-        elif ch in "\"'`":
+        elif ch in "\"'`" and ch in text[i + 1 :]:
             quote = ch
         elif ch in "([{":
             open_.append(ch)
