@@ -454,6 +454,9 @@ CLASSES = [
     ("swift", "@$A"),
     # a quote with no closing one opens no string: a Rust lifetime's `'` (`<'a>` was refused as unbalanced)
     ("rust", "<'a>"),
+    # PHP's whole file is the code after `<?php`: a lone `PhpParser\Node` is the namespace name its error
+    # recovery leaves (the prefix of `use PhpParser\Node\Stmt;`), not a qualified name
+    ("php", "PhpParser\\Node"),
 ]
 
 
