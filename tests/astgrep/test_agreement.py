@@ -28,7 +28,7 @@ THRESHOLD = 0.95
 # languages still below the target: the agreement measured last (they fail below it, and are reported as
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
-    **dict.fromkeys(("json", "bash", "php"), 0.85),
+    **dict.fromkeys(("json", "bash"), 0.85),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
