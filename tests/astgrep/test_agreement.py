@@ -28,8 +28,7 @@ THRESHOLD = 0.95
 # languages still below the target: the agreement measured last (they fail below it, and are reported as
 # expected failures at or above it, with their figures, until they reach THRESHOLD)
 BELOW_TARGET = {
-    **dict.fromkeys(("json", "bash", "php"), 0.85),
-    **dict.fromkeys(("rust",), 0.90),
+    **dict.fromkeys(("json", "bash"), 0.85),
 }
 GENERATED = 16  # search patterns per language
 GENERATED_REWRITES = 3
@@ -453,6 +452,11 @@ CLASSES = [
     # Swift parsed by tree-sitter-swift 0.7.4, as the CLI: `@Sendable ()` is one attribute, `sending` a
     # modifier (the pack's older grammar split them)
     ("swift", "@$A"),
+    # a quote with no closing one opens no string: a Rust lifetime's `'` (`<'a>` was refused as unbalanced)
+    ("rust", "<'a>"),
+    # PHP's whole file is the code after `<?php`: a lone `PhpParser\Node` is the namespace name its error
+    # recovery leaves (the prefix of `use PhpParser\Node\Stmt;`), not a qualified name
+    ("php", "PhpParser\\Node"),
 ]
 
 

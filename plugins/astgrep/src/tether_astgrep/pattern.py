@@ -496,9 +496,20 @@ def _clean_in_error(processed: str, grammar: Grammar, parser: Any) -> tuple[Any,
     (CSS `_B:_A` is an ERROR holding only a pseudo-class selector), or None."""
     if grammar.expando != "$" and "$" in processed:
         return None
-    src = processed.encode()
+    rung = grammar.ladder[0]
+    # the whole file is the first rung when that is a file with a head (a PHP file after its `<?php`)
+    wrapped, first, _ = rung.wrap(processed) if rung.name == "file" else (processed, 0, 0)
+    src = wrapped.encode()
+    start = len(wrapped[:first].encode())
     node = parser.parse(src).root_node
-    if not node.has_error or node.child_count == 0 or not _is_single(node):
+    if not node.has_error:
+        return None
+    if start:  # the head's nodes end before the pattern: the file's node is the one node after them
+        after = [c for c in node.children if c.end_byte > start]
+        if len(after) != 1 or after[0].start_byte < start:
+            return None
+        node = after[0]
+    elif node.child_count == 0 or not _is_single(node):
         return None
     through_error = node.is_error
     while _is_single(node):
@@ -545,13 +556,14 @@ _PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
 def _balanced(text: str) -> bool:
-    """Whether the brackets of ``text`` (outside quotes) pair up."""
+    """Whether the brackets of ``text`` (outside quotes) pair up. A quote with no closing one after it
+    opens no string (a Rust lifetime `<'a>`)."""
     open_: list[str] = []
     quote = None
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             quote = None if ch == quote else quote
-        elif ch in "\"'`":
+        elif ch in "\"'`" and ch in text[i + 1 :]:
             quote = ch
         elif ch in "([{":
             open_.append(ch)
