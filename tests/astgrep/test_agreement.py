@@ -391,6 +391,9 @@ def _shown(theirs: list[dict] | None, ours, case: Case) -> str:
     return f"{case.origin} {what}: ast-grep {t}, tether {o}"
 
 
+# the first use of a corpus fetches it with its registry's client (up to 300 s: a PyPI sdist's metadata is
+# built by pip, measured 7 s on a quiet machine and past 120 s on a loaded one), then compares
+@pytest.mark.timeout(480)
 @pytest.mark.parametrize("lang", sorted(CORPORA))
 def test_agreement_with_ast_grep(lang, npm, sg_binary, agreement, tmp_path):
     corpus = CORPORA[lang]
