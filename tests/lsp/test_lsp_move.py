@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 
 import pytest
 import tether
@@ -192,10 +193,20 @@ async def test_python_moves_renames_and_refusals(py_root, monkeypatch):
             r.plain
         )
         assert r.data["imports_updated"] is False and r.data["files"] == []
-        broken = {(d["file"], d["code"]) for d in r.data["diagnostics"] if d["severity"] == "error"}
-        assert {("pkg/other.py", "reportMissingImports"), ("pkg/app.py", "reportMissingImports")} <= broken, (
-            r.plain
-        )
+        # the importers' broken imports are the errors it introduced, as far as the server had re-checked them
+        # when the write's round ended (basedpyright applies a deleted file to its importers after a timer of
+        # its own: on a loaded machine the round can end first, so the answer says they may not be all);
+        # asked of each importer now, each shows its broken import
+        assert "which may not be all of them yet" in r.plain, r.plain
+        reported = {(d["file"], d["line"]) for d in r.data["diagnostics"] if d["severity"] == "error"}
+        assert {f for f, _ in reported} <= {"pkg/app.py", "pkg/other.py"}, r.plain
+        for importer in ("pkg/app.py", "pkg/other.py"):
+            deadline = time.monotonic() + 60
+            while True:
+                now = await run.call("lsp", {"action": "diagnostics", "file": importer})
+                if "reportMissingImports" in now.plain or time.monotonic() > deadline:
+                    break
+            assert "reportMissingImports" in now.plain, now.plain
     assert not (py_root / "pkg/greeting.py").exists() and (py_root / "lib/greeting.py").is_file()
     assert "from pkg.greeting import" in (py_root / "pkg/other.py").read_text()  # untouched
 

@@ -136,7 +136,9 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
     result = await apply(ctx, conns, None, "utf-16", src, dst, updated_by=None)
     lines = [
         f"moved {old} -> {new} WITHOUT updating imports ({reason}): files importing '{old}' still name its old "
-        "path; fix them (the diagnostics below show the ones the server reports)"
+        "path; fix them (the diagnostics below show the ones the server reports, which may not be all of them "
+        "yet: a server applies a file gone from disk to its importers a moment after it is told, so ask "
+        "lsp diagnostics of an importer to see its errors now)"
     ]
     return ToolResult.text("\n".join(lines), {**(result.data or {}), "imports_updated": False})
 
