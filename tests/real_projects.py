@@ -44,7 +44,8 @@ XTOOLS_SOURCE = GOCODE / "golang.org" / "x" / "tools"
 @contextlib.contextmanager
 def cache_lock(name: str):
     """One process at a time fetches or unpacks ``name`` (the test session's xdist workers and a benchmark
-    share the cache): an advisory lock on CACHE/.name.lock, released when the process ends."""
+    share the cache): an advisory lock on CACHE/.name.lock, released at the end of the block, or by the
+    system when the holding process dies (a worker killed mid-fetch leaves no lock behind)."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
