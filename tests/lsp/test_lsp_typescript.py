@@ -85,6 +85,49 @@ async def test_a_signature_change_reports_the_broken_callers_in_files_never_open
 
 
 @pytest.mark.usefixtures("cpu_stress")
+async def test_importers_are_asked_one_at_a_time_and_one_unanswered_before_the_write_is_said(
+    ts_root, monkeypatch
+):
+    # tsserver answers one request at a time: asked all at once, the last importers' bounds ran out behind the
+    # others' on a loaded machine; and an importer with no answer before the write was then dropped, unsaid
+    from tether_lsp.connection import Connection
+
+    real_ask, real_pull = Connection.tsserver, Connection.pull_path
+    flying, most, refused = [0], [0], []
+
+    async def counted(self, command, args, timeout):
+        flying[0] += 1
+        most[0] = max(most[0], flying[0])
+        try:
+            return await real_ask(self, command, args, timeout)
+        finally:
+            flying[0] -= 1
+
+    async def unanswered_once(self, path, *args, **kwargs):
+        if path.name == "timer.ts" and not refused:
+            refused.append(path)
+            return None  # as a request that ran out of time
+        return await real_pull(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "tsserver", counted)
+    monkeypatch.setattr(Connection, "pull_path", unanswered_once)
+    async with tether.open_run(ts_root, plugins=[tether.files]) as run:
+        r = await edit(run, "src/internal/util/isDate.ts", *VALID_DATE)
+        assert refused, r.plain
+        # timer.ts had no baseline: not claimed, and said by name
+        assert sorted(introduced(r)) == [
+            ("src/internal/operators/timeout.ts", 316, "2554"),
+            ("src/internal/operators/timeoutWith.ts", 93, "2554"),
+        ], r.plain
+        assert (
+            "typescript-language-server did not answer for 1 file(s) importing src/internal/util/isDate.ts "
+            "before the change"
+        ) in r.plain, r.plain
+        assert "so they were not compared: src/internal/observable/timer.ts" in r.plain, r.plain
+    assert most[0] <= len(("syntactic", "semantic")), most  # one file's two requests at a time
+
+
+@pytest.mark.usefixtures("cpu_stress")
 async def test_the_first_definition_and_references_of_a_fresh_run_come_from_the_loaded_project(ts_root):
     async with tether.open_run(ts_root) as run:
         r = await run.call("lsp", {"action": "definition", "file": MAP, "line": 48, "symbol": "operate"})

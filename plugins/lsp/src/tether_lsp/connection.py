@@ -169,6 +169,9 @@ class Connection:
         self._ids = itertools.count(1)
         self._seq = 0
         self._changed = asyncio.Event()
+        # tsserver checks one file at a time: a file's diagnostics are asked one file after another, so each
+        # request's bound counts from when it is sent, not from behind the others (`_ask_tsserver`)
+        self._tsserver_turn = asyncio.Lock()
         self.tasks: list[asyncio.Task[Any]] = []
         self.closing = False
         self._exited: asyncio.Task[Any] | None = None  # the process's wait(), from start
@@ -719,12 +722,14 @@ class Connection:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), max(0.0, wait))
 
-    async def pull(self, doc: Doc, timeout: float) -> list[Any] | None:
+    async def pull(self, doc: Doc, timeout: float, deadline: float | None = None) -> list[Any] | None:
+        """The document's diagnostics asked of the server; None when it did not answer within ``timeout``
+        s of being asked (a "tsserver" server's turn is waited for until ``deadline``, see `_ask_tsserver`)."""
         lsp = self.lsp
         asked = time.monotonic()
         try:
             if self.server.rounds == "tsserver":
-                items = await self._ask_tsserver(doc.path, timeout)
+                items = await self._ask_tsserver(doc.path, timeout, deadline)
             else:
                 params = lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
                 report = await self.request("textDocument/diagnostic", params, timeout)
@@ -752,22 +757,42 @@ class Connection:
         )
         return message_field(await self.request("workspace/executeCommand", params, timeout), "body")
 
-    async def _ask_tsserver(self, path: Path, timeout: float) -> list[Any]:
+    async def _ask_tsserver(self, path: Path, timeout: float, deadline: float | None = None) -> list[Any]:
         """tsserver's errors and warnings of a file of its projects, as the server would publish them; asked
-        again only after a change (a write's "before" is then the last write's "after")."""
+        again only after a change (a write's "before" is then the last write's "after").
+
+        tsserver answers one request at a time, so files are asked one after another (a file's two requests
+        together): asked all at once, the twentieth importer's bound ran out behind the others' on a loaded
+        machine. The turn is waited for until ``deadline`` (default: ``timeout`` from now); each request
+        then has ``timeout`` s, within the deadline. RequestTimeout when either runs out."""
         pub = self.published.get(path.as_uri())
         if pub is not None and self.last_mark is not None and pub.at > self.last_mark.at:
             return pub.items  # asked after the latest change
-        found = await asyncio.gather(
-            *(self.tsserver(command, {"file": str(path)}, timeout) for command in TSSERVER_PULLS)
-        )
+        if deadline is None:
+            deadline = time.monotonic() + timeout
+        try:
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                await self._tsserver_turn.acquire()
+        except TimeoutError:
+            raise RequestTimeout(TSSERVER_PULLS[-1], timeout) from None
+        try:
+            pub = self.published.get(path.as_uri())
+            if pub is not None and self.last_mark is not None and pub.at > self.last_mark.at:
+                return pub.items  # asked meanwhile, after the latest change
+            left = max(0.0, min(timeout, deadline - time.monotonic()))
+            found = await asyncio.gather(
+                *(self.tsserver(command, {"file": str(path)}, left) for command in TSSERVER_PULLS)
+            )
+        finally:
+            self._tsserver_turn.release()
         return [tsserver_diagnostic(self.lsp, d) for kind in found for d in kind or []]
 
-    async def pull_path(self, path: Path, timeout: float) -> list[Any] | None:
-        """A "tsserver" server's diagnostics of a file that need not be open (kept with the published ones)."""
+    async def pull_path(self, path: Path, timeout: float, deadline: float | None = None) -> list[Any] | None:
+        """A "tsserver" server's diagnostics of a file that need not be open (kept with the published ones);
+        None when not answered in time (see `_ask_tsserver`)."""
         asked = time.monotonic()
         try:
-            items = await self._ask_tsserver(path, timeout)
+            items = await self._ask_tsserver(path, timeout, deadline)
         except (RequestTimeout, ServerError):
             return None
         self._keep(path.as_uri(), None, items, asked)

@@ -223,8 +223,7 @@ async def document_diagnostics(
         start = time.monotonic()
         if not await conn.first_round(timeout):
             return None
-        left = max(0.0, start + timeout - time.monotonic())
-        return await conn.pull(doc, min(left, request_timeout))
+        return await conn.pull(doc, request_timeout, deadline=start + timeout)
     mark = after if after is not None and after.at > doc.mark.at else doc.mark
     start = time.monotonic()
     deadline = start + timeout
@@ -348,9 +347,7 @@ async def _pull_others(
             conn, mine, min(timeout, max(0.0, deadline - time.monotonic())), importers_checked(sup, conn)
         )
         asked = [dep for dep in found.files if dep not in written and dep.as_uri() not in conn.docs]
-        results = await asyncio.gather(
-            *(conn.pull_path(dep, min(timeout, max(0.0, deadline - time.monotonic()))) for dep in asked)
-        )
+        results = await asyncio.gather(*(conn.pull_path(dep, timeout, deadline) for dep in asked))
     except ServerDied:
         return Importers([], [], False, answered=False), []
     return found, [dep for dep, r in zip(asked, results, strict=True) if r is None]
@@ -412,6 +409,15 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             sup, conn, mine, {path for _, path, _ in targets}, deadline, quiet[id(conn)]
         )
         unasked += [(conn, p) for p in silent]
+        if silent:
+            # asked again after the write, their answers have nothing to be compared with: said, not dropped
+            names = render.names([rel for rel, _, c in targets if c is conn])
+            notes.append(
+                f"diagnostics of other files may be incomplete: {conn.server.id} did not answer for {len(silent)} "
+                f"file(s) importing {names} before the change within {sup.option('lsp_request_timeout'):g} s each, "
+                f"so they were not compared: {render.names(sorted(sup.run.relpath(p) for p in silent))}; "
+                "lsp diagnostics on them shows their errors"
+            )
         # every other file's last publish is a baseline only once a round after our last change is complete
         try:
             done = await wait_round(
