@@ -121,3 +121,43 @@ async def test_the_server_hears_of_every_file_it_analyses_ignored_or_symlinked_a
 
 def run_rel(root, uri: str) -> str:
     return Path(uri.removeprefix("file://")).relative_to(root).as_posix()
+
+
+async def test_an_open_document_tether_deletes_is_said_deleted_at_once_not_at_a_later_scan(
+    py_root, monkeypatch, samples
+):
+    """A file tether deletes while it is open is closed and sent as Deleted in the same step: closed alone,
+    basedpyright kept the module for its importers until a later scan said it was gone (on a loaded machine
+    the scans are a poller's; a moved module's importer showed "unknown import symbol" for a minute)."""
+    import tether_lsp.watching as watching
+
+    monkeypatch.setattr(watching, "SYNC_SCAN_BUDGET", -1.0)  # every scan after the first is the poller's...
+    monkeypatch.setattr(watching, "POLL_INTERVAL", 3600.0)  # ...which does not come within the test
+    sent: list[tuple[str, int]] = []
+    notify = Connection.notify
+
+    def spy(self, method, params):
+        if method == "workspace/didChangeWatchedFiles":
+            sent.extend((run_rel(py_root, change.uri), int(change.type)) for change in params.changes)
+        return notify(self, method, params)
+
+    monkeypatch.setattr(Connection, "notify", spy)
+    async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
+        hover = await run.call(
+            "lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
+        )
+        assert not hover.is_error, hover.plain
+        lines = samples.UTIL.splitlines()
+        patch = f"--- a/pkg/util.py\n+++ /dev/null\n@@ -1,{len(lines)} +0,0 @@\n" + "".join(
+            f"-{line}\n" for line in lines
+        )
+        r = await run.call("apply_patch", {"patch": patch})
+        assert not r.is_error and not (py_root / "pkg/util.py").exists(), r.plain
+        assert ("pkg/util.py", 3) in sent, sent
+        deadline = time.monotonic() + 90  # basedpyright applies a deletion on a timer of its own
+        while True:
+            now = await run.call("lsp", {"action": "diagnostics", "file": "pkg/other.py"})
+            if "reportMissingImports" in now.plain or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert "reportMissingImports" in now.plain, now.plain
