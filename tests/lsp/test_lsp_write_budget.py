@@ -46,3 +46,41 @@ async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_time
         # once it answers again, the next write is checked as before
         r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + "\nZ: int = 'z'\n"})
         assert "This write introduced 1 error(s)" in r.plain and "pkg/util.py:10:" in r.plain, r.plain
+
+
+async def test_a_server_computing_without_a_word_is_working_and_its_quiet_counts_once_it_stops(
+    tmp_path, monkeypatch
+):
+    """basedpyright, starved on a loaded machine, computed for seconds between its first publishes and its
+    round's progress begin: the quiet rule took the round as done on the placeholders (CI: click's and
+    Django's importers' errors were missed, unsaid). Its processes' CPU use is a sign of work, as a
+    publish is; a server whose definition does not say so (clangd indexes between rounds) is not read so."""
+    import asyncio
+    import subprocess
+    import sys
+
+    import attrs
+    from tether_lsp.connection import Connection
+    from tether_lsp.servers import BUILTIN_SERVERS
+
+    monkeypatch.setattr(write_diagnostics, "PROGRESS_FALLBACK_SEEN", 1.0)
+    server = next(d for d in BUILTIN_SERVERS if d.id == "basedpyright")
+    # the server's process, as the connection sees it: one that computes and sends nothing
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        for definition, counts in ((server, True), (attrs.evolve(server, cpu_is_work=False), False)):
+            conn = Connection(definition, "basedpyright-langserver", tmp_path, None)
+            conn.proc = burner
+            conn.begins = 1  # rounds were seen: a change with no round of its own waits the fallback quiet
+            mark = conn.mark()
+            done = await write_diagnostics.wait_round(conn, mark, 4.0)
+            assert done is not counts, (definition.cpu_is_work, done)
+        os.kill(burner.pid, signal.SIGSTOP)  # it stops computing: the quiet counts from its last use
+        conn = Connection(server, "basedpyright-langserver", tmp_path, None)
+        conn.proc, conn.begins = burner, 1
+        await asyncio.sleep(0.3)
+        mark = conn.mark()
+        assert await write_diagnostics.wait_round(conn, mark, 60.0)
+    finally:
+        burner.kill()
+        burner.wait()

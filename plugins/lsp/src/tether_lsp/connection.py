@@ -30,6 +30,12 @@ log = logging.getLogger("tether.lsp")
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
 ROUNDS_KEPT = 8  # round times kept per server, for the budget of a write (write_diagnostics.budget)
+# A server whose CPU use counts as work (ServerDef.cpu_is_work) is sampled at most every BUSY_SAMPLE s while
+# a wait goes on; a share of one core of at least BUSY_SHARE between two samples is work. Measured on
+# click: basedpyright's processes use 0.000 of a core once a round is over, and on a loaded machine a
+# starved one can compute for seconds between its publishes and its round's progress begin.
+BUSY_SAMPLE = 0.25
+BUSY_SHARE = 0.02
 
 
 OWN_PROGRESS = "tether-progress-"  # the prefix of the work-done tokens tether gives its requests
@@ -137,6 +143,9 @@ class Connection:
         self.diagnosed = False  # a "document" server completed a round (its first diagnosis is over)
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_create = 0.0  # monotonic time of the server's last window/workDoneProgress/create
+        self.last_busy = 0.0  # monotonic time the server's processes were last seen working (`busy`)
+        self._cpu: tuple[float, float] | None = None  # (monotonic, CPU seconds of the tree): the last sample
+        self._tree: list[Any] = []  # the server's processes (psutil), found once
         self.last_mark: Mark | None = (
             None  # the latest change (or the start): "settled" is a round newer than it
         )
@@ -192,6 +201,37 @@ class Connection:
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
+
+    def busy(self) -> float:
+        """When the server was last seen working: its last publish or progress event or, for a server whose
+        CPU use counts as work (ServerDef.cpu_is_work), the last sample that found its processes using at least
+        BUSY_SHARE of a core since the one before (sampled here, at most every BUSY_SAMPLE s: a wait that
+        relies on this wakes that often, see `write_diagnostics.next_check`)."""
+        if not self.server.cpu_is_work or self.pid is None:
+            return self.last_event
+        now = time.monotonic()
+        if self._cpu is None or now - self._cpu[0] >= BUSY_SAMPLE:
+            used = self._cpu_seconds()
+            if used is not None:
+                if self._cpu is not None and used - self._cpu[1] >= BUSY_SHARE * (now - self._cpu[0]):
+                    self.last_busy = now
+                self._cpu = (now, used)
+        return max(self.last_event, self.last_busy)
+
+    def _cpu_seconds(self) -> float | None:
+        """The user and system CPU seconds of the server's process and its children (a wrapper starts
+        basedpyright's Node); None when they cannot be read."""
+        import psutil
+
+        for _ in range(2):
+            try:
+                if not self._tree:
+                    top = psutil.Process(self.pid)
+                    self._tree = [top, *top.children(recursive=True)]
+                return sum(sum(p.cpu_times()[:2]) for p in self._tree)
+            except psutil.Error:
+                self._tree = []  # a process of the tree is gone (a restart): found again once
+        return None
 
     @property
     def indexing(self) -> bool:

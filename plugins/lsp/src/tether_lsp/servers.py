@@ -95,6 +95,11 @@ class ServerDef:
             (``window/workDoneProgress/create``) before it publishes whenever files are left to
             analyse (basedpyright): a changed document's publish at its version with no announcement
             since the change ends the round (a small project is analysed with no progress at all).
+        cpu_is_work: the server's CPU use is a sign of work, as a publish or progress event is: a quiet
+            rule (a fallback, a write's budget) counts from the last time its processes were seen using the
+            CPU (basedpyright: none once a round is over; starved, it computes for seconds before it
+            begins its round's progress). Not for a server that works in the background between rounds
+            (clangd's index).
         unanalysed_dirs: names (fnmatch patterns) of folders whose files the server does not analyse
             (gopls: ``testdata``, ``_*`` and ``.*``, which the go tool ignores): its diagnostics of such a
             file are empty whatever the file holds, so an answer about one says so.
@@ -164,6 +169,7 @@ class ServerDef:
     round_titles: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     unanalysed_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     progress_before_publish: bool = False
+    cpu_is_work: bool = False
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -232,6 +238,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         checker_format="pyright-json",
         rounds="progress",
         progress_before_publish=True,
+        cpu_is_work=True,
         versioned_diagnostics=True,
         cancel_requests=False,
         publishes_program=True,

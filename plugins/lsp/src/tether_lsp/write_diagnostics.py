@@ -30,7 +30,16 @@ from tether.diagnostics import Diagnostic, WriteDiagnostics
 from tether.tools import ToolError
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, Doc, Mark, Published, RequestTimeout, ServerDied, ServerError
+from tether_lsp.connection import (
+    BUSY_SAMPLE,
+    Connection,
+    Doc,
+    Mark,
+    Published,
+    RequestTimeout,
+    ServerDied,
+    ServerError,
+)
 from tether_lsp.dependents import Importers, importers, importers_checked, importers_note, open_dependents
 
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
@@ -63,7 +72,9 @@ def round_done(conn: Connection, mark: Mark) -> bool:
     taken as done after PROGRESS_FALLBACK s of quiet; a small project is checked without any progress
     at all, but while the server has published placeholders of other files (unversioned) and not yet
     begun a round, only PROGRESS_COLD_QUIET s of quiet end the wait. "settle" servers: no publish for the
-    definition's settle_quiet seconds after the mark.
+    definition's settle_quiet seconds after the mark. Quiet is the time since the
+    server's last sign of work: a publish, a progress event and, for a server whose CPU use counts
+    (ServerDef.cpu_is_work: basedpyright), that use (`Connection.busy`).
 
     "document" servers (as gopls without that option) wrap no diagnosis in progress, but end each round with the opened or
     changed document's own publish at its version, even when its list is unchanged: measured on
@@ -89,7 +100,7 @@ def round_done(conn: Connection, mark: Mark) -> bool:
         return False
     if conn.server.rounds == "tsserver":
         return True  # nothing to wait for: every answer is asked of tsserver (see above)
-    quiet = time.monotonic() - max(mark.at, conn.last_event)
+    quiet = time.monotonic() - max(mark.at, conn.busy())  # its CPU use too (ServerDef.cpu_is_work)
     if conn.rounds == "progress":
         if conn.begins > mark.begins:
             return True
@@ -147,16 +158,20 @@ def next_check(conn: Connection, mark: Mark) -> float:
         wait = max(DOCUMENT_COLD_QUIET, conn.server.settle_quiet)
     else:
         wait = conn.server.settle_quiet
-    return max(0.01, max(mark.at, conn.last_event) + wait - time.monotonic())
+    left = max(mark.at, conn.busy()) + wait - time.monotonic()
+    if conn.server.cpu_is_work:
+        left = min(left, BUSY_SAMPLE)  # its CPU use is sampled while the wait goes on
+    return max(0.01, left)
 
 
 def _left(conn: Connection, start: float, deadline: float, quiet: float | None) -> float:
     """Seconds a wait begun at ``start`` may still go on: to ``deadline``; with ``quiet``, only while the
-    server shows signs of work (a round in progress, or a publish or progress event within ``quiet`` s)."""
+    server shows signs of work (a round in progress, or a publish or progress event, or for a server whose
+    CPU use counts, that use, within ``quiet`` s)."""
     now = time.monotonic()
     if quiet is None or conn.progress_tokens or not conn.quiescent:
         return deadline - now
-    return min(deadline, max(start, conn.last_event) + quiet) - now
+    return min(deadline, max(start, conn.busy()) + quiet) - now
 
 
 async def wait_round(conn: Connection, mark: Mark, timeout: float, quiet: float | None = None) -> bool:
