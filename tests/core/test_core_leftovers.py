@@ -485,3 +485,45 @@ def test_the_sweep_lets_a_family_save_a_dead_owners_folder_first_and_keeps_it_wh
     assert sorted(seen) == ["w-saved", "w-unsaved"]
     assert not (tmp_path / "w-saved").exists() and (tmp_path / "w-unsaved").exists() and busy.exists()
     procs.release(str(busy))
+
+
+ESCAPES_AT_ONCE = """
+import subprocess, sys
+child = subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(300)"],
+    start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+)
+open(sys.argv[1], "w").write(str(child.pid))
+"""
+
+
+async def test_a_child_that_leaves_the_session_just_after_the_run_began_is_stopped_whatever_the_wall_clock(
+    tmp_path, monkeypatch
+):
+    """What a tracked process started is found by its tag among the processes created since the run began.
+    psutil dates a process by the boot time (whole seconds) plus its start since boot, and the wall clock can
+    be a second and more ahead of that: the run's start taken from the wall clock made a child started just
+    after it look older, and it was left running (CI: a worker's escaped child outlived the worker)."""
+    import asyncio
+
+    import tether.procs
+
+    wall = time.time
+    monkeypatch.setattr(tether.procs.time, "time", lambda: wall() + 1.5)  # the wall clock 1.5 s ahead
+    async with tether.open_run(tmp_path) as run:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            ESCAPES_AT_ONCE,
+            str(tmp_path / "pid"),
+            env=run.child_env(),
+        )
+        run.track_process(proc)
+        await asyncio.wait_for(proc.wait(), 60)  # its parent has exited: only its tag ties it to the run now
+        escaped = int((tmp_path / "pid").read_text())
+        try:
+            await run.stop_process(proc, grace=0.5)
+            assert not wait_gone([escaped], 10), "the child that left the session outlived its parent's stop"
+        finally:
+            if alive(escaped):
+                psutil.Process(escaped).kill()

@@ -131,8 +131,22 @@ def group_members(pgid: int) -> list:
     return out
 
 
+def process_clock() -> float:
+    """Now, on the clock of psutil's ``create_time``: the boot time plus the time since boot. The wall clock
+    (time.time) is off it by up to a second and more (the boot time is whole seconds, and the wall clock
+    drifts from it), so a child started just after a run began could look older than the run and be left
+    running (CI: a worker's escaped child outlived the worker)."""
+    import psutil
+
+    try:
+        return psutil.boot_time() + time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError):  # no boot-time clock (macOS): its create_time is the wall clock's
+        return time.time()
+
+
 def tagged(prefix: str, since: float = 0.0) -> list:
-    """Live processes whose environment tag starts with ``prefix`` (created at or after ``since``)."""
+    """Live processes whose environment tag starts with ``prefix`` (created at or after ``since``, a
+    `process_clock` time)."""
     import psutil
 
     out = []
@@ -210,7 +224,7 @@ class Tracked:
 
     def __init__(self, run_tag: str, spare: Iterable[int] = (), adopter: int | None = None) -> None:
         self.run_tag = run_tag
-        self.since = time.time()
+        self.since = process_clock()  # what create_time is compared with (see there)
         self.spare = set(spare)
         self.procs: dict[int, tuple[Any, str | None, int | None]] = {}  # pid -> (handle, tag, group)
         self.dirs: list[str] = []
