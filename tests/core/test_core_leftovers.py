@@ -503,7 +503,7 @@ async def test_a_child_that_leaves_the_session_just_after_the_run_began_is_stopp
     """What a tracked process started is found by its tag among the processes created since the run began.
     psutil dates a process by the boot time (whole seconds) plus its start since boot, and the wall clock can
     be a second and more ahead of that: the run's start taken from the wall clock made a child started just
-    after it look older, and it was left running (CI: a worker's escaped child outlived the worker)."""
+    after it look older, and it was left running."""
     import asyncio
 
     import tether.procs

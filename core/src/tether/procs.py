@@ -135,7 +135,7 @@ def process_clock() -> float:
     """Now, on the clock of psutil's ``create_time``: the boot time plus the time since boot. The wall clock
     (time.time) is off it by up to a second and more (the boot time is whole seconds, and the wall clock
     drifts from it), so a child started just after a run began could look older than the run and be left
-    running (CI: a worker's escaped child outlived the worker)."""
+    running."""
     import psutil
 
     try:
