@@ -161,3 +161,29 @@ async def test_an_open_document_tether_deletes_is_said_deleted_at_once_not_at_a_
                 break
             await asyncio.sleep(0.5)
         assert "reportMissingImports" in now.plain, now.plain
+
+
+async def test_a_small_tree_is_scanned_at_each_query_however_long_the_machine_keeps_the_scan_waiting(
+    py_root, monkeypatch
+):
+    """The scan moves to a background poller when it costs more than SYNC_SCAN_BUDGET of its own CPU time.
+    Timed by the wall clock, a loaded machine (here: a scan kept waiting 50 ms, as a descheduled thread is)
+    moved a 3-file tree to the poller, and a query right after a shell's edit ran before any scan saw it."""
+    scan = Watcher.scan
+
+    def kept_waiting(self):
+        time.sleep(0.05)  # the thread waits for a CPU: wall time passes, the scan's own cost does not grow
+        return scan(self)
+
+    monkeypatch.setattr(Watcher, "scan", kept_waiting)
+    async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
+        for _ in range(2):
+            r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/main.py"})
+            assert not r.is_error and "reportCallIssue" not in r.plain, r.plain
+        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        assert conn.watcher.poller is None, "a 3-file tree went to the poller"
+        # a shell's edit of an imported module is seen by the very next query
+        util = py_root / "pkg" / "util.py"
+        util.write_text(util.read_text().replace("def greet(name: str)", "def greet(name: str, n: int)"))
+        r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/main.py"})
+        assert "reportCallIssue" in r.plain, r.plain
