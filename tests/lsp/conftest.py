@@ -68,6 +68,26 @@ def py_root(tmp_path: Path) -> Path:
     return python_project(tmp_path / "proj")
 
 
+@pytest.fixture
+def watched_events(py_root, monkeypatch) -> list[tuple[str, int]]:
+    """The watched-file events sent to the run's servers from now on, as (file under py_root, type: 1 created,
+    2 changed, 3 deleted), in order."""
+    from tether_lsp.connection import Connection
+
+    sent: list[tuple[str, int]] = []
+    notify = Connection.notify
+
+    def spy(self, method, params):
+        if method == "workspace/didChangeWatchedFiles":
+            for change in params.changes:
+                path = Path(change.uri.removeprefix("file://")).relative_to(py_root)
+                sent.append((path.as_posix(), int(change.type)))
+        return notify(self, method, params)
+
+    monkeypatch.setattr(Connection, "notify", spy)
+    return sent
+
+
 @pytest.fixture(scope="session")
 def samples():
     """The builders, for tests and module-scoped fixtures (a test module cannot import this conftest)."""

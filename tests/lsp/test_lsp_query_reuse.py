@@ -11,14 +11,12 @@ import inspect
 import os
 import signal
 import time
-from pathlib import Path
 
 import psutil
 import tether
 import tether_lsp.servers
 import tether_lsp.watching
 from tether.testing import open_test_run
-from tether_lsp.connection import Connection
 
 HOVER = {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}
 SERVER = "basedpyright-langserver"
@@ -76,20 +74,12 @@ async def test_a_query_on_an_unchanged_tree_neither_walks_path_nor_lists_a_folde
 
 
 async def test_files_created_changed_and_deleted_in_folders_already_listed_reach_the_server(
-    py_root, monkeypatch
+    py_root, watched_events
 ):
     """An entry added, removed or renamed in a folder listed before, a new folder in it, and a file
     edited in place (its folder's stamp unchanged) are each sent to the server, which then answers
     with them."""
-    sent: list[tuple[str, int]] = []  # (file, type): 1 created, 2 changed, 3 deleted
-    notify = Connection.notify
-
-    def spy(self, method, params):
-        if method == "workspace/didChangeWatchedFiles":
-            sent.extend((run_rel(py_root, change.uri), int(change.type)) for change in params.changes)
-        return notify(self, method, params)
-
-    monkeypatch.setattr(Connection, "notify", spy)
+    sent = watched_events
     pkg = py_root / "pkg"
     find = {"action": "symbols", "query": "brand_new_helper"}
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
@@ -157,7 +147,3 @@ async def until(run, ask: dict, wanted) -> str:
         if wanted(answer.plain) or time.monotonic() > deadline:
             return answer.plain
         await asyncio.sleep(0.2)
-
-
-def run_rel(root: Path, uri: str) -> str:
-    return Path(uri.removeprefix("file://")).relative_to(root).as_posix()

@@ -8,12 +8,10 @@ import asyncio
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import tether
 from tether.testing import open_test_run
-from tether_lsp.connection import Connection
 from tether_lsp.watching import Watcher
 
 
@@ -41,7 +39,7 @@ async def test_the_watchers_scan_runs_off_the_loop_and_sees_a_shell_edit(py_root
 
 @pytest.mark.parametrize("in_git", [True, False], ids=["git-work-tree", "plain-folder"])
 async def test_the_server_hears_of_every_file_it_analyses_ignored_or_symlinked_and_no_deleted_for_open_ones(
-    py_root, monkeypatch, in_git
+    py_root, in_git, watched_events
 ):
     """basedpyright reads no .gitignore: a generated module an import reaches is in its program, and the
     server relies on our watched-file events, so a shell's change to an ignored file is sent (the source
@@ -60,15 +58,7 @@ async def test_the_server_hears_of_every_file_it_analyses_ignored_or_symlinked_a
         git = ["git", "-c", "init.defaultBranch=main"]
         subprocess.run([*git, "init", "-q"], cwd=py_root, check=True)
         subprocess.run([*git, "add", "."], cwd=py_root, check=True)
-    sent: list[tuple[str, int]] = []  # (file, type): 1 created, 2 changed, 3 deleted
-    notify = Connection.notify
-
-    def spy(self, method, params):
-        if method == "workspace/didChangeWatchedFiles":
-            sent.extend((run_rel(py_root, change.uri), int(change.type)) for change in params.changes)
-        return notify(self, method, params)
-
-    monkeypatch.setattr(Connection, "notify", spy)
+    sent = watched_events
     diagnose = {"action": "diagnostics", "file": "pkg/uses.py"}
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
 
@@ -119,12 +109,8 @@ async def test_the_server_hears_of_every_file_it_analyses_ignored_or_symlinked_a
     assert ("pkg/msg_pb2.py", 3) not in sent, sent
 
 
-def run_rel(root, uri: str) -> str:
-    return Path(uri.removeprefix("file://")).relative_to(root).as_posix()
-
-
 async def test_an_open_document_tether_deletes_is_said_deleted_at_once_not_at_a_later_scan(
-    py_root, monkeypatch, samples
+    py_root, monkeypatch, samples, watched_events
 ):
     """A file tether deletes while it is open is closed and sent as Deleted in the same step: closed alone,
     basedpyright kept the module for its importers until a later scan said it was gone (on a loaded machine
@@ -133,15 +119,7 @@ async def test_an_open_document_tether_deletes_is_said_deleted_at_once_not_at_a_
 
     monkeypatch.setattr(watching, "SYNC_SCAN_BUDGET", -1.0)  # every scan after the first is the poller's...
     monkeypatch.setattr(watching, "POLL_INTERVAL", 3600.0)  # ...which does not come within the test
-    sent: list[tuple[str, int]] = []
-    notify = Connection.notify
-
-    def spy(self, method, params):
-        if method == "workspace/didChangeWatchedFiles":
-            sent.extend((run_rel(py_root, change.uri), int(change.type)) for change in params.changes)
-        return notify(self, method, params)
-
-    monkeypatch.setattr(Connection, "notify", spy)
+    sent = watched_events
     async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
         hover = await run.call(
             "lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
