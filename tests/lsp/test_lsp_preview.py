@@ -87,6 +87,70 @@ async def test_a_query_and_a_second_preview_wait_for_a_preview_and_find_the_disk
     assert (root / UTILS).read_text() == text
 
 
+async def test_a_preview_cancelled_mid_round_puts_the_server_back_and_the_next_one_is_whole(
+    click, monkeypatch
+):
+    """A client that cancels a preview while the server holds the unsaved contents (the round not over): the
+    server is put back to the disk all the same, the gate is let go, and nothing of the cancelled preview is
+    in what is asked after it, nor in the next preview."""
+    from tether_lsp.connection import Connection
+
+    run, root = click
+    text = (root / UTILS).read_text()
+    callers = ("src/click/core.py", "src/click/termui.py")
+    earlier = [await diagnostics(run, f) for f in (UTILS, *callers)]
+    broken = text.replace("    message: object = None,", "    message: object,")
+    overlaid = asyncio.Event()
+    real = Connection.overlay
+
+    def spied(self, path, new_text):
+        restore = real(self, path, new_text)
+        overlaid.set()
+        return restore
+
+    monkeypatch.setattr(Connection, "overlay", spied)
+    preview = asyncio.create_task(run.call("write", {"path": UTILS, "content": broken, "dry_run": True}))
+    async with asyncio.timeout(60):
+        await overlaid.wait()  # the server has the broken contents; its round is not over
+    preview.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await preview
+    assert (root / UTILS).read_text() == text
+    async with asyncio.timeout(
+        120
+    ):  # the gate is let go once the server's round after the putting back is over
+        after = [await diagnostics(run, f) for f in (UTILS, *callers)]
+    assert after == earlier
+    again = await run.call("write", {"path": UTILS, "content": broken, "dry_run": True})
+    assert found(again) == BROKEN, again.plain
+    assert [await diagnostics(run, f) for f in (UTILS, *callers)] == earlier
+
+
+async def test_a_preview_after_a_shell_edit_of_another_file_claims_none_of_it_and_leaves_the_disk_state(
+    click,
+):
+    """A shell's edit of another file just before a preview: its error is not the preview's doing, and after
+    the preview the server answers both files as the disk has them."""
+    run, root = click
+    text = (root / UTILS).read_text()
+    other = root / "src/click/formatting.py"
+    pristine = other.read_text()
+    earlier = await diagnostics(run, UTILS)
+    try:
+        other.write_text(pristine + '\nSHELL_ERROR: int = "not an int"\n')  # the shell's own error
+        broken = text.replace("    message: object = None,", "    message: object,")
+        r = await run.call("write", {"path": UTILS, "content": broken, "dry_run": True})
+        assert found(r) == BROKEN, r.plain  # the shell's error is not among them
+        shell = [m for _, m in await diagnostics(run, "src/click/formatting.py") if "not an int" in m]
+        assert len(shell) == 1, shell
+        assert await diagnostics(run, UTILS) == earlier and (root / UTILS).read_text() == text
+    finally:
+        other.write_text(pristine)
+    async with asyncio.timeout(120):  # the shell's revert is seen by a query's refresh
+        while any("not an int" in m for _, m in await diagnostics(run, "src/click/formatting.py")):
+            await asyncio.sleep(0.2)
+
+
 async def test_a_previewed_rename_is_staged_with_its_counts_and_refused_once_a_file_changed(click):
     run, root = click
     core = (root / "src/click/core.py").read_text()
