@@ -39,7 +39,14 @@ def broken(root) -> set[tuple[str, int]]:
 async def test_a_header_prototype_change_reports_its_broken_users_in_files_never_opened(cjson_root):
     expected = broken(cjson_root)
     assert len(expected) == 6
+    text = (cjson_root / "cJSON.h").read_text()
     async with tether.open_run(cjson_root, plugins=[tether.files]) as run:
+        # previewed first (a dry run: clangd given the unsaved header, its includers opened): the same six
+        r = await run.call("write", {"path": "cJSON.h", "content": text.replace(*PROTOTYPE), "dry_run": True})
+        preview = r.data["preview"]
+        previewed = {(d["file"], d["line"]) for d in preview["introduced"] if d["severity"] == "error"}
+        assert previewed == expected and preview["unchecked"] == [], r.plain
+        assert (cjson_root / "cJSON.h").read_text() == text
         r = await edit(run, "cJSON.h", *PROTOTYPE)
         errors = {(d["file"], d["line"]) for d in r.data["diagnostics"] if d["severity"] == "error"}
         assert errors == expected, r.plain
@@ -53,6 +60,11 @@ async def test_a_header_prototype_change_reports_its_broken_users_in_files_never
         r = await edit(run, "cJSON.h", PROTOTYPE[1], PROTOTYPE[0])
         assert r.data.get("diagnostics", []) == [], r.plain
         assert "no errors any more in 2 other file(s): cJSON.c, cJSON_Utils.c" in r.plain
+        # a clean change previews clean
+        r = await run.call(
+            "write", {"path": "cJSON.h", "content": text + "\n/* a note */\n", "dry_run": True}
+        )
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
 
 
 async def test_project_diagnostics_say_clangd_has_no_checker_and_name_no_other_language(cjson_root):

@@ -44,6 +44,13 @@ async def test_a_signature_change_reports_all_36_broken_calls_and_the_revert_say
     expected = callers(pflag_root)
     assert len(expected) == 36 and len({f for f, _ in expected}) == 35
     async with tether.open_run(pflag_root, plugins=[tether.files]) as run:
+        # previewed first (a dry run: gopls given the unsaved contents): the same 36, nothing written
+        text = (pflag_root / "flag.go").read_text()
+        r = await run.call("write", {"path": "flag.go", "content": text.replace(*SIGNATURE), "dry_run": True})
+        preview = r.data["preview"]
+        previewed = {(d["file"], d["line"]) for d in preview["introduced"] if d["severity"] == "error"}
+        assert previewed == expected and preview["unchecked"] == [], r.plain
+        assert (pflag_root / "flag.go").read_text() == text
         r = await edit(run, "flag.go", *SIGNATURE)
         errors = {(d["file"], d["line"]) for d in r.data["diagnostics"] if d["severity"] == "error"}
         assert errors == expected, r.plain
@@ -52,6 +59,10 @@ async def test_a_signature_change_reports_all_36_broken_calls_and_the_revert_say
         assert [d for d in r.data.get("diagnostics", []) if d["severity"] == "error"] == [], r.plain
         files = sorted({f for f, _ in expected})
         assert f"no errors any more in 35 other file(s): {', '.join(files[:5])} and 30 more" in r.plain
+        # a clean change previews clean
+        harmless = text + "\n// a note\n"
+        r = await run.call("write", {"path": "flag.go", "content": harmless, "dry_run": True})
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
 
 
 async def test_the_project_checker_reports_every_broken_call_not_the_first_ten(pflag_root):

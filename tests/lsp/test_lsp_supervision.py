@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -371,3 +372,23 @@ async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monk
             ts["reason"]
             == "binary missing: typescript-language-server (npm i -D typescript-language-server typescript)"
         )
+
+
+def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
+    """clangd's --use-dirty-headers (a preview's header read from its unsaved contents by the includers) is
+    hidden and not in every clangd: one that does not list it would refuse to start with it."""
+    from tether_lsp.servers import BUILTIN_SERVERS, supported_args
+
+    clangd = next(d for d in BUILTIN_SERVERS if d.id == "clangd")
+    older, newer = tmp_path / "older-clangd", tmp_path / "newer-clangd"
+    older.write_text("#!/bin/sh\necho '  --log=<value>   - Verbosity of log messages written to stderr'\n")
+    newer.write_text(
+        "#!/bin/sh\necho '  --use-dirty-headers   - Use files open in the editor when parsing headers'\n"
+    )
+    for script in (older, newer):
+        script.chmod(0o755)
+    assert supported_args(clangd, str(older)) == ()
+    assert supported_args(clangd, str(newer)) == ("--use-dirty-headers",)
+    assert supported_args(clangd, str(tmp_path / "missing")) == ()
+    if (real := shutil.which("clangd")) is not None:  # Debian's clangd 14 knows it
+        assert supported_args(clangd, real) == ("--use-dirty-headers",)

@@ -72,16 +72,33 @@ async def test_old_errors_are_never_reported_as_new_and_diagnostics_lists_them_a
 async def test_a_signature_change_reports_the_broken_callers_in_files_never_opened(ts_root):
     # typescript-language-server checks only open files: the files importing isDate.ts (13, through
     # re-exports) are asked of tsserver
+    broken = [
+        ("src/internal/observable/timer.ts", 159, "2554"),
+        ("src/internal/operators/timeout.ts", 316, "2554"),
+        ("src/internal/operators/timeoutWith.ts", 93, "2554"),
+    ]
+    path = ts_root / "src/internal/util/isDate.ts"
+    text = path.read_text()
     async with tether.open_run(ts_root, plugins=[tether.files]) as run:
+        # previewed first (a dry run: tsserver given the unsaved contents): the same three, nothing written
+        r = await run.call(
+            "write",
+            {"path": "src/internal/util/isDate.ts", "content": text.replace(*VALID_DATE), "dry_run": True},
+        )
+        preview = r.data["preview"]
+        assert sorted((d["file"], d["line"], d["code"]) for d in preview["introduced"]) == broken, r.plain
+        assert preview["unchecked"] == [] and path.read_text() == text, r.plain
         r = await edit(run, "src/internal/util/isDate.ts", *VALID_DATE)
-        assert sorted(introduced(r)) == [
-            ("src/internal/observable/timer.ts", 159, "2554"),
-            ("src/internal/operators/timeout.ts", 316, "2554"),
-            ("src/internal/operators/timeoutWith.ts", 93, "2554"),
-        ], r.plain
+        assert sorted(introduced(r)) == broken, r.plain
         assert "incomplete" not in r.plain, r.plain
         r = await edit(run, "src/internal/util/isDate.ts", VALID_DATE[1], VALID_DATE[0])
         assert introduced(r) == [] and "also changed" not in r.plain, r.plain
+        # a clean change previews clean
+        r = await run.call(
+            "write",
+            {"path": "src/internal/util/isDate.ts", "content": text + "\n// a note\n", "dry_run": True},
+        )
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
 
 
 @pytest.mark.usefixtures("cpu_stress")

@@ -279,10 +279,14 @@ class Connection:
         self.started_at = time.monotonic()
         self.start_mark = self.last_mark = self.mark()
         pipe = asyncio.subprocess.PIPE
+        from tether_lsp.servers import supported_args
+
+        optional = await asyncio.to_thread(supported_args, self.server, self.binary)
         try:  # its own session: its whole tree is killed at close
             self.proc = await asyncio.create_subprocess_exec(
                 self.binary,
                 *self.server.command[1:],
+                *optional,
                 cwd=str(self.root),
                 env=env,
                 stdin=pipe,

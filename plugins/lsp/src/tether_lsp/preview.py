@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +70,14 @@ async def preview(
         held.append((conn, conn.overlay(path, text)))
 
     await sup.gate.hold()
+    dependents: list[tuple[str, Path, Connection]] = []
     try:
         before = await before_write(run, sup, paths, call_id)
+        if (baseline := sup.baselines.get(call_id)) is not None:
+            dependents = list(baseline.dependents)  # with_change reopens them on the overlaid header
         after = await with_change(run, sup, paths, call_id, overlay, "the change", say_unchecked=False)
     finally:
-        put_back(sup, held)
+        put_back(sup, held, dependents)
     timeout = sup.option("diagnostics_timeout")
     for rel, conn in after.pending:
         unchecked.setdefault(rel, why_late(conn, timeout))
@@ -86,12 +89,21 @@ async def preview(
     )
 
 
-def put_back(sup: Any, held: list[tuple[Connection, Callable[[], None]]]) -> None:
-    """Put every overlay back to the disk's content, and hold the servers (the gate the preview holds) until
-    their round after that is complete: released in the background, at the latest after diagnostics_timeout."""
+def put_back(
+    sup: Any,
+    held: list[tuple[Connection, Callable[[], None]]],
+    dependents: Iterable[tuple[str, Path, Connection]] = (),
+) -> None:
+    """Put every overlay back to the disk's content, reopen the includers the preview rebuilt on an overlaid
+    header (clangd rebuilds an open file only when it is opened anew), and hold the servers (the gate the
+    preview holds) until their round after that is complete: released in the background, at the latest
+    after diagnostics_timeout."""
     conns = list({id(c): c for c, _ in held}.values())
     for _, restore in held:
         restore()
+    for _, path, conn in dependents:
+        if conn.alive and not conn.open_files and (doc := conn.docs.get(path.as_uri())) is not None:
+            conn.reopen(doc)
     marks = [(c, c.last_mark) for c in conns if c.alive and c.last_mark is not None]
     sup.putting_back = asyncio.create_task(_settle(sup, marks, time.monotonic()))
 

