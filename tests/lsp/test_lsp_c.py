@@ -154,3 +154,23 @@ async def test_a_header_write_says_the_search_for_includers_stopped_at_the_scan_
             "files that include lib.h were looked for in the first 5 source files only: the rest of the tree "
             "was not checked; build to check it"
         ) in r.plain
+
+
+async def test_a_header_preview_on_a_clangd_that_reads_headers_from_disk_says_its_includers_are_not_checked(
+    cjson_root, monkeypatch
+):
+    """A clangd without --use-dirty-headers parses an includer with the header on disk: a preview of the header
+    cannot see what it breaks there, and says so instead of answering "nothing would be introduced"."""
+    import tether_lsp.servers
+
+    monkeypatch.setattr(tether_lsp.servers, "supported_args", lambda server, binary: ())
+    text = (cjson_root / "cJSON.h").read_text()
+    async with tether.open_run(cjson_root, plugins=[tether.files]) as run:
+        r = await run.call("write", {"path": "cJSON.h", "content": text.replace(*PROTOTYPE), "dry_run": True})
+        preview = r.data["preview"]
+        assert preview["introduced"] == [], r.plain
+        unchecked = {u["file"]: u["why"] for u in preview["unchecked"]}
+        assert set(unchecked) == {"cJSON.c", "cJSON_Utils.c"}, r.plain
+        assert "does not know --use-dirty-headers" in unchecked["cJSON.c"], r.plain
+        assert "nothing would be introduced" not in r.plain, r.plain
+        assert (cjson_root / "cJSON.h").read_text() == text

