@@ -144,9 +144,8 @@ class Connection:
         self.last_event = 0.0  # monotonic time of the last publish or progress begin/end
         self.last_create = 0.0  # monotonic time of the server's last window/workDoneProgress/create
         self.last_busy = 0.0  # monotonic time the server's processes were last seen working (`busy`)
-        self.optional_args: tuple[
-            str, ...
-        ] = ()  # the definition's optional_args this binary was started with
+        # the definition's optional_args this binary was started with (`servers.supported_args`)
+        self.optional_args: tuple[str, ...] = ()
         self._cpu: tuple[float, float] | None = None  # (monotonic, CPU seconds of the tree): the last sample
         self._tree: list[Any] = []  # the server's processes (psutil), found once
         self.last_mark: Mark | None = (
