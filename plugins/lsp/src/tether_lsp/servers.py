@@ -7,7 +7,6 @@ or replace definitions through the `tether_lsp_servers` hook.
 from __future__ import annotations
 
 import fnmatch
-import functools
 import os
 import shutil
 import subprocess
@@ -416,58 +415,61 @@ def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str
 
 
 def supported_args(server: ServerDef, binary: str) -> tuple[str, ...]:
-    """The definition's ``optional_args`` that ``binary`` knows, by its probe's output (read once per binary
-    file as it is: a binary replaced is asked again)."""
+    """The definition's ``optional_args`` that ``binary`` knows, by its probe's output (asked once per binary
+    file as it is: a binary replaced is asked again; a probe that did not answer in time is asked again)."""
     if not server.optional_args:
         return ()
     try:
         st = os.stat(binary)
-        stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         return ()
-    text = _probe(binary, server.optional_args_probe, stamp)
+    key = (binary, server.optional_args_probe, st.st_mtime_ns, st.st_size)
+    if key not in _PROBED:
+        try:
+            code, out, err = _ask(binary, server.optional_args_probe)
+        except OSError:
+            return ()
+        if code is None:
+            return ()  # not cached: a loaded machine may answer next time
+        _PROBED[key] = out + err
+    text = _PROBED[key]
     return tuple(a for a in server.optional_args if a.split("=", 1)[0] in text)
 
 
-@functools.lru_cache(maxsize=32)
-def _probe(binary: str, args: tuple[str, ...], stamp: tuple[int, int], timeout: float = 10.0) -> str:
-    """What ``binary args`` prints (its output and errors), "" when it cannot be run in time."""
+_PROBED: dict[tuple[Any, ...], str] = {}  # supported_args' probe outputs, by binary and its stamp
+
+
+def _ask(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> tuple[int | None, str, str]:
+    """``binary args`` run in a session of its own: its exit code, output and errors; the exit code None when
+    it did not finish within ``timeout`` (its whole tree is killed then). OSError when it cannot be started."""
+    from tether.procs import kill_tree
+
+    proc = subprocess.Popen(
+        [binary, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            [binary, *args],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return proc.stdout + proc.stderr
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid, 0.5)
+        proc.wait()
+        return None, "", ""
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def answers_version(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> str | None:
     """None when ``binary args`` exits 0 in time; else why not (a rustup proxy without its component fails here)."""
-    from tether.procs import kill_tree
-
     try:
-        proc = subprocess.Popen(
-            [binary, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        code, _, err = _ask(binary, args, timeout)
     except OSError as exc:
         return f"cannot run {binary}: {exc.strerror or exc}"
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_tree(proc.pid, 0.5)
-        proc.wait()
+    if code is None:
         return f"`{Path(binary).name} {' '.join(args)}` did not answer within {timeout:g} s"
-    if proc.returncode != 0:
-        first = (err or b"").decode(errors="replace").strip().splitlines()[:1]
+    if code != 0:
+        first = err.strip().splitlines()[:1]
         detail = f": {first[0][:200]}" if first else ""
-        return f"`{Path(binary).name} {' '.join(args)}` failed (exit {proc.returncode}){detail}"
+        return f"`{Path(binary).name} {' '.join(args)}` failed (exit {code}){detail}"
     return None
