@@ -166,17 +166,17 @@ class Watcher:
         events = []
         for path in paths:
             doc = self.conn.docs.get(path.as_uri())
-            stat = file_stat(path)
             if doc is not None:
                 # a document deleted is closed and, as the file is gone from disk, said deleted too: closed
                 # alone, basedpyright kept the deleted module for its importers until a later scan told it
                 # (an importer of a moved file showed "unknown import symbol" instead of a missing import)
-                if self.conn.sync_doc(doc) and stat is None:
+                if self.conn.sync_doc(doc) and file_stat(path) is None:
                     self.files.pop(path, None)
                     events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
                 continue
             if not path.name.endswith(self.conn.server.extensions):
                 continue
+            stat = file_stat(path)
             old = self.files.get(path)
             if stat is None and old is not None:
                 del self.files[path]
