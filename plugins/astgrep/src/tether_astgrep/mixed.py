@@ -79,7 +79,7 @@ def plan(parts: Sequence[Part], compile: Callable[[Grammar], Pattern | Rule], ba
         try:
             searched.append(Compiled(part.grammar, compile(part.grammar), part.files))
         except ToolError as exc:
-            if (exc.data or {}).get("error") not in ("bad_pattern", "bad_rule"):
+            if exc.code not in ("bad_pattern", "bad_rule"):
                 raise  # neither or both of pattern and rule: the same for every language
             refused[part.grammar.id] = (len(part.files), exc.message)
     if not searched:
@@ -88,11 +88,9 @@ def plan(parts: Sequence[Part], compile: Callable[[Grammar], Pattern | Rule], ba
             f"the {what} parses in none of the languages of the files under '{base}', each file's language "
             f"told by its extension. {reasons}. Fix the {what}, or pass language to say which grammar it is "
             "written in",
-            {
-                "error": "bad_pattern",
-                "languages": {gid: n for gid, (n, _) in refused.items()},
-                "refused": {gid: why for gid, (_, why) in refused.items()},
-            },
+            code="bad_pattern",
+            languages={gid: n for gid, (n, _) in refused.items()},
+            refused={gid: why for gid, (_, why) in refused.items()},
         )
     return Plan(searched, refused, what)
 
@@ -110,7 +108,8 @@ def for_rewrite(plan: Plan, names: Sequence[str]) -> Plan:
         raise ToolError(
             f"the rewrite uses {', '.join('$' + n for n in unbound)}, which the {plan.what}{read} does not capture "
             f"(it captures: {defined}); capture it in the {plan.what} or write the code out in the rewrite",
-            {"error": "unbound_metavariable", "names": unbound},
+            code="unbound_metavariable",
+            names=unbound,
         )
     left = {c.grammar.id: len(c.files) for c in plan.searched if c not in keep}
     return Plan(keep, plan.refused, plan.what, left) if left else plan

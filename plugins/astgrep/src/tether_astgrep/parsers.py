@@ -263,7 +263,7 @@ class ParserPool:
             raise ToolError(
                 f"the search {why} over {len(todo):,} files; nothing is cached from it. Search a narrower path "
                 "(or raise the run option astgrep_timeout)",
-                {"error": "search_failed"},
+                code="search_failed",
             ) from None
         except BaseException:
             for f in futures:

@@ -138,7 +138,9 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             raise ToolError(
                 f"unknown language '{language}'{hint}. Languages: {known}; and these grammars of "
                 f"tree-sitter-language-pack, where a pattern is parsed as a whole file: {', '.join(others)}",
-                {"error": "unknown_language", "languages": sorted(registry.by_id), "pack_languages": others},
+                code="unknown_language",
+                languages=sorted(registry.by_id),
+                pack_languages=others,
             )
     shown = run.relpath(target)
     if target.is_file():
@@ -147,13 +149,13 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             if gid is None:
                 raise ToolError(
                     f"cannot tell the language of '{shown}' from its extension; pass language (one of: {known})",
-                    {"error": "unknown_language"},
+                    code="unknown_language",
                 )
             grammar = registry.by_id[gid]
         st = target.stat()
         return Target(grammar, [FileEntry.of(str(target), st)], 0, shown)
     if not target.is_dir():
-        raise ToolError(f"'{shown}' is neither a file nor a folder", {"error": "bad_path"})
+        raise ToolError(f"'{shown}' is neither a file nor a folder", code="bad_path")
     if grammar is not None:
         gid = grammar.id
         if gid in registry.by_id:
@@ -163,7 +165,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
             if not exts:
                 raise ToolError(
                     f"tether does not know the file extensions of '{gid}'; give path as a file to search it",
-                    {"error": "no_extensions"},
+                    code="no_extensions",
                 )
             wanted = lambda name: name.lower().endswith(exts)  # noqa: E731
         found = await asyncio.to_thread(walk, run.root, target, wanted)
@@ -179,7 +181,7 @@ async def _target(pool: ParserPool, path: str, language: str | None) -> Target:
         raise ToolError(
             f"no source files of a known language under '{shown}' (after .gitignore); check the path, or pass "
             f"language (one of: {known})",
-            {"error": "no_files"},
+            code="no_files",
         )
     first, *more = (
         Part(registry.by_id[gid], files)
@@ -201,34 +203,40 @@ async def _target_of(pool: ParserPool, args: GrepArgs | EditArgs) -> Target:
         try:
             said = rule_language(args.rule)
         except RuleError as exc:
-            raise ToolError(str(exc), {"error": "bad_rule"}) from None
+            raise ToolError(str(exc), code="bad_rule") from None
     if said is None or args.language is not None:
         if said is not None and args.language is not None and args.language.strip().lower() != said:
             raise ToolError(
                 f"the rule says language: {said}, but the language argument is '{args.language}'; drop one of "
                 "them or make them agree",
-                {"error": "language_mismatch", "language": args.language, "rule_language": said},
+                code="language_mismatch",
+                language=args.language,
+                rule_language=said,
             )
         return await _target(pool, args.path, args.language)
     try:
         target = await _target(pool, args.path, said)
     except ToolError as exc:
-        if (exc.data or {}).get("error") != "unknown_language":
+        if exc.code != "unknown_language":
             raise
-        raise ToolError("the rule's language: " + exc.message, exc.data) from None
+        fields = {k: v for k, v in (exc.data or {}).items() if k != "error"}
+        raise ToolError("the rule's language: " + exc.message, code=exc.code, **fields) from None
     if pool.run.resolve_path(args.path or ".").is_file():
         gid = pool.registry().for_path(Path(target.files[0].path).name)
         if gid is not None and gid != target.grammar.id:
             raise ToolError(
                 f"the rule says language: {said}, but '{target.base}' is a {gid} file; fix the rule's language, "
                 f"or pass language='{said}' to parse it as {said} all the same",
-                {"error": "language_mismatch", "rule_language": said, "file_language": gid},
+                code="language_mismatch",
+                rule_language=said,
+                file_language=gid,
             )
     if not target.files:
         raise ToolError(
             f"the rule says language: {said}, but there are no {said} files under '{target.base}' (after "
             ".gitignore); fix the rule's language, or search another path",
-            {"error": "language_mismatch", "rule_language": said},
+            code="language_mismatch",
+            rule_language=said,
         )
     return target
 
@@ -246,12 +254,12 @@ def _compile(
             return pool.pattern(source, grammar)
     except PatternError as exc:
         error = "bad_rule" if rule is not None else "bad_pattern"
-        raise ToolError(str(exc), {"error": error, "language": grammar.id}) from None
+        raise ToolError(str(exc), code=error, language=grammar.id) from None
     raise ToolError(
         "give either pattern (code with metavariables, e.g. 'print($A)') or rule (an ast-grep rule object, "
         'e.g. {"pattern": "open($F)", "inside": {"kind": "function_definition", "stopBy": "end"}}), '
         + ("not both" if source is not None else "one of them is required"),
-        {"error": "bad_arguments"},
+        code="bad_arguments",
     )
 
 
@@ -575,10 +583,8 @@ async def ast_edit(ctx: Any, args: EditArgs, pool: ParserPool) -> ToolResult:
             f"refused: the rewrite adds syntax errors to {_plural(len({p for p, *_ in broken}), 'file')} (lines of "
             f"the rewritten file): {listing}{more}. Nothing was staged.{why} Fix the rewrite template, narrow path, or "
             "pass allow_parse_errors=true to stage it anyway",
-            {
-                "error": "breaks_parse",
-                "errors": [{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken],
-            },
+            code="breaks_parse",
+            errors=[{"file": run.relpath(p), "line": line, "what": what} for p, line, what in broken],
         )
     from tether.staging import diff_lines, preview
 
