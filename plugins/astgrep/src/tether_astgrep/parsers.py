@@ -21,6 +21,11 @@ from typing import TYPE_CHECKING, Any
 from tether_astgrep.options import AstgrepOptions
 
 if TYPE_CHECKING:  # imported where first used: the run's start (tool registration) needs none of them
+    from concurrent.futures import ProcessPoolExecutor
+
+    import psutil
+    from tether.run import Run
+
     from tether_astgrep import engine
     from tether_astgrep.files import FileEntry
     from tether_astgrep.grammars import Grammar, Registry
@@ -106,7 +111,7 @@ class ResultCache:
 class ParserPool:
     """The astgrep resource of one run."""
 
-    def __init__(self, run: Any, workers: int | None = None) -> None:
+    def __init__(self, run: Run, workers: int | None = None) -> None:
         self.run = run
         self.options = run.options.of(AstgrepOptions)
         self.workers = workers or self.options.astgrep_workers or _cores()
@@ -115,10 +120,10 @@ class ParserPool:
         self._extra: dict[str, Grammar | None] = {}
         self._patterns: dict[tuple[str, str], Pattern] = {}
         self._rules: dict[tuple[str, str], Rule] = {}  # apart: a pattern's text may look like a rule's
-        self._pool: Any = None
+        self._pool: ProcessPoolExecutor | None = None
         # the pool's processes, tracked by the run: handles, not pids, for a dead worker's pid may be
         # reaped (by `multiprocessing.active_children`) and reused by an unrelated process
-        self.worker_procs: list[Any] = []
+        self.worker_procs: list[psutil.Process] = []
         self._picklable: dict[str, bool] = {}
 
     # -- grammars and patterns -----------------------------------------------------------------
@@ -275,10 +280,10 @@ class ParserPool:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        from tether.procs import kill_tree
-
         procs, self.worker_procs = self.worker_procs, []
-        await asyncio.to_thread(lambda: [kill_tree(p, 1.0) for p in procs])
+        for proc in procs:  # tracked at their start (`_submit`): the run stops each with its tree
+            if proc.is_running():  # the same process still: a dead worker's pid may be another's by now
+                await self.run.stop_process(proc, 1.0)
         _note_ended(pool)
         try:
             await asyncio.wait_for(
@@ -338,7 +343,7 @@ class ParserPool:
                 await self._drop_pool()
 
 
-def _note_ended(pool: Any) -> None:
+def _note_ended(pool: ProcessPoolExecutor) -> None:
     """Tell the pool's multiprocessing handles which workers have ended (before its shutdown).
 
     A worker that other code of this process reaped (a waitpid of its own, a SIGCHLD handler, a test)
