@@ -414,11 +414,13 @@ async def test_same_matches_on_real_code(pattern, sg, stdlib_corpus):
             )
         )
     async with tether.open_run(stdlib_corpus) as run:
-        from tether_astgrep.tools import _compile, _target
+        from tether_astgrep.query import compile_query, find_target
 
         pool = run.resource("tether_astgrep_parsers")
-        target = await _target(pool, ".", "python")
-        results = await pool.search(_compile(pool, pattern, target.grammar), target.grammar, target.files)
+        target = await find_target(pool, ".", "python")
+        results = await pool.search(
+            compile_query(pool, pattern, target.grammar), target.grammar, target.files
+        )
         total = (await run.call("ast_grep", {"pattern": pattern, "max_results": 1})).data["total"]
     ours = {(run.relpath(r.path), span[0], span[1]) for r in results for span in r.matches}
     assert theirs, "ast-grep found nothing: the case is vacuous"

@@ -382,10 +382,10 @@ async def test_a_file_written_just_before_the_search_read_it_is_not_cached(proje
 @pytest.fixture
 def before_read_back(monkeypatch):
     """``before_read_back(path, change)``: ``change()`` runs once, right before the read-back of the matches
-    shown (`tools._read_back`) reads ``path``: after the search read it, the window a rewrite can fall in."""
-    from tether_astgrep import tools
+    shown (`grep._read_back`) reads ``path``: after the search read it, the window a rewrite can fall in."""
+    from tether_astgrep import grep
 
-    real = tools._read_back
+    real = grep._read_back
 
     def at(path: Path, change) -> None:
         pending = [change]
@@ -395,7 +395,7 @@ def before_read_back(monkeypatch):
                 pending.pop()()
             return real(p)
 
-        monkeypatch.setattr(tools, "_read_back", read_back)
+        monkeypatch.setattr(grep, "_read_back", read_back)
 
     return at
 

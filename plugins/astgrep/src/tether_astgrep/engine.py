@@ -37,7 +37,7 @@ class FileResult:
     matches: tuple[Span, ...] = ()  # see `matcher.find_spans`
     detail: str = ""  # for "failed": what went wrong
     # `digest` of the bytes searched, for a file with matches: its spans index those bytes, and the matches
-    # shown are read back from the file (`tools._materialize`) only if it still holds them
+    # shown are read back from the file (`grep._materialize`) only if it still holds them
     digest: bytes = b""
 
 

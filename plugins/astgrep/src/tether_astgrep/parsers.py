@@ -80,7 +80,7 @@ class ResultCache:
 
     def drop(self, key: Any, path: str) -> None:
         """Forget the result for ``path``: its file was found to hold other bytes than were searched (the
-        read-back of its matches, `tools._materialize`), a change its stamp did not show."""
+        read-back of its matches, `grep._materialize`), a change its stamp did not show."""
         files = self._data.get(key)
         old = files.pop(path, None) if files is not None else None
         if old is not None:
