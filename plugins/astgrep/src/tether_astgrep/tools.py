@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether import Tool, ToolResult
 
@@ -10,15 +10,19 @@ from tether_astgrep.edit import EditArgs, ast_edit
 from tether_astgrep.grep import GrepArgs, ast_grep
 
 if TYPE_CHECKING:
+    from tether.run import CallContext
+
     from tether_astgrep.parsers import ParserPool
 
 
-def tools_for(pool: ParserPool) -> list[Tool]:
-    def bind(fn):
-        async def handler(ctx: Any, args: Any) -> ToolResult:
-            return await fn(ctx, args, pool)
+def make_tools(pool: ParserPool) -> list[Tool]:
+    """The family's tools; their handlers search with ``pool``, the run's parser pool."""
 
-        return handler
+    async def grep(ctx: CallContext, args: GrepArgs) -> ToolResult:
+        return await ast_grep(ctx, args, pool)
+
+    async def edit(ctx: CallContext, args: EditArgs) -> ToolResult:
+        return await ast_edit(ctx, args, pool)
 
     return [
         Tool(
@@ -30,8 +34,7 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             "regex) give an ast-grep rule object as rule instead. Answers file:line:col, the matched code and "
             "the captures.",
             GrepArgs,
-            bind(ast_grep),
-            family="astgrep",
+            grep,
         ),
         Tool(
             "ast_edit",
@@ -43,8 +46,7 @@ def tools_for(pool: ParserPool) -> list[Tool]:
             "diff preview, the diagnostics the change would introduce (checked without writing), and an edit_id for "
             "resolve.",
             EditArgs,
-            bind(ast_edit),
-            family="astgrep",
+            edit,
             stages=True,
         ),
     ]
