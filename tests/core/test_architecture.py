@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -58,7 +59,15 @@ def parse(path: Path) -> ast.Module:
 
 
 def _where(path: Path, node: ast.AST, repo: Path) -> str:
-    return f"{rel(path, repo)}:{getattr(node, 'lineno', 0)}"
+    line = getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0)
+    return f"{rel(path, repo)}:{line}"
+
+
+def _shown(node: ast.AST) -> str:
+    """The node's code, its first line (a loop is shown by its head), cut at 120 characters."""
+    if isinstance(node, ast.comprehension):
+        return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+    return ast.unparse(node).splitlines()[0][:120]
 
 
 def _str(node: ast.AST | None) -> str | None:
@@ -88,30 +97,58 @@ OPTIONS_FIX = (
 )
 
 
+MAPPING_READS = {"get", "items", "keys", "values", "__getitem__", "__contains__", "__iter__"}
+
+
+def _is_run_options(node: ast.AST) -> bool:
+    """``run.options``, ``self.run.options``, ``ctx.run.options``: the run's options, whatever the key."""
+    if not _is_options(node):
+        return False
+    base = node.value  # type: ignore[attr-defined]
+    return (isinstance(base, ast.Name) and base.id == "run") or (
+        isinstance(base, ast.Attribute) and base.attr == "run"
+    )
+
+
+def _option_read(node: ast.AST) -> bool:
+    """A read of the run's options by name, or as a mapping."""
+    if isinstance(node, ast.Subscript):  # run.options[name], x.options["lsp_servers"]
+        return _is_run_options(node.value) or (_is_options(node.value) and _str(node.slice) is not None)
+    if isinstance(node, ast.Compare):  # "x" in run.options
+        return any(
+            isinstance(op, ast.In | ast.NotIn)
+            and (_is_run_options(right) or (_is_options(right) and _str(node.left) is not None))
+            for op, right in zip(node.ops, node.comparators)
+        )
+    if isinstance(node, ast.For | ast.comprehension):  # for name in run.options
+        return _is_run_options(node.iter)
+    if isinstance(node, ast.Dict):  # {**run.options}
+        return any(k is None and _is_run_options(v) for k, v in zip(node.keys, node.values))
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in MAPPING_READS and _is_run_options(func.value):
+            return True  # run.options.get(name), run.options.items()
+        if func.attr == "get" and _is_options(func.value) and node.args and _str(node.args[0]) is not None:
+            return True  # sup.run_options.get("x") spelled through another name
+        if func.attr == "option" and node.args:
+            return True  # sup.option("x"), Supervisor.option(self, "x")
+    if isinstance(func, ast.Name):
+        if func.id == "option" and node.args:
+            return True  # option(run, "x")
+        if func.id == "dict" and node.args and _is_run_options(node.args[0]):
+            return True  # dict(run.options)
+    return any(k.arg is None and _is_run_options(k.value) for k in node.keywords)  # f(**run.options)
+
+
 def string_option_reads(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
-    found = []
-    for path in paths:
-        for node in ast.walk(parse(path)):
-            what = None
-            if isinstance(node, ast.Subscript) and _is_options(node.value) and _str(node.slice) is not None:
-                what = ast.unparse(node)
-            elif isinstance(node, ast.Compare) and _str(node.left) is not None:
-                if any(
-                    isinstance(op, ast.In | ast.NotIn) and _is_options(right)
-                    for op, right in zip(node.ops, node.comparators)
-                ):
-                    what = ast.unparse(node)
-            elif isinstance(node, ast.Call) and any(_str(a) is not None for a in node.args):
-                func = node.func
-                if isinstance(func, ast.Attribute) and func.attr == "get" and _is_options(func.value):
-                    what = ast.unparse(node)  # run.options.get("x")
-                elif isinstance(func, ast.Attribute) and func.attr == "option":
-                    what = ast.unparse(node)  # sup.option("x"), Supervisor.option("x")
-                elif isinstance(func, ast.Name) and func.id == "option":
-                    what = ast.unparse(node)  # option(run, "x")
-            if what is not None:
-                found.append(f"{_where(path, node, repo)}: {what}")
-    return found
+    return [
+        f"{_where(path, node, repo)}: {_shown(node)}"
+        for path in paths
+        for node in ast.walk(parse(path))
+        if _option_read(node)
+    ]
 
 
 TOOL_FAMILY_POSITION = 5  # Tool(name, tier, description, args, handler, family, ...)
@@ -119,7 +156,7 @@ TOOL_FAMILY_POSITION = 5  # Tool(name, tier, description, args, handler, family,
 
 def family_keywords(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
     return [
-        f"{_where(path, node, repo)}: {ast.unparse(node)[:120]}"
+        f"{_where(path, node, repo)}: {_shown(node)}"
         for path in paths
         for node in ast.walk(parse(path))
         if isinstance(node, ast.Call)
@@ -130,7 +167,7 @@ def family_keywords(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
 
 def dict_tool_errors(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
     return [
-        f"{_where(path, node, repo)}: {ast.unparse(node)[:120]}"
+        f"{_where(path, node, repo)}: {_shown(node)}"
         for path in paths
         for node in ast.walk(parse(path))
         if isinstance(node, ast.Call)
@@ -141,7 +178,7 @@ def dict_tool_errors(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
 
 def two_argument_unavailable(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
     return [
-        f"{_where(path, node, repo)}: {ast.unparse(node)[:120]}"
+        f"{_where(path, node, repo)}: {_shown(node)}"
         for path in paths
         for node in ast.walk(parse(path))
         if isinstance(node, ast.Call)
@@ -157,7 +194,7 @@ def kill_tree_uses(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
         for node in ast.walk(parse(path)):
             imported = isinstance(node, ast.ImportFrom) and any(a.name == "kill_tree" for a in node.names)
             if imported or (isinstance(node, ast.Attribute) and node.attr == "kill_tree"):
-                found.append(f"{_where(path, node, repo)}: {ast.unparse(node)}")
+                found.append(f"{_where(path, node, repo)}: {_shown(node)}")
     return found
 
 
@@ -172,7 +209,7 @@ def hand_written_traceback_checks(paths: Iterable[Path], repo: Path = REPO) -> l
                 continue
             for op, right in zip(node.ops, node.comparators):
                 if isinstance(op, ast.NotIn) and isinstance(right, ast.Attribute) and right.attr == "plain":
-                    found.append(f"{_where(path, node, repo)}: {ast.unparse(node)[:120]}")
+                    found.append(f"{_where(path, node, repo)}: {_shown(node)}")
     return found
 
 
@@ -348,6 +385,21 @@ def test_options_are_read_through_the_declared_class_only():
     _fail(string_option_reads(family_sources()), "string-keyed option read(s) in the families", OPTIONS_FIX)
 
 
+def core_sources(repo: Path = REPO) -> list[Path]:
+    """The core's modules but its options module, which is where the options are structured."""
+    return sorted(
+        p for p in repo.glob("core/src/tether/**/*.py") if rel(p, repo) != "core/src/tether/options.py"
+    )
+
+
+def test_the_core_reads_its_own_options_typed_too():
+    _fail(
+        string_option_reads(core_sources()),
+        "string-keyed option read(s) in the core outside tether/options.py",
+        "read them as run.options.of(CoreOptions).<field> (tether.options.CoreOptions)",
+    )
+
+
 def test_no_tool_is_given_its_family_by_hand():
     _fail(
         family_keywords(family_sources()),
@@ -408,6 +460,17 @@ def test_no_family_has_a_run_time_import_cycle():
     )
 
 
+def test_ruff_keeps_kill_tree_out_of_the_families():
+    """The half of the gate that ruff holds (`banned-api`), as pyproject.toml configures it."""
+    lint = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert {"TID251", "TID"} & set(lint["select"]), "ruff's rule set must select TID251 (banned-api)"
+    assert "tether.procs.kill_tree" in lint["flake8-tidy-imports"]["banned-api"]
+    exempt = [
+        glob for glob, rules in lint.get("per-file-ignores", {}).items() if {"TID251", "TID"} & set(rules)
+    ]
+    assert not [g for g in exempt if not g.startswith(("core/", "benchmarks/"))], exempt
+
+
 # -- the scanners themselves ------------------------------------------------------------------------
 
 
@@ -415,15 +478,33 @@ def test_the_scanners_find_each_old_door(tmp_path):
     src = tmp_path / "src" / "fam"
     src.mkdir(parents=True)
     (src / "__init__.py").write_text("")
-    (src / "bad.py").write_text(
-        "from tether import Tool, ToolError\n"
-        "from tether.procs import kill_tree\n"
-        "def f(run, sup, register, option):\n"
+    (src / "reads.py").write_text(
+        "def f(run, self, ctx, sup, name):\n"
         '    a = run.options["fam_a"]\n'
         '    b = ctx.run.options.get("fam_b", 1)\n'
         '    c = "fam_c" in run.options\n'
         '    d = sup.option("fam_d")\n'
         '    e = option(run, "fam_e")\n'
+        "    g = self.run.options[name]\n"  # a helper that takes the name
+        "    h = name in ctx.run.options\n"
+        "    i = dict(run.options)\n"
+        "    j = [k for k in run.options]\n"
+        "    for k in self.run.options:\n"
+        "        pass\n"
+        "    m = {**run.options}\n"
+        "    n = f(**run.options)\n"
+        "    o = run.options.items()\n"
+        '    p = sup.options["fam_p"]\n'
+    )
+    (src / "bad.py").write_text(
+        "from tether import Tool, ToolError\n"
+        "from tether.procs import kill_tree\n"
+        "def f(run, register):\n"
+        "    pass\n"
+        "    pass\n"
+        "    pass\n"
+        "    pass\n"
+        "    pass\n"
         '    Tool("t", "read", "d", args=A, handler=h, family="fam"); Tool("t", "read", "d", A, h, "fam")\n'
         '    raise ToolError("m", {"error": "x"})\n'
         '    ToolError("m", data)\n'
@@ -433,17 +514,21 @@ def test_the_scanners_find_each_old_door(tmp_path):
     )
     (src / "good.py").write_text(
         "from tether import Tool, ToolError\n"
-        "def f(run, register, options):\n"
+        "def f(run, register, options, question, server):\n"
         "    a = run.options.of(FamOptions).fam_a\n"
         '    b = options["not the run\'s"]\n'
+        "    c = question.options[0]\n"  # a question's choices, not the run's options
+        '    d = server.initialization_options["x"]\n'
         '    Tool("t", "read", "d", args=A, handler=h)\n'
         '    raise ToolError("m", code="x", path="p")\n'
         '    register.unavailable("why")\n'
         '    open_run(root, options={"fam_a": 1})\n'
     )
     files = sorted(src.glob("*.py"))
-    lines = lambda found: [int(f.split(":")[1]) for f in found]  # noqa: E731
-    assert lines(string_option_reads(files, tmp_path)) == [4, 5, 6, 7, 8]
+    lines = lambda found: sorted(int(f.split(":")[1]) for f in found)  # noqa: E731
+    reads = string_option_reads(files, tmp_path)
+    assert lines(reads) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16], reads
+    assert all(f.startswith("src/fam/reads.py:") for f in reads), reads
     assert lines(family_keywords(files, tmp_path)) == [9, 9]
     assert lines(dict_tool_errors(files, tmp_path)) == [10, 11]
     assert lines(two_argument_unavailable(files, tmp_path)) == [12]
