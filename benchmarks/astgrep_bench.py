@@ -166,12 +166,12 @@ async def tether_cold(run, query, language: str) -> tuple[float, float]:
 
 async def tether_all_matches(run, corpus: Path, query, language: str) -> set:
     """Every match (the tool shows at most 1000): through the run's resource, as the tool searches."""
-    from tether_astgrep.tools import _compile, _target
+    from tether_astgrep.query import compile_query, find_target
 
     pool = run.resource("tether_astgrep_parsers")
-    target = await _target(pool, ".", language)
+    target = await find_target(pool, ".", language)
     args = _args(query, language)
-    compiled = _compile(pool, args.get("pattern"), target.grammar, args.get("rule"))
+    compiled = compile_query(pool, args.get("pattern"), target.grammar, args.get("rule"))
     results = await pool.search(compiled, target.grammar, target.files)
     return {(Path(r.path).relative_to(corpus).as_posix(), m[0], m[1]) for r in results for m in r.matches}
 
