@@ -78,8 +78,10 @@ def test_entry_point_imports_nothing_heavy(tmp_path):
         forbidden=("tether_vibe.config", "tether_vibe.roster", "tether_vibe.command_roster", "shlex"),
         then=(
             "import tether, tether_vibe.plugin as p\n"
+            "from tether_vibe.options import VibeOptions\n"
             f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
-            "    assert 'vibe_fast' in run.options and not any(t.family == 'vibe' for t in run.tools())"
+            "    assert run.options.of(VibeOptions).vibe_fast is None\n"
+            "    assert not any(t.family == 'vibe' for t in run.tools())"
         ),
     )
 

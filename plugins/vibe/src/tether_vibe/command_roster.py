@@ -33,7 +33,7 @@ from tether.output import Tail
 from tether.tools import ToolError
 
 from tether_vibe import watch, worktree
-from tether_vibe.config import VibeConfig
+from tether_vibe.options import VibeOptions
 from tether_vibe.roster import Status, WorkerInfo, roster_full, tier_unavailable, unknown_worker
 
 if TYPE_CHECKING:
@@ -116,9 +116,10 @@ class _Worker:
 class CommandRoster:
     """Workers as processes of the configured commands; see the module docstring for the contract."""
 
-    def __init__(self, run: Run, config: VibeConfig) -> None:
+    def __init__(self, run: Run, options: VibeOptions, commands: dict[str, tuple[str, ...]]) -> None:
         self.run = run
-        self.config = config
+        self.options = options
+        self.commands = commands  # tier -> argv (`tether_vibe.config.worker_commands`)
         self._workers: dict[str, _Worker] = {}
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()  # the cap check and the start of a process happen as one step
@@ -132,7 +133,7 @@ class CommandRoster:
 
     @property
     def tiers(self) -> list[str]:
-        return list(self.config.commands)
+        return list(self.commands)
 
     @property
     def branch_prefix(self) -> str:
@@ -149,7 +150,7 @@ class CommandRoster:
         isolation: str | None = None,
         budget_seconds: float | None = None,
     ) -> WorkerInfo:
-        argv = self.config.commands.get(tier)
+        argv = self.commands.get(tier)
         if argv is None:
             raise tier_unavailable(tier, self.tiers)
         async with self._lock:
@@ -162,7 +163,7 @@ class CommandRoster:
                 tier=tier,
                 argv=argv,
                 brief=brief,
-                log=Tail(self.config.log_chars),
+                log=Tail(self.options.vibe_log_chars),
                 budget=budget_seconds,
                 isolation=mode,
                 note=why,
@@ -185,7 +186,7 @@ class CommandRoster:
                 worker.queued += 1  # the driver reruns the worker when the current run ends
                 return worker.info()
             if worker.driver is not None and not worker.driver.done():  # a kill is settling: let it end first
-                bound = self.config.kill_grace + DRAIN_TIMEOUT + 3
+                bound = self.options.vibe_kill_grace + DRAIN_TIMEOUT + 3
                 await asyncio.wait([worker.driver], timeout=bound)
             self._check_room()
             worker.killing = False
@@ -415,12 +416,12 @@ class CommandRoster:
 
     def _check_room(self) -> None:
         running = [w.id for w in self._workers.values() if w.status.active]
-        if len(running) >= self.config.max_workers:
-            raise roster_full(self.config.max_workers, running)
+        if len(running) >= self.options.vibe_max_workers:
+            raise roster_full(self.options.vibe_max_workers, running)
 
     async def _isolation(self, asked: str | None) -> tuple[str, str]:
         """The worker's isolation and, when it is not the asked or usual one, why (for the answer)."""
-        wanted = asked or self.config.isolation
+        wanted = asked or self.options.vibe_isolation
         if wanted == "none":
             return "none", ""
         if self._repo is None:
@@ -698,7 +699,7 @@ class CommandRoster:
                     worker.status = Status.FAILED
                     break
                 if worker.killing:  # killed while the rerun was starting
-                    await self.run.stop_process(proc, self.config.kill_grace)
+                    await self.run.stop_process(proc, self.options.vibe_kill_grace)
         except Exception as exc:
             log.exception("vibe worker %s broke", worker.id)
             worker.log.add_text(f"\n[tether: the roster lost this worker: {type(exc).__name__}: {exc}]\n")
@@ -715,7 +716,7 @@ class CommandRoster:
 
     async def _collect(self, worker: _Worker, proc: asyncio.subprocess.Process) -> int:
         """Feed the briefing, read stdout and stderr (bounded) until the worker exits; its exit code."""
-        out = worker.out = Tail(self.config.result_chars)
+        out = worker.out = Tail(self.options.vibe_result_chars)
         tasks = [
             asyncio.create_task(_pump(proc.stdout, out)),
             asyncio.create_task(_pump(proc.stderr, worker.log)),
@@ -727,7 +728,7 @@ class CommandRoster:
             worker.finished_at = time.time()
             watchdog.cancel()
             # a worker's processes end with it; they may hold its pipes open, so before draining them
-            await self.run.stop_process(proc, self.config.kill_grace)
+            await self.run.stop_process(proc, self.options.vibe_kill_grace)
             # what the worker wrote is in the pipes; a child that escaped unseen may still hold them open
             await asyncio.wait(tasks[:2], timeout=DRAIN_TIMEOUT)
         finally:
@@ -743,7 +744,7 @@ class CommandRoster:
     async def _watch(self, worker: _Worker, proc: asyncio.subprocess.Process) -> None:
         """The watchdog of one run: stalled after stall_seconds without CPU, output or a file written;
         killed (timed out) at the end of its budget."""
-        stall = self.config.stall_seconds
+        stall = self.options.vibe_stall_seconds
         begun = time.monotonic()
         folder = worker.tree.path if worker.tree is not None else self.run.root
         last_sample = None
@@ -796,7 +797,7 @@ class CommandRoster:
         worker.queued = 0
         proc = worker.proc
         if proc is not None:
-            await self.run.stop_process(proc, self.config.kill_grace)
+            await self.run.stop_process(proc, self.options.vibe_kill_grace)
         if from_watchdog:
             return  # the driver settles it as the pipes close
         if worker.driver is not None:

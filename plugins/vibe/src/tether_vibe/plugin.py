@@ -36,15 +36,16 @@ def tether_addhooks(pluginmanager: Any) -> None:
 @hookimpl
 def tether_vibe_roster(run: Run) -> Any:
     """The built-in command roster when a worker command is configured; no process starts before a spawn."""
-    from tether_vibe.config import load_config
+    from tether_vibe.config import worker_commands
     from tether_vibe.options import VibeOptions
 
-    config = load_config(run.options.of(VibeOptions))
-    if not config.commands:
+    options = run.options.of(VibeOptions)
+    commands = worker_commands(options)
+    if not commands:
         return None
     from tether_vibe.command_roster import CommandRoster
 
-    return CommandRoster(run, config)
+    return CommandRoster(run, options, commands)
 
 
 def _vibe_folder(root: Path) -> Path | None:

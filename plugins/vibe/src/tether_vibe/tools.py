@@ -224,10 +224,6 @@ def _not_blank(name: str, value: str, fix: str) -> None:
         )
 
 
-def _default_wait(run: Any) -> float:
-    return run.options.of(VibeOptions).vibe_wait_timeout
-
-
 def _kept_text(kept: list[str]) -> str:
     shown = ", ".join(kept[:10]) + (f" and {len(kept) - 10} more" if len(kept) > 10 else "")
     return (
@@ -289,7 +285,9 @@ def make_tools(roster: Roster) -> list[Tool]:
         return ToolResult.text(text, _data(w))
 
     async def wait(ctx, args: WaitArgs) -> ToolResult:
-        timeout = args.timeout_seconds if args.timeout_seconds is not None else _default_wait(ctx.run)
+        timeout = args.timeout_seconds
+        if timeout is None:
+            timeout = ctx.run.options.of(VibeOptions).vibe_wait_timeout
         begun = time.monotonic()
         while True:  # in slices, to report progress on a long wait
             left = timeout - (time.monotonic() - begun)
