@@ -252,7 +252,8 @@ class CommandRoster:
             raise ToolError(
                 f"worker {worker.id} is still {worker.status.value}; its tree may change under a merge. "
                 f"vibe_wait '{worker.id}' until it is done, or vibe_kill it, then merge.",
-                {"error": "worker_running", "worker_id": worker.id},
+                code="worker_running",
+                worker_id=worker.id,
             )
         if worker.tree is None or worker.start is None:
             why = (
@@ -262,7 +263,8 @@ class CommandRoster:
             )
             raise ToolError(
                 f"worker {worker.id} has no worktree to merge: {why}.",
-                {"error": "no_worktree", "worker_id": worker.id},
+                code="no_worktree",
+                worker_id=worker.id,
             )
         if action == "discard":
             return MergePlan(worker.id, action, {}, [], [], [], [])
@@ -289,7 +291,8 @@ class CommandRoster:
                     f"what worker {worker.id} changed could not be read: {exc}. Nothing was written. Look "
                     f"at its branch {worker.branch} (its work is committed there when the run closes), or "
                     "vibe_merge it with action 'discard'.",
-                    {"error": "unreadable", "worker_id": worker.id},
+                    code="unreadable",
+                    worker_id=worker.id,
                 ) from None
             worker.found, worker.changes = found, self._summary(repo, found)
         inside: dict[str, worktree.Change] = {}
@@ -309,7 +312,9 @@ class CommandRoster:
                 raise ToolError(
                     f"worker {worker.id} did not change {', '.join(unknown)}; the files it changed: {have}. "
                     "Give paths as vibe_wait lists them, or leave paths out to apply all.",
-                    {"error": "not_changed", "paths": unknown, "changed": sorted(inside)},
+                    code="not_changed",
+                    paths=unknown,
+                    changed=sorted(inside),
                 )
             chosen = {p: c for p, c in inside.items() if p in wanted}
         odd = (worktree.SYMLINK, worktree.SUBMODULE)
@@ -319,7 +324,8 @@ class CommandRoster:
                 f"worker {worker.id} changed {', '.join(kinds)} as a symlink or submodule, which a merge does "
                 f"not carry; apply the other files with paths, and that change by hand from its branch "
                 f"{worker.branch}.",
-                {"error": "unsupported_kind", "paths": kinds},
+                code="unsupported_kind",
+                paths=kinds,
             )
         from tether.atomic import Snapshot
 
@@ -338,7 +344,8 @@ class CommandRoster:
                     if fresh:
                         raise ToolError(
                             f"worker {worker.id}'s worktree changes under the merge ({rel}); call vibe_merge again.",
-                            {"error": "moved", "paths": [rel]},
+                            code="moved",
+                            paths=[rel],
                         )
                     return None
             now = _regular_bytes(target)
@@ -363,7 +370,9 @@ class CommandRoster:
                 f"root since it started: {', '.join(conflicts)}. Nothing was written (a merge never overwrites "
                 "the root's own changes). Apply the others with paths, or vibe_send the worker the current "
                 f"state to redo them, or look at its branch {worker.branch}.",
-                {"error": "conflict", "paths": conflicts, "worker_id": worker.id},
+                code="conflict",
+                paths=conflicts,
+                worker_id=worker.id,
             )
         rest = sorted(set(inside) - set(chosen))
         return MergePlan(worker.id, action, writes, expect, applied, same, rest, outside)
@@ -374,7 +383,7 @@ class CommandRoster:
         worker = self._get(plan.worker_id)
         if worker.status.active or worker.tree is None:
             raise ToolError(
-                f"worker {worker.id} changed state meanwhile; call vibe_merge again", {"error": "moved"}
+                f"worker {worker.id} changed state meanwhile; call vibe_merge again", code="moved"
             )
         if plan.action == "discard":
             self._forget(worker)
@@ -390,7 +399,9 @@ class CommandRoster:
                 raise ToolError(
                     f"refused: {', '.join(moved)} changed in the root while the merge was prepared; nothing was "
                     "written. Call vibe_merge again.",
-                    {"error": "conflict", "paths": moved, "worker_id": worker.id},
+                    code="conflict",
+                    paths=moved,
+                    worker_id=worker.id,
                 ) from None
             for _, rel, executable in plan.applied:
                 if executable:
@@ -412,7 +423,7 @@ class CommandRoster:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ToolError("the run is closing; no worker can be started now", {"error": "closed"})
+            raise ToolError("the run is closing; no worker can be started now", code="closed")
 
     def _check_room(self) -> None:
         running = [w.id for w in self._workers.values() if w.status.active]
@@ -433,7 +444,7 @@ class CommandRoster:
             raise ToolError(
                 f"isolation 'worktree' needs a git repository with a commit, and {why}. Use isolation 'none' "
                 "(the worker then works in the root itself), or make the root a repository with a commit.",
-                {"error": "no_repository"},
+                code="no_repository",
             )
         return "none", f"it works in the root itself (isolation none): {why}"
 
@@ -600,7 +611,7 @@ class CommandRoster:
                 raise ToolError(
                     f"the worker's git worktree could not be made: {exc}. Use isolation 'none' to run it in "
                     "the root itself.",
-                    {"error": "worktree_failed"},
+                    code="worktree_failed",
                 ) from None
             self._next_spare()
         cwd = self.run.root
@@ -659,7 +670,9 @@ class CommandRoster:
                 f"the {worker.tier} worker command could not be started: {' '.join(worker.argv)!r}: "
                 f"{exc.strerror or exc}. Fix '{worker.tier}' under [tool.tether.vibe] in pyproject.toml "
                 "(or the run's 'vibe' option) so that it names an installed program.",
-                {"error": "spawn_failed", "tier": worker.tier, "command": list(worker.argv)},
+                code="spawn_failed",
+                tier=worker.tier,
+                command=list(worker.argv),
             ) from None
         self.run.track_process(proc)
         worker.proc = proc

@@ -213,15 +213,13 @@ async def _ask(what: str, value: Any, extra: float = 0.0) -> Any:
         raise ToolError(
             f"the worker roster did not answer {what} within {timeout:g} s; the worker may still be running. "
             "Check it with vibe_list, or try again later.",
-            {"error": "roster_timeout"},
+            code="roster_timeout",
         ) from None
 
 
 def _not_blank(name: str, value: str, fix: str) -> None:
     if not value.strip():
-        raise ToolError(
-            f"{name} is blank: {fix}.", {"error": "invalid_arguments", "problems": [f"{name}: blank"]}
-        )
+        raise ToolError(f"{name} is blank: {fix}.", code="invalid_arguments", problems=[f"{name}: blank"])
 
 
 def _kept_text(kept: list[str]) -> str:
@@ -254,7 +252,8 @@ def make_tools(roster: Roster) -> list[Tool]:
         if missing:
             raise ToolError(
                 f"this run's worker roster does not take {' or '.join(missing)}; call vibe_spawn without it.",
-                {"error": "unsupported", "arguments": missing},
+                code="unsupported",
+                arguments=missing,
             )
         w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, label, args.tier, **extra))
         text = (
