@@ -25,6 +25,7 @@ async def test_tools_registered_when_vibe_mode_and_roster(open_vibe, project, wo
         assert vibe_names(run) == WITH_MERGE
         assert reasons(run) == []
         tools = {t.name: t for t in run.tools()}
+        assert {t.family for n, t in tools.items() if n.startswith("vibe_")} == {"vibe"}  # stamped
         assert {t.name for t in tools.values() if t.tier is not tether.Tier.READ} == {"vibe_merge"}
         assert tools["vibe_merge"].tier is tether.Tier.WRITE
         spawn = tools["vibe_spawn"].input_schema

@@ -19,7 +19,6 @@ from tether.output import cap_items, cap_text
 from tether_vibe.options import DEFAULT_WAIT, VibeOptions
 from tether_vibe.roster import Roster, Status, WorkerInfo, WorkerTier
 
-FAMILY = "vibe"
 LIST_CAP = 50  # workers shown by vibe_list
 LIST_RESULT_CHARS = 1_000  # of a result, in vibe_list's data
 LINE_CHARS = 160  # of a result, in a one-line summary
@@ -429,7 +428,6 @@ def make_tools(roster: Roster) -> list[Tool]:
             description,
             args=args,
             handler=handler,
-            family=FAMILY,
             parallel_safe=True,
             read_only=read_only,
         )
@@ -479,7 +477,6 @@ def make_tools(roster: Roster) -> list[Tool]:
                 "worktree and branch.",
                 args=MergeArgs,
                 handler=merge,
-                family=FAMILY,
                 touches=touches,
             )
         )
