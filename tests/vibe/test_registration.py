@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import tether
 from tether.testing import assert_light_entry_point
+from tether_vibe import hookspecs
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -92,7 +93,7 @@ async def test_opening_a_run_starts_no_worker(open_vibe, project, worker_cmd):
 
     before = children()
     async with open_vibe(project, {"fast": worker_cmd}) as run:
-        assert run.resource("tether_vibe_roster") is not None  # the roster exists...
+        assert run.resource(hookspecs.tether_vibe_roster) is not None  # the roster exists...
         assert children() == before  # ...and started nothing: workers start on vibe_spawn
 
 
