@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from tether.options import OptionsError
+from tether_vibe import hookspecs
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -48,7 +49,7 @@ async def test_pyproject_list_and_run_option_override(open_vibe, project, worker
     async with open_vibe(project, {"fast": worker_cmd}) as run:  # the run's option wins, key by key
         done = await spawn_and_wait(run)
         assert done.data["status"] == "done"
-        assert run.resource("tether_vibe_roster").config.max_workers == 1  # still the project's
+        assert run.resource(hookspecs.tether_vibe_roster).options.vibe_max_workers == 1  # still the project's
 
 
 @pytest.mark.parametrize(
@@ -118,6 +119,6 @@ async def test_a_bad_run_option_stops_the_run_at_open(open_vibe, project, vibe, 
 
 async def test_flat_run_options_are_the_same_options(open_vibe, project, worker_cmd):
     async with open_vibe(project, options={"vibe_fast": worker_cmd, "vibe_max_workers": 2}) as run:
-        assert run.resource("tether_vibe_roster").config.max_workers == 2
+        assert run.resource(hookspecs.tether_vibe_roster).options.vibe_max_workers == 2
         done = await spawn_and_wait(run)
     assert done.data["status"] == "done"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tether.testing import assert_model_error
 from tether_vibe import plugin as vibe_plugin
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -219,7 +220,7 @@ async def test_bad_tier_is_a_clear_error(open_vibe, project, worker_cmd):
 async def test_bad_arguments_are_one_line_errors(open_vibe, project, worker_cmd, tool, args, expected):
     async with open_vibe(project, {"fast": worker_cmd}) as run:
         result = await run.call(tool, args)
-    assert result.is_error and expected in result.plain and "Traceback" not in result.plain
+    assert_model_error(result, expected)
 
 
 async def test_command_that_cannot_start_is_a_clear_error_and_leaves_no_worker(open_vibe, project):

@@ -10,6 +10,7 @@ import pytest
 from tether.procs import (
     alive,  # running, not a zombie (an orphan's zombie may linger where init does not reap)
 )
+from tether_vibe import hookspecs
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -26,7 +27,7 @@ async def pids_in(path: Path, count: int, timeout: float = 10.0) -> list[int]:
 
 
 def worker_pid(run, worker_id: str) -> int:
-    return run.resource("tether_vibe_roster")._workers[worker_id].proc.pid
+    return run.resource(hookspecs.tether_vibe_roster)._workers[worker_id].proc.pid
 
 
 async def test_kill_stops_the_worker_and_everything_it_started(open_vibe, project, worker_cmd, tmp_path):
@@ -173,7 +174,7 @@ async def test_closing_the_run_kills_every_worker(open_vibe, project, worker_cmd
         await run.call("vibe_spawn", {"brief": "@ignore-term\n@sleep 60", "label": "c"})
         children = await pids_in(pidfile, 2)
         leaders = [worker_pid(run, w) for w in ("w1", "w2", "w3")]
-        roster = run.resource("tether_vibe_roster")
+        roster = run.resource(hookspecs.tether_vibe_roster)
         begun = time.monotonic()
     assert time.monotonic() - begun < 8
     assert not any(alive(p) for p in [*leaders, *children])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import tether
 from tether.testing import assert_light_entry_point
+from tether_vibe import hookspecs
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -25,6 +26,7 @@ async def test_tools_registered_when_vibe_mode_and_roster(open_vibe, project, wo
         assert vibe_names(run) == WITH_MERGE
         assert reasons(run) == []
         tools = {t.name: t for t in run.tools()}
+        assert {t.family for n, t in tools.items() if n.startswith("vibe_")} == {"vibe"}  # stamped
         assert {t.name for t in tools.values() if t.tier is not tether.Tier.READ} == {"vibe_merge"}
         assert tools["vibe_merge"].tier is tether.Tier.WRITE
         spawn = tools["vibe_spawn"].input_schema
@@ -78,8 +80,10 @@ def test_entry_point_imports_nothing_heavy(tmp_path):
         forbidden=("tether_vibe.config", "tether_vibe.roster", "tether_vibe.command_roster", "shlex"),
         then=(
             "import tether, tether_vibe.plugin as p\n"
+            "from tether_vibe.options import VibeOptions\n"
             f"with tether.open_run_sync({str(tmp_path)!r}, plugins=[p], load_entry_points=False) as run:\n"
-            "    assert 'vibe_fast' in run.options and not any(t.family == 'vibe' for t in run.tools())"
+            "    assert run.options.of(VibeOptions).vibe_fast is None\n"
+            "    assert not any(t.family == 'vibe' for t in run.tools())"
         ),
     )
 
@@ -89,7 +93,7 @@ async def test_opening_a_run_starts_no_worker(open_vibe, project, worker_cmd):
 
     before = children()
     async with open_vibe(project, {"fast": worker_cmd}) as run:
-        assert run.resource("tether_vibe_roster") is not None  # the roster exists...
+        assert run.resource(hookspecs.tether_vibe_roster) is not None  # the roster exists...
         assert children() == before  # ...and started nothing: workers start on vibe_spawn
 
 

@@ -7,44 +7,49 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether import hookimpl
 
 from tether_vibe import hookspecs
 
 if TYPE_CHECKING:
+    import pluggy
+    from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
+
+    from tether_vibe.command_roster import CommandRoster
 
 MODE = "vibe"
 log = logging.getLogger("tether.vibe")
 
 
 @hookimpl
-def tether_addoptions(register: Any) -> None:
+def tether_addoptions(register: OptionRegistry) -> None:
     from tether_vibe.options import VibeOptions
 
     register(VibeOptions)
 
 
 @hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
 @hookimpl
-def tether_vibe_roster(run: Run) -> Any:
+def tether_vibe_roster(run: Run) -> CommandRoster | None:
     """The built-in command roster when a worker command is configured; no process starts before a spawn."""
-    from tether_vibe.config import load_config
+    from tether_vibe.config import worker_commands
     from tether_vibe.options import VibeOptions
 
-    config = load_config(run.options.of(VibeOptions))
-    if not config.commands:
+    options = run.options.of(VibeOptions)
+    commands = worker_commands(options)
+    if not commands:
         return None
     from tether_vibe.command_roster import CommandRoster
 
-    return CommandRoster(run, config)
+    return CommandRoster(run, options, commands)
 
 
 def _vibe_folder(root: Path) -> Path | None:

@@ -154,7 +154,9 @@ def unknown_worker(worker_id: str, known: Sequence[str]) -> ToolError:
     return ToolError(
         f"no worker with id '{worker_id}' in this run; workers: {have}. Use an id exactly as vibe_spawn or "
         "vibe_list gave it.",
-        {"error": "unknown_worker", "worker_id": worker_id, "workers": list(known)},
+        code="unknown_worker",
+        worker_id=worker_id,
+        workers=list(known),
     )
 
 
@@ -163,7 +165,9 @@ def roster_full(max_workers: int, running: Sequence[str]) -> ToolError:
         f"the roster is full: {len(running)} of {max_workers} workers are running ({', '.join(running)}). "
         "Wait for one to finish (vibe_wait) or stop one (vibe_kill), then try again; the project can raise "
         "the cap with max_workers in [tool.tether.vibe].",
-        {"error": "roster_full", "max_workers": max_workers, "running": list(running)},
+        code="roster_full",
+        max_workers=max_workers,
+        running=list(running),
     )
 
 
@@ -172,5 +176,7 @@ def tier_unavailable(tier: str, configured: Sequence[str]) -> ToolError:
     return ToolError(
         f"no worker command is configured for tier '{tier}' (configured tiers: {have}). Use one of those "
         f'tiers, or set {tier} = "<command line>" under [tool.tether.vibe] in the root\'s pyproject.toml.',
-        {"error": "tier_unavailable", "tier": tier, "tiers": list(configured)},
+        code="tier_unavailable",
+        tier=tier,
+        tiers=list(configured),
     )

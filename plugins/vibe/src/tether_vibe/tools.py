@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import attrs
 from tether import Tool, ToolError, ToolResult, arg
@@ -19,7 +19,12 @@ from tether.output import cap_items, cap_text
 from tether_vibe.options import DEFAULT_WAIT, VibeOptions
 from tether_vibe.roster import Roster, Status, WorkerInfo, WorkerTier
 
-FAMILY = "vibe"
+if TYPE_CHECKING:
+    from tether.run import CallContext
+    from tether.tools import Handler
+
+    from tether_vibe.merge import MergePlan
+
 LIST_CAP = 50  # workers shown by vibe_list
 LIST_RESULT_CHARS = 1_000  # of a result, in vibe_list's data
 LINE_CHARS = 160  # of a result, in a one-line summary
@@ -213,19 +218,13 @@ async def _ask(what: str, value: Any, extra: float = 0.0) -> Any:
         raise ToolError(
             f"the worker roster did not answer {what} within {timeout:g} s; the worker may still be running. "
             "Check it with vibe_list, or try again later.",
-            {"error": "roster_timeout"},
+            code="roster_timeout",
         ) from None
 
 
 def _not_blank(name: str, value: str, fix: str) -> None:
     if not value.strip():
-        raise ToolError(
-            f"{name} is blank: {fix}.", {"error": "invalid_arguments", "problems": [f"{name}: blank"]}
-        )
-
-
-def _default_wait(run: Any) -> float:
-    return run.options.of(VibeOptions).vibe_wait_timeout
+        raise ToolError(f"{name} is blank: {fix}.", code="invalid_arguments", problems=[f"{name}: blank"])
 
 
 def _kept_text(kept: list[str]) -> str:
@@ -245,7 +244,7 @@ def make_tools(roster: Roster) -> list[Tool]:
     except (TypeError, ValueError):
         spawn_keywords = set()
 
-    async def spawn(ctx, args: SpawnArgs) -> ToolResult:
+    async def spawn(ctx: CallContext, args: SpawnArgs) -> ToolResult:
         _not_blank("brief", args.brief, "say what the worker should do")
         label = " ".join(args.label.split())  # one line: it is shown in vibe_list's one-line rows
         _not_blank("label", label, "give a short name such as 'tests for parser'")
@@ -258,7 +257,8 @@ def make_tools(roster: Roster) -> list[Tool]:
         if missing:
             raise ToolError(
                 f"this run's worker roster does not take {' or '.join(missing)}; call vibe_spawn without it.",
-                {"error": "unsupported", "arguments": missing},
+                code="unsupported",
+                arguments=missing,
             )
         w: WorkerInfo = await _ask("vibe_spawn", roster.spawn(args.brief, label, args.tier, **extra))
         text = (
@@ -273,7 +273,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             text += f" Its budget: {args.budget_seconds:g} s, then it is stopped (timed out)."
         return ToolResult.text(text, _data(w))
 
-    async def send(ctx, args: SendArgs) -> ToolResult:
+    async def send(ctx: CallContext, args: SendArgs) -> ToolResult:
         _not_blank("message", args.message, "say what to add to the worker's briefing")
         w: WorkerInfo = await _ask("vibe_send", roster.send(args.worker_id, args.message))
         if w.queued:
@@ -288,8 +288,10 @@ def make_tools(roster: Roster) -> list[Tool]:
             )
         return ToolResult.text(text, _data(w))
 
-    async def wait(ctx, args: WaitArgs) -> ToolResult:
-        timeout = args.timeout_seconds if args.timeout_seconds is not None else _default_wait(ctx.run)
+    async def wait(ctx: CallContext, args: WaitArgs) -> ToolResult:
+        timeout = args.timeout_seconds
+        if timeout is None:
+            timeout = ctx.run.options.of(VibeOptions).vibe_wait_timeout
         begun = time.monotonic()
         while True:  # in slices, to report progress on a long wait
             left = timeout - (time.monotonic() - begun)
@@ -313,7 +315,7 @@ def make_tools(roster: Roster) -> list[Tool]:
             return ToolResult.text(text, _data(w, timed_out=True))
         return ToolResult.text(_report(w), _data(w, timed_out=False))
 
-    async def kill(ctx, args: KillArgs) -> ToolResult:
+    async def kill(ctx: CallContext, args: KillArgs) -> ToolResult:
         before: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         was = next((b for b in before if b.id == args.worker_id), None)
         w: WorkerInfo = await _ask("vibe_kill", roster.kill(args.worker_id))
@@ -329,7 +331,7 @@ def make_tools(roster: Roster) -> list[Tool]:
         )
         return ToolResult.text(text + "\n" + _report(w), _data(w, stopped=True))
 
-    async def list_(ctx, args: ListArgs) -> ToolResult:
+    async def list_(ctx: CallContext, args: ListArgs) -> ToolResult:
         workers: list[WorkerInfo] = list(await _ask("vibe_list", roster.list()))
         if not workers:
             kept = await _kept()
@@ -373,66 +375,15 @@ def make_tools(roster: Roster) -> list[Tool]:
             return []
         return list(await _ask("vibe_list", finder()))
 
-    async def merge(ctx, args: MergeArgs) -> ToolResult:
-        made = plans.pop() if plans else None
-        plan = made[1] if made is not None and made[0] is args else None
-        if plan is None:  # touches made it for these very arguments; else it is made here
-            plan = await asyncio.to_thread(plan_for, args)
-        outcome = await roster.merge(plan)  # type: ignore[attr-defined]
-        if plan.action == "discard":
-            return ToolResult.text(
-                f"Discarded worker {args.worker_id}'s work: its worktree and branch are being removed; nothing was "
-                "written to the root.",
-                {"worker_id": args.worker_id, "action": "discard", **outcome},
-            )
-        rows = [f"  {status} {path}" for status, path, _ in plan.applied]
-        if plan.applied:
-            text = (
-                f"Applied {len(plan.applied)} file(s) of worker {args.worker_id} to the root:\n"
-                + "\n".join(rows)
-            )
-        else:
-            text = f"Nothing of worker {args.worker_id} was left to apply."
-        if plan.same:
-            text += f"\nAlready as the worker left them in the root: {', '.join(plan.same)}."
-        made_x = [p for _, p, x in plan.applied if x]
-        if made_x:
-            text += f"\nMade executable as in the worker's tree: {', '.join(made_x)}."
-        if plan.rest:
-            text += f"\nNot applied (left out of paths), still in its worktree: {', '.join(plan.rest)}."
-        if plan.outside:
-            text += f"\nOutside the run's root, not applied: {', '.join(plan.outside)}."
-        if outcome["removed"]:
-            text += "\nIts worktree and branch are being removed (all of its work is in the root now)."
-        data = {
-            "worker_id": args.worker_id,
-            "action": "apply",
-            "applied": [{"status": st, "path": p} for st, p, _ in plan.applied],
-            "unchanged": plan.same,
-            "not_applied": plan.rest,
-            **outcome,
-        }
-        return ToolResult.text(text, data)
-
-    plans: list[tuple[MergeArgs, Any]] = []  # the plan touches made, for the handler of the same call
-
-    def plan_for(args: MergeArgs) -> Any:
-        paths = tuple(args.paths) if args.paths is not None else None
-        return roster.merge_plan(args.worker_id, args.action, paths)  # type: ignore[attr-defined]
-
-    def touches(args: MergeArgs) -> list[str]:
-        plan = plan_for(args)  # in a thread: git runs; a refusal (a conflict) is the call's answer
-        plans[:] = [(args, plan)]
-        return [ctx_path for _, ctx_path, _ in plan.applied]
-
-    def tool(name: str, description: str, args: type, handler: Any, read_only: bool | None = None) -> Tool:
+    def tool(
+        name: str, description: str, args: type, handler: Handler, read_only: bool | None = None
+    ) -> Tool:
         return Tool(
             name,
             "read",
             description,
             args=args,
             handler=handler,
-            family=FAMILY,
             parallel_safe=True,
             read_only=read_only,
         )
@@ -472,18 +423,82 @@ def make_tools(roster: Roster) -> list[Tool]:
         ),
     ]
     if hasattr(roster, "merge_plan") and hasattr(roster, "merge"):
-        tools.append(
-            Tool(
-                "vibe_merge",
-                "write",
-                "Land a finished worker's work: 'apply' writes the files it changed in its worktree into the "
-                "root, all or nothing (refused, naming the files, where the root changed a file since the "
-                "worker started; answers with the diagnostics the change introduced); 'discard' removes its "
-                "worktree and branch.",
-                args=MergeArgs,
-                handler=merge,
-                family=FAMILY,
-                touches=touches,
-            )
-        )
+        tools.append(_merge_tool(cast("Merging", roster)))
     return tools
+
+
+class Merging(Protocol):
+    """A roster that can land a worker's work (the built-in command roster): it offers vibe_merge."""
+
+    def merge_plan(self, worker_id: str, action: str, paths: tuple[str, ...] | None) -> MergePlan: ...
+
+    async def merge(self, plan: MergePlan) -> dict[str, Any]: ...
+
+
+def _merge_tool(roster: Merging) -> Tool:
+    """vibe_merge, bound to the roster: its ``touches`` makes the plan (the files it names are approved
+    and checked as every write is), and the handler of the same call carries out that very plan."""
+
+    async def merge(ctx: CallContext, args: MergeArgs) -> ToolResult:
+        made = plans.pop() if plans else None
+        plan = made[1] if made is not None and made[0] is args else None
+        if plan is None:  # touches made it for these very arguments; else it is made here
+            plan = await asyncio.to_thread(plan_for, args)
+        outcome = await roster.merge(plan)
+        if plan.action == "discard":
+            return ToolResult.text(
+                f"Discarded worker {args.worker_id}'s work: its worktree and branch are being removed; nothing was "
+                "written to the root.",
+                {"worker_id": args.worker_id, "action": "discard", **outcome},
+            )
+        rows = [f"  {status} {path}" for status, path, _ in plan.applied]
+        if plan.applied:
+            text = (
+                f"Applied {len(plan.applied)} file(s) of worker {args.worker_id} to the root:\n"
+                + "\n".join(rows)
+            )
+        else:
+            text = f"Nothing of worker {args.worker_id} was left to apply."
+        if plan.same:
+            text += f"\nAlready as the worker left them in the root: {', '.join(plan.same)}."
+        made_x = [p for _, p, x in plan.applied if x]
+        if made_x:
+            text += f"\nMade executable as in the worker's tree: {', '.join(made_x)}."
+        if plan.rest:
+            text += f"\nNot applied (left out of paths), still in its worktree: {', '.join(plan.rest)}."
+        if plan.outside:
+            text += f"\nOutside the run's root, not applied: {', '.join(plan.outside)}."
+        if outcome["removed"]:
+            text += "\nIts worktree and branch are being removed (all of its work is in the root now)."
+        data = {
+            "worker_id": args.worker_id,
+            "action": "apply",
+            "applied": [{"status": st, "path": p} for st, p, _ in plan.applied],
+            "unchanged": plan.same,
+            "not_applied": plan.rest,
+            **outcome,
+        }
+        return ToolResult.text(text, data)
+
+    plans: list[tuple[MergeArgs, MergePlan]] = []  # the plan touches made, for the handler of the same call
+
+    def plan_for(args: MergeArgs) -> MergePlan:
+        paths = tuple(args.paths) if args.paths is not None else None
+        return roster.merge_plan(args.worker_id, args.action, paths)
+
+    def touches(args: MergeArgs) -> list[str]:
+        plan = plan_for(args)  # in a thread: git runs; a refusal (a conflict) is the call's answer
+        plans[:] = [(args, plan)]
+        return [ctx_path for _, ctx_path, _ in plan.applied]
+
+    return Tool(
+        "vibe_merge",
+        "write",
+        "Land a finished worker's work: 'apply' writes the files it changed in its worktree into the "
+        "root, all or nothing (refused, naming the files, where the root changed a file since the "
+        "worker started; answers with the diagnostics the change introduced); 'discard' removes its "
+        "worktree and branch.",
+        args=MergeArgs,
+        handler=merge,
+        touches=touches,
+    )
