@@ -156,6 +156,7 @@ def test_tool_error_takes_a_code_and_data_fields():
         "unknown_worker",
         {"error": "unknown_worker", "worker": "w9"},
     )
+    assert list(exc.data or {}) == ["error", "worker"]  # the code first in the result's JSON
     old = ToolError("bad", {"error": "bad_thing", "n": 1})  # the older dict form
     assert (old.code, old.data) == ("bad_thing", {"error": "bad_thing", "n": 1})
     assert ToolError("plain").data is None and ToolError("plain").code is None

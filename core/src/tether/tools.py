@@ -83,7 +83,9 @@ class ToolError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        merged = {**(data or {}), **fields}
+        # the code first, as a program reading the data (and a model reading its JSON) meets it
+        merged = {"error": code} if code is not None else {}
+        merged.update({**(data or {}), **fields})
         if code is not None:
             merged["error"] = code
         self.code: str | None = merged.get("error")
