@@ -27,6 +27,7 @@ from tether.binaries import project_pythons
 from tether.sandbox import RELAY
 
 from tether_eval.hookspecs import tether_eval_envelope
+from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -41,11 +42,6 @@ class PythonChoice:
     executable: str
     environment: str  # for the model
     project_paths: tuple[str, ...] = ()  # put first on the kernel's sys.path (outside the project's env)
-
-
-def option(run: Run, name: str) -> Any:
-    """One of the run's options (declared in `tether_eval.options`, structured when the run opened)."""
-    return run.options[name]
 
 
 def _has_ipykernel(python: Path) -> bool:
@@ -208,7 +204,7 @@ class KernelFactory:
                 "interpreter": binary,
                 "environment": "Deno",
                 "transport": "ipc" if relayed else "tcp",
-                "drain": option(self.run, "eval_drain"),
+                "drain": self.run.options.of(EvalOptions).eval_drain,
                 "barrier": True,
                 "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             }
@@ -230,7 +226,7 @@ class KernelFactory:
         workdir = self._private() / f"k{next(self._serial)}"
         workdir.mkdir()
         kernel = Kernel(spec, workdir, self.run.root, self.run.stop_process)
-        timeout = option(self.run, "eval_start_timeout")
+        timeout = self.run.options.of(EvalOptions).eval_start_timeout
         try:
             await kernel.start(timeout, self.run.track_process)
             helper = (HELPERS / ("python_helper.py" if language == "python" else "js_helper.js")).read_text()

@@ -16,6 +16,7 @@ import attrs
 from tether import Image, Text, Tier, Tool, ToolError, ToolResult, arg
 
 from tether_eval.hookspecs import tether_eval_kernels
+from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
@@ -78,11 +79,12 @@ def _check(args: EvalArgs) -> None:
 
 async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     from tether_eval.idioms import rewrite
-    from tether_eval.kernels import describe, option
+    from tether_eval.kernels import describe
     from tether_eval.render import render_cell
 
     _check(args)
     run = ctx.run
+    opts = run.options.of(EvalOptions)
     language = args.language
     code = args.code if args.code.strip() else ""
     if language == "javascript" and code:
@@ -125,16 +127,16 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
 
         end = await kernel.execute(
             code,
-            timeout=option(run, "eval_timeout"),
-            total=option(run, "eval_total_timeout"),
-            grace=option(run, "eval_interrupt_grace"),
+            timeout=opts.eval_timeout,
+            total=opts.eval_total_timeout,
+            grace=opts.eval_interrupt_grace,
             bridge=bridge,
-            keep_chars=int(option(run, "eval_max_output_chars")),
+            keep_chars=opts.eval_max_output_chars,
         )
         if end.status in ("died", "stuck"):
             await factory.discard(language, now=True)  # a stuck kernel would not answer a polite shutdown
     payloads = (end.reply or {}).get("payload") or []
-    shown = await render_cell(end.messages, int(option(run, "eval_max_output_chars")), payloads)
+    shown = await render_cell(end.messages, opts.eval_max_output_chars, payloads)
     blocks: list[Any] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
     status = end.status
@@ -147,9 +149,9 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         tail += explain("\n".join(b.text for b in shown.blocks if isinstance(b, Text)), kernel.spec.policy)
         tail += egress_notes(run)
     if end.spent == "total":
-        why = f"ran for its total budget of {option(run, 'eval_total_timeout'):g} s (run option eval_total_timeout)"
+        why = f"ran for its total budget of {opts.eval_total_timeout:g} s (run option eval_total_timeout)"
     else:
-        why = f"showed no output for {option(run, 'eval_timeout'):g} s (run option eval_timeout)"
+        why = f"showed no output for {opts.eval_timeout:g} s (run option eval_timeout)"
     if end.status == "interrupted":
         tail.append(
             f"[the cell {why} and was interrupted; the kernel and its state survive. "
