@@ -106,7 +106,7 @@ def javascript_unavailable(run: Run) -> str:
 def deno_binary(run: Run) -> str:
     """The host's deno (the envelope, if any, is down or brings none)."""
     if why := javascript_unavailable(run):
-        raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
+        raise ToolError(why, code="javascript_unavailable", install=JAVASCRIPT_EXTRA)
     import deno  # the PyPI wheel ships the binary
 
     return deno.find_deno_bin()
@@ -261,7 +261,8 @@ class KernelFactory:
                 f"the {language} kernel ({spec.interpreter}) did not start on the {spec.where}: "
                 f"{type(exc).__name__}{': ' + detail if detail else ''}. Check that the interpreter exists and has "
                 "ipykernel (Python) or that Deno runs (JavaScript); the run option eval_start_timeout sets the start budget.",
-                {"error": "kernel_start_failed", "language": language},
+                code="kernel_start_failed",
+                language=language,
             ) from None
         return kernel
 

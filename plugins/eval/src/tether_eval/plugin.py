@@ -49,7 +49,7 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
     factory = run.resource(hookspecs.tether_eval_kernels)
     if factory is None:
         register.unavailable(
-            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)",
+            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)"
         )
         return
     from tether_eval.tools import eval_tool

@@ -57,7 +57,6 @@ def eval_tool(run: Run) -> Tool:
         description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
         args=EvalArgs,
         handler=run_cell,
-        family="eval",
         parallel_safe=False,
     )
 
@@ -68,12 +67,13 @@ def _check(args: EvalArgs) -> None:
         raise ToolError(
             f"description must be 5 to 10 words (got {len(words)}: {args.description.strip()[:80]!r}); it labels the "
             "cell in the transcript. Say what the cell does, e.g. 'Load sales.csv and show the first rows'.",
-            {"error": "invalid_description", "words": len(words)},
+            code="invalid_description",
+            words=len(words),
         )
     if not args.code.strip() and not args.reset:
         raise ToolError(
             "code is empty: give the statements to run (or reset=true with empty code to only restart the interpreter).",
-            {"error": "empty_code"},
+            code="empty_code",
         )
 
 
