@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 import tether
 import tether_eval.plugin as eval_plugin
-from tether_eval.tools import catalog
+from tether_eval.bridge import catalog
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 D = "call tools of the run from a cell"

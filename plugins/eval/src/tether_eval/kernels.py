@@ -122,7 +122,7 @@ class KernelFactory:
         self._dir: Path | None = None
         self._serial = itertools.count(1)
         self.python_note = ""
-        from tether_eval.tools import Overlap
+        from tether_eval.bridge import Overlap
 
         self.overlap = Overlap()  # which calls from cells may run at once (see Overlap)
         # a kernel died while no cell ran (killed from outside, OOM): True, or why it was given up
