@@ -284,8 +284,10 @@ def deno_envelope(deno: str, *, up: bool, required: bool):
         __name__ = f"deno_envelope_{up}_{required}"
 
         @tether.hookimpl(tryfirst=True)
-        def tether_eval_envelope(self, run):
-            return Envelope("deno-box", wrap=list, is_up=lambda: up, deno=deno, required=required)
+        def tether_envelope(self, run, purpose):
+            if purpose == "kernel":
+                return Envelope("deno-box", wrap=list, is_up=lambda: up, deno=deno, required=required)
+            return None
 
     return DenoEnvelope()
 

@@ -5,17 +5,20 @@ from __future__ import annotations
 import collections
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 from tether import Text, Tier, Tool, ToolError, ToolResult, arg
+from tether.tools import Block
 
 from tether_eval.bridge import answer_calls, calls_line, catalog
-from tether_eval.hookspecs import tether_eval_kernels
 from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
+
+    from tether_eval.kernel import Kernel
+    from tether_eval.kernels import KernelFactory
 
 DESCRIPTION = (
     "Run a Python (default) or JavaScript (Deno) cell in this run's persistent kernel: variables, imports "
@@ -43,18 +46,23 @@ class EvalArgs:
     )
 
 
-def eval_tool(run: Run) -> Tool:
-    from tether_eval.kernels import javascript_unavailable
+def make_tools(factory: KernelFactory) -> list[Tool]:
+    """The family's tool, `eval`, bound to the run's kernel factory."""
+    missing = factory.javascript_unavailable()
 
-    missing = javascript_unavailable(run)
-    return Tool(
-        name="eval",
-        tier=Tier.EXEC,
-        description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
-        args=EvalArgs,
-        handler=run_cell,
-        parallel_safe=False,
-    )
+    async def handler(ctx: CallContext, args: EvalArgs) -> ToolResult:
+        return await run_cell(ctx, args, factory)
+
+    return [
+        Tool(
+            name="eval",
+            tier=Tier.EXEC,
+            description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
+            args=EvalArgs,
+            handler=handler,
+            parallel_safe=False,
+        )
+    ]
 
 
 def _check(args: EvalArgs) -> None:
@@ -73,7 +81,7 @@ def _check(args: EvalArgs) -> None:
         )
 
 
-async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
+async def run_cell(ctx: CallContext, args: EvalArgs, factory: KernelFactory) -> ToolResult:
     from tether_eval.idioms import rewrite
     from tether_eval.kernels import describe
     from tether_eval.render import render_cell
@@ -85,8 +93,6 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     code = args.code if args.code.strip() else ""
     if language == "javascript" and code:
         code = rewrite(code)  # Python cells go to IPython as they are: its transformers know !cmd and %magic
-    factory = run.resource(tether_eval_kernels)
-    assert factory is not None, "eval is registered only when the run has a kernel factory (plugin.py)"
     notes: list[str] = []
     async with factory.lock(language):
         if args.reset:
@@ -133,7 +139,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
             await factory.discard(language, now=True)  # a stuck kernel would not answer a polite shutdown
     payloads = (end.reply or {}).get("payload") or []
     shown = await render_cell(end.messages, opts.eval_max_output_chars, payloads)
-    blocks: list[Any] = [Text("\n".join(notes))] if notes else []
+    blocks: list[Block] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
     status = end.status
     if status == "ok" and ((end.reply or {}).get("status") == "error" or shown.error):
@@ -194,7 +200,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     return ToolResult(tuple(blocks), is_error, data)
 
 
-def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
+def _banner(run: Run, kernel: Kernel, python_note: str) -> list[str]:
     """The first cell's notes: which interpreter the cell sees, where it runs, where the project's code comes from."""
     spec = kernel.spec
     if spec.language != "python":
@@ -224,7 +230,7 @@ def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
     return notes
 
 
-def _shown(run: Any, path: str) -> str:
+def _shown(run: Run, path: str) -> str:
     """A path for the model: relative inside the root, else as it is (links not followed: a venv's
     python is a link to its base interpreter, and the venv is what the cell sees)."""
     p = Path(path)
