@@ -14,6 +14,7 @@ import tether
 import tether.sandbox
 import tether_eval.plugin as eval_plugin
 from support import build_wheel
+from tether.testing import assert_model_error
 from tether_eval.envelope import Envelope
 
 D = "check where and how the kernel runs"
@@ -224,5 +225,4 @@ async def test_broken_kernel_command_is_a_clear_error(tmp_path, no_leftover_proc
     ) as run:
         r = await run.call("eval", {"code": "1", "description": D})
         assert r.is_error and r.data["error"] == "kernel_start_failed"
-        assert "did not start on the envelope 'broken'" in r.plain and "no sandbox here" in r.plain
-        assert "Traceback" not in r.plain
+        assert_model_error(r, "did not start on the envelope 'broken'", "no sandbox here")
