@@ -60,9 +60,9 @@ async def test_output_deno_sends_after_idle_is_never_lost(run):
 
 async def test_a_barrier_the_kernel_does_not_answer_in_time_is_said(run, monkeypatch):
     """Output Deno sends after its idle is only known complete once the barrier is answered: else say so."""
-    import tether_eval.kernel
+    import tether_eval.timing
 
-    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 1e-6)  # as a kernel starved for seconds
+    monkeypatch.setattr(tether_eval.timing, "BARRIER_WAIT", 1e-6)  # as a kernel starved for seconds
     for i in range(30):  # the answer may already be queued when the barrier is looked at: try again
         r = await cell(run, f"{i} + 1")
         # either wording: the kernel's shell reply may already be in when the bound runs out
@@ -73,7 +73,7 @@ async def test_a_barrier_the_kernel_does_not_answer_in_time_is_said(run, monkeyp
     assert not r.is_error and ("did not confirm within" in r.plain or "did not follow within" in r.plain), (
         r.plain
     )
-    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 15.0)
+    monkeypatch.setattr(tether_eval.timing, "BARRIER_WAIT", 15.0)
     r = await cell(run, "41 + 1")
     assert r.plain.strip().endswith("42") and "may be missing" not in r.plain, r.plain
 
@@ -82,21 +82,21 @@ async def test_a_barrier_answered_without_its_idle_waits_only_settle_and_says_so
     """The kernel_info reply came, its iopub idle did not (dropped in a flood): SETTLE more, not BARRIER_WAIT."""
     import asyncio
 
-    from tether_eval.kernel import Kernel
+    from tether_eval.cell import Cell
 
     class WithoutIopub(asyncio.Queue):
         def put_nowait(self, item):
             if item[0] != "iopub":  # as if iopub had dropped the barrier's idle
                 super().put_nowait(item)
 
-    send = Kernel._send_barrier
+    send = Cell._send_barrier
 
     def send_without_idle(self):
         msg_id, _ = send(self)
-        self._waiters[msg_id] = queue = WithoutIopub()
+        self.kernel.waiters[msg_id] = queue = WithoutIopub()
         return msg_id, queue
 
-    monkeypatch.setattr(Kernel, "_send_barrier", send_without_idle)
+    monkeypatch.setattr(Cell, "_send_barrier", send_without_idle)
     r = await cell(run, "20 + 1")
     assert "answered, but its confirmation on the output channel did not follow within 2 s" in r.plain, (
         r.plain
@@ -112,9 +112,9 @@ async def test_a_cell_after_a_barrier_cut_short_still_gets_its_reply(tmp_path, f
     never sends its reply. A barrier cut short by its bound (a kernel starved for seconds) left its
     kernel_info in flight, the next cell was sent at once, and about 1 in 13 such cells then waited the
     whole eval_timeout and lost the kernel (23 of 300 measured). The next cell now waits for it."""
-    import tether_eval.kernel
+    import tether_eval.timing
 
-    monkeypatch.setattr(tether_eval.kernel, "BARRIER_WAIT", 1e-6)  # every barrier runs out at once
+    monkeypatch.setattr(tether_eval.timing, "BARRIER_WAIT", 1e-6)  # every barrier runs out at once
     async with tether.open_run(
         tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False, options={"eval_timeout": 20}
     ) as run:
