@@ -16,6 +16,7 @@ import tether_eval.plugin as eval_plugin
 from support import build_wheel
 from tether.testing import assert_model_error
 from tether_eval.envelope import Envelope
+from tether_eval.hookspecs import tether_eval_kernels
 
 D = "check where and how the kernel runs"
 
@@ -158,7 +159,7 @@ async def test_the_family_takes_its_envelope_from_the_core_hook_once_per_run(tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         async with tether.open_run(root, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
-            factory = run.resource("tether_eval_kernels")
+            factory = run.resource(tether_eval_kernels)
             plugin.asked.clear()  # what opening the run asked (the listing's sandbox line) is not the family's
             r = await run.call("eval", {"code": "1 + 1", "description": D})
             assert not r.is_error and r.data["kernel"]["where"] == "envelope 'test-box'", r.plain

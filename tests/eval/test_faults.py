@@ -5,6 +5,7 @@ from __future__ import annotations
 import psutil
 import tether
 import tether_eval.plugin as eval_plugin
+from tether_eval.hookspecs import tether_eval_kernels
 
 D = "exercise a kernel fault for tests"
 
@@ -109,7 +110,7 @@ async def test_close_leaves_no_process_and_no_files(tmp_path, fake_tools, no_lef
         child = int(r.plain.split()[-1])
         r = await cell(run, "1", language="javascript")
         assert not r.is_error, r.plain
-        private = run.resource("tether_eval_kernels")._dir
+        private = run.resource(tether_eval_kernels)._dir
         assert private.exists()
     assert not private.exists()
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE

@@ -11,6 +11,7 @@ import tether
 import tether_eval.plugin as eval_plugin
 from tether.testing import assert_model_error
 from tether_eval.envelope import Envelope
+from tether_eval.hookspecs import tether_eval_kernels
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 D = "run a JavaScript cell for tests"
@@ -131,7 +132,7 @@ async def test_a_reader_that_stops_ends_the_kernel_instead_of_deafening_it(tmp_p
     async with tether.open_run(tmp_path, plugins=[eval_plugin, fake_tools], load_entry_points=False) as run:
         r = await cell(run, "globalThis.before = 1; 'ready'")
         assert not r.is_error, r.plain
-        kernel = run.resource("tether_eval_kernels").live("javascript")
+        kernel = run.resource(tether_eval_kernels).live("javascript")
         reader = kernel._readers[1]
         reader.cancel()  # the shell reader, as if it had stopped
         await asyncio.wait([reader])
@@ -140,7 +141,7 @@ async def test_a_reader_that_stops_ends_the_kernel_instead_of_deafening_it(tmp_p
         assert "was given up since the last cell (a channel of the kernel stopped being read" in r.plain, (
             r.plain
         )
-        kernel = run.resource("tether_eval_kernels").live("javascript")
+        kernel = run.resource(tether_eval_kernels).live("javascript")
         asyncio.get_running_loop().call_later(1.0, kernel._readers[0].cancel)  # the output reader, mid-cell
         r = await asyncio.wait_for(cell(run, "await new Promise((ok) => setTimeout(ok, 4000)); 1"), 60)
         assert (

@@ -13,6 +13,7 @@ import tether
 import tether_eval.plugin as eval_plugin
 from support import build_wheel
 from tether.testing import assert_model_error
+from tether_eval.hookspecs import tether_eval_kernels
 
 D = "probe what the sandbox lets a cell do"
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -274,7 +275,7 @@ async def test_without_bubblewrap_the_sandboxed_eval_on_bwrap_refuses_and_runs_n
             r = await run.call("eval", {"code": "open('ran.txt', 'w').write('x')", "description": D})
             assert r.is_error and r.data["error"] == "sandbox_unavailable"
             assert_model_error(r, "bubblewrap (bwrap) is not on PATH", "apt-get install bubblewrap")
-            assert run.resource("tether_eval_kernels").live("python") is None
+            assert run.resource(tether_eval_kernels).live("python") is None
     finally:
         sandbox.bwrap_problem.cache_clear()
     assert not (confined.root / "ran.txt").exists()
