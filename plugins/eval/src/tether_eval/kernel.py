@@ -78,6 +78,8 @@ class KernelDied(Exception):
 
 
 class Kernel:
+    """One kernel process of a run and its channels; `execute` runs a cell on it (see `tether_eval.cell`)."""
+
     def __init__(
         self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]
     ) -> None:
