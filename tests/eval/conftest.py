@@ -54,10 +54,10 @@ class FakeTools:
 
     @hookimpl
     def tether_register_tools(self, run, register):
-        register(Tool("echo", Tier.READ, "echo text", EchoArgs, _echo, family="evaltest"))
-        register(Tool("slow", Tier.READ, "sleep then answer", SlowArgs, _slow, family="evaltest"))
-        register(Tool("fail", Tier.READ, "always fails", EchoArgs, _fail, family="evaltest"))
-        register(Tool("danger", Tier.READ, "refused by approval", EchoArgs, _echo, family="evaltest"))
+        register(Tool("echo", Tier.READ, "echo text", EchoArgs, _echo))
+        register(Tool("slow", Tier.READ, "sleep then answer", SlowArgs, _slow))
+        register(Tool("fail", Tier.READ, "always fails", EchoArgs, _fail))
+        register(Tool("danger", Tier.READ, "refused by approval", EchoArgs, _echo))
         register(
             Tool(
                 "write_file",
@@ -65,7 +65,6 @@ class FakeTools:
                 "write a file",
                 WriteArgs,
                 _write,
-                family="evaltest",
                 parallel_safe=False,
                 touches=lambda a: [a.path],
             )

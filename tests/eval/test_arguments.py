@@ -6,6 +6,7 @@ import pytest
 import tether
 import tether_eval.plugin as eval_plugin
 from tether.testing import assert_light_entry_point, assert_model_error
+from tether_eval.hookspecs import tether_eval_kernels
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ async def test_description_must_be_five_to_ten_words(run, description):
     assert_model_error(r)
     assert "description must be 5 to 10 words" in r.plain and "e.g." in r.plain
     assert r.data["error"] == "invalid_description"
-    assert run.resource("tether_eval_kernels").live("python") is None
+    assert run.resource(tether_eval_kernels).live("python") is None
 
 
 async def test_unknown_language(run):
@@ -53,7 +54,7 @@ async def test_empty_code(run, code):
     r = await run.call("eval", {"code": code, "description": "run nothing at all for once"})
     assert_model_error(r)
     assert "code is empty" in r.plain and r.data["error"] == "empty_code"
-    assert run.resource("tether_eval_kernels").live("python") is None
+    assert run.resource(tether_eval_kernels).live("python") is None
 
 
 async def test_wrong_types(run):

@@ -6,13 +6,17 @@ import site
 import stat
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 import tether
+import tether.sandbox
 import tether_eval.plugin as eval_plugin
 from support import build_wheel
+from tether.testing import assert_model_error
 from tether_eval.envelope import Envelope
+from tether_eval.hookspecs import tether_eval_kernels
 
 D = "check where and how the kernel runs"
 
@@ -95,25 +99,36 @@ async def test_projects_own_package_shadows_the_installed_namesake(tmp_path, no_
         assert "tether's own environment" in r.plain
 
 
-def envelope_plugin(tmp_path: Path, up: bool):
+def marking_envelope(tmp_path: Path, up: bool, calls: list[list[str]]) -> Envelope:
+    """An envelope whose wrapper command marks the environment, then runs the kernel."""
     wrapper = tmp_path / "enter-envelope"
-    # the test envelope: a wrapper command that marks the environment, then runs the kernel
     wrapper.write_text('#!/bin/sh\nexport TETHER_TEST_ENVELOPE=inside\nexec "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    calls = []
+
+    def wrap(argv):
+        calls.append(list(argv))
+        return [str(wrapper), *argv]
+
+    return Envelope("test-box", wrap=wrap, is_up=lambda: up)
+
+
+def envelope_plugin(tmp_path: Path, up: bool):
+    """A harness that answers the core's `tether_envelope` for kernels (and records what it is asked for)."""
+    calls: list[list[str]] = []
+    asked: list[str] = []
+    envelope = marking_envelope(tmp_path, up, calls)
 
     class TestEnvelope:
         __name__ = f"test_envelope_{up}"
 
         @tether.hookimpl(tryfirst=True)
-        def tether_eval_envelope(self, run):
-            def wrap(argv):
-                calls.append(list(argv))
-                return [str(wrapper), *argv]
+        def tether_envelope(self, run, purpose):
+            asked.append(purpose)
+            return envelope if purpose == "kernel" else None
 
-            return Envelope("test-box", wrap=wrap, is_up=lambda: up)
-
-    return TestEnvelope(), calls
+    plugin = TestEnvelope()
+    plugin.asked = asked
+    return plugin, calls
 
 
 @pytest.mark.parametrize(
@@ -135,6 +150,56 @@ async def test_kernel_starts_inside_an_envelope_that_is_up(tmp_path, language, p
         assert len(calls) == 1
 
 
+async def test_the_family_takes_its_envelope_from_the_core_hook_once_per_run(tmp_path, no_leftover_processes):
+    """One door: the kernels' envelope is the core's `tether_envelope` answer for "kernel", asked once per
+    run by the family, however many kernels start; and no deprecation is said for it."""
+    plugin, calls = envelope_plugin(tmp_path, up=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        async with tether.open_run(root, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
+            factory = run.resource(tether_eval_kernels)
+            plugin.asked.clear()  # what opening the run asked (the listing's sandbox line) is not the family's
+            r = await run.call("eval", {"code": "1 + 1", "description": D})
+            assert not r.is_error and r.data["kernel"]["where"] == "envelope 'test-box'", r.plain
+            r = await run.call("eval", {"code": "2 + 2", "description": D, "reset": True})
+            assert not r.is_error and r.data["kernel"]["where"] == "envelope 'test-box'", r.plain
+            assert factory.envelope().name == "test-box"
+    assert plugin.asked == ["kernel"], plugin.asked  # the first kernel's start asked; the restart reused it
+    assert len(calls) == 2
+
+
+async def test_the_deprecated_envelope_hook_still_works_and_warns(tmp_path, no_leftover_processes):
+    """A plugin that still implements `tether_eval_envelope` keeps its kernels in its envelope, through the
+    core hook, and is told to move to `tether_envelope`."""
+    calls: list[list[str]] = []
+    envelope = marking_envelope(tmp_path, True, calls)
+
+    class OldEnvelope:
+        __name__ = "old_envelope"
+
+        @tether.hookimpl
+        def tether_eval_envelope(self, run):
+            return envelope
+
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.warns(
+        DeprecationWarning, match=r"old_envelope implements tether_eval_envelope.*tether_envelope"
+    ):
+        async with tether.open_run(
+            root, plugins=[eval_plugin, OldEnvelope()], load_entry_points=False
+        ) as run:
+            assert tether.sandbox.envelope(run, "kernel") is envelope  # served by the core hook
+            assert tether.sandbox.envelope(run, "debug") is None  # only for kernels
+            r = await run.call(
+                "eval", {"code": "import os\nos.environ.get('TETHER_TEST_ENVELOPE')", "description": D}
+            )
+    assert not r.is_error and "inside" in r.plain, r.plain
+    assert r.data["kernel"]["where"] == "envelope 'test-box'" and len(calls) == 1
+
+
 async def test_envelope_that_is_down_is_not_booted(tmp_path, no_leftover_processes):
     plugin, calls = envelope_plugin(tmp_path, up=False)
     async with tether.open_run(tmp_path, plugins=[eval_plugin, plugin], load_entry_points=False) as run:
@@ -150,7 +215,7 @@ async def test_broken_kernel_command_is_a_clear_error(tmp_path, no_leftover_proc
         __name__ = "broken_envelope"
 
         @tether.hookimpl(tryfirst=True)
-        def tether_eval_envelope(self, run):
+        def tether_envelope(self, run, purpose):
             return Envelope("broken", wrap=lambda argv: ["/bin/sh", "-c", "echo no sandbox here >&2; exit 3"])
 
     async with tether.open_run(
@@ -161,5 +226,4 @@ async def test_broken_kernel_command_is_a_clear_error(tmp_path, no_leftover_proc
     ) as run:
         r = await run.call("eval", {"code": "1", "description": D})
         assert r.is_error and r.data["error"] == "kernel_start_failed"
-        assert "did not start on the envelope 'broken'" in r.plain and "no sandbox here" in r.plain
-        assert "Traceback" not in r.plain
+        assert_model_error(r, "did not start on the envelope 'broken'", "no sandbox here")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import psutil
 import tether
 import tether_eval.plugin as eval_plugin
+from tether_eval.hookspecs import tether_eval_kernels
 
 D = "exercise a kernel fault for tests"
 
@@ -109,7 +110,7 @@ async def test_close_leaves_no_process_and_no_files(tmp_path, fake_tools, no_lef
         child = int(r.plain.split()[-1])
         r = await cell(run, "1", language="javascript")
         assert not r.is_error, r.plain
-        private = run.resource("tether_eval_kernels")._dir
+        private = run.resource(tether_eval_kernels)._dir
         assert private.exists()
     assert not private.exists()
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
@@ -221,7 +222,7 @@ async def test_redrawn_output_keeps_the_last_frame(tmp_path, fake_tools, no_left
 
 
 def test_output_that_changes_nothing_is_not_kept():
-    from tether_eval.kernel import CellEnd
+    from tether_eval.cell_end import CellEnd
 
     end = CellEnd("ok", [])
     empty = {"msg_type": "stream", "content": {"name": "stdout", "text": ""}}
@@ -245,7 +246,10 @@ async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing()
     import time
     from pathlib import Path
 
-    from tether_eval.kernel import SETTLE, CellEnd, Kernel, KernelSpec
+    from tether_eval.cell import Cell
+    from tether_eval.cell_end import CellEnd
+    from tether_eval.kernel import Kernel, KernelSpec
+    from tether_eval.timing import SETTLE
 
     queue: asyncio.Queue = asyncio.Queue()
     probe_idle = {
@@ -276,7 +280,7 @@ async def test_cell_whose_idle_was_dropped_ends_and_says_output_may_be_missing()
     queue.put_nowait(("shell", {"msg_type": "execute_reply", "content": {"status": "ok"}}))
     end = CellEnd("ok", [])
     t0 = time.monotonic()
-    await kernel._collect(queue, end, 300.0, None, extend=True, total=3600.0)
+    await Cell(kernel)._collect(queue, end, 300.0, None, extend=True, total=3600.0)
     end.finish()
     assert end.status == "ok" and end.idle_lost and kernel.kc.probes == 1
     assert SETTLE <= time.monotonic() - t0 < 60

@@ -10,7 +10,8 @@ import pytest
 import pytest_asyncio
 import tether
 import tether_eval.plugin as eval_plugin
-from tether_eval.tools import catalog
+from tether_eval.bridge import catalog
+from tether_eval.hookspecs import tether_eval_kernels
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 D = "call tools of the run from a cell"
@@ -171,7 +172,7 @@ async def test_js_every_visible_tool_but_eval_has_a_stub_with_its_schema(run):
     )
     assert not r.is_error, r.plain
     assert _last_json(r) == {t.name: t.input_schema for t in run.tools() if t.name != "eval"}
-    kernel = run.resource("tether_eval_kernels").live("javascript")
+    kernel = run.resource(tether_eval_kernels).live("javascript")
     assert kernel.catalog == catalog(run)  # the hidden execute that sends it succeeded (it is sent once)
     r = await js(run, "tools.help()")
     assert "write_file (write): write a file" in r.plain and "\neval " not in r.plain, r.plain

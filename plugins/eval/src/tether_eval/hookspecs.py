@@ -1,9 +1,11 @@
-"""The eval family's resource hooks: the run's kernel factory, and the envelope kernels may run in.
+"""The eval family's resource hooks: the run's kernel factory, and (deprecated) the envelope kernels may run in.
 
-A harness overrides either with ``@hookimpl(tryfirst=True)``. Answering `tether_eval_kernels` with
+A harness overrides the factory with ``@hookimpl(tryfirst=True)``. Answering `tether_eval_kernels` with
 `tether.NO_RESOURCE` leaves the run without the `eval` tool (an answer of None falls through to the
-family's default factory); `tether_eval_envelope` defaults to the run's envelope (the core's `tether_envelope`: a harness's, or the
-built-in bubblewrap one when the run option `sandbox` is on); None runs kernels on the host.
+family's default factory). Kernels run in the run's envelope, the core's `tether_envelope` with purpose
+"kernel" (a harness's, or the built-in bubblewrap one when the run option `sandbox` is on); None runs
+them on the host. `tether_eval_envelope` is the older name of that answer, still heard for one minor
+version, with a DeprecationWarning.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from tether.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from tether.run import Run
+    from tether.sandbox import Envelope
 
-    from tether_eval.envelope import Envelope
     from tether_eval.kernels import KernelFactory
 
 
@@ -26,9 +28,8 @@ def tether_eval_kernels(run: Run) -> KernelFactory | None:
 
 @hookspec(firstresult=True)
 def tether_eval_envelope(run: Run) -> Envelope | None:
-    """The conversation's envelope (a sandbox): how to start a process inside it and whether it is up.
+    """Deprecated: implement the core's `tether_envelope` and answer for purpose "kernel".
 
-    Kernels start inside it when it is up at the time a kernel starts; eval never boots it.
-
-    Stops at the first non-None result.
+    Still heard for one minor version, with a DeprecationWarning: the first non-None answer is the
+    envelope kernels start in (when it is up at the time a kernel starts; eval never boots it).
     """

@@ -1,73 +1,53 @@
-"""One live Jupyter kernel of a run: start, run cells (with the stdin bridge), interrupt, shut down.
+"""One live Jupyter kernel of a run: start, the channels it answers on, interrupt, shut down.
 
-Messaging is jupyter_client's; what is ours is the discipline around it:
+Messaging is jupyter_client's; what is ours is the discipline around it (a cell's own story, from its
+request to its end, is `tether_eval.cell`'s):
 - one reader task per channel (iopub, shell, stdin) awaits messages (no polling loop) and hands each
   to the cell whose ``parent_header.msg_id`` it answers; anything else is dropped, and so are iopub's
-  ``execute_input`` and non-idle ``status`` (nobody waits for them);
-- a cell ends when both its ``execute_reply`` and its ``status: idle`` arrived; Deno may send a
-  cell's stream/execute_result AFTER its idle (measured: 18 of 100 `1+1` results), so for Deno a
-  kernel_info round trip follows as a barrier (its idle leaves after what the cell queued: 0 of 600
-  missed; waited for BARRIER_WAIT, or SETTLE once its shell reply came, else the cell says output
-  may be missing), then, if the run asks for it (`eval_drain`), a wait until iopub is quiet;
-- the barrier orders only output Deno had queued, not stdout it is still forwarding (console.log
-  reaches iopub with a lag; a cell printing 300,000 lines: its 'done' came 45 s after the barrier):
-  so a Deno cell that printed then sends a silent execute writing a fresh token to stdout and to
-  stderr, and takes output until both tokens came back (each stream is one ordered pipe, so all the
-  cell printed comes before its token; Deno tags late output with the request it runs now, so the
-  marker's messages go to the cell); the tokens are dropped. The wait has the cell's own budgets
-  (inactivity, restarted by output, and what is left of the total); when they run out the cell says
-  its end may be missing, and the next cell says output before its own may be the previous cell's
-  (Deno sends a cell's ``execute_input`` after some of its own output now and then, so no message
-  tells them apart). A timer's output after the token is the next cell's, like any of its output;
+  ``execute_input`` and non-idle ``status`` (nobody waits for them); a reader that ends while the
+  kernel is up gives the kernel up (it would be deaf);
+- before any cell, the stdin channel is probed (`probe_stdin`): an input_request sent before our
+  socket finished its handshake is dropped, and a tool() call would wait forever;
 - Deno loses a request that reaches it while it still answers one before it (it runs the code and
   never sends the execute_reply: the cell then waited its whole inactivity budget and the kernel was
   stopped), so nothing is sent to Deno until every request of ours has its shell reply and its idle
-  (``_quiesce``): a barrier or probe cut short by its bound is still waited for before the next cell;
-- a cell's two budgets, inactivity and total, are one ``asyncio.timeout``: output that changes what
-  the model will see restarts the inactivity budget (an empty stream message or a clear of nothing
-  does not), the total one never; both stand still while a `tool()` call from the cell is open;
-- iopub may drop messages of a flood (ZeroMQ's queue limit: ours is raised to IOPUB_QUEUE, the
-  kernel's PUB side still has one), the idle among them: when the idle
-  has not come SETTLE seconds after the reply and the cell's last message, a kernel_info probe
-  follows; its idle arriving first proves ours was dropped, and the cell ends saying output may
-  be missing;
-- a ``clear_output`` drops what the cell showed before it (after the next output with ``wait=True``,
-  as Jupyter does), so a cell that clears and redraws keeps only its last frame;
+  (``quiesce``): a barrier or probe cut short by its bound is still waited for before the next cell;
 - the kernel's death is noticed through a pidfd (or a waiting thread) and ends the cell at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
+import io
 import json
 import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import tracing
 
+from tether_eval import timing
+from tether_eval.cell import DIED, MARKER, Cell
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from tether_eval.cell import Bridge
+    from tether_eval.cell_end import CellEnd
+
+# MARKER (the prefix of a tool() call's input_request, defined with the cell) is imported from here too
+__all__ = ["MARKER", "Kernel", "KernelDied", "KernelSpec"]
+
 log = logging.getLogger("tether.eval")
 
-MARKER = "\u2063tether-call:"  # the prefix of a tool() call's input_request (see kernel_side/)
-PING = '{"ping": true}'  # the stdin probe at kernel start (answered here, never by a tool)
-_DIED = "died"
-MAX_DISPLAYS = 50  # display messages kept per cell (each may hold an image)
-# After the execute_reply, how long iopub may stay quiet before a probe asks whether the cell's idle
-# was lost (ZeroMQ's PUB socket drops messages once its queue for a slow reader is full).
-SETTLE = 2.0
-# How long the barrier after a Deno cell waits for its answer: a round trip of milliseconds on an idle
-# machine, seconds on a loaded one (1 s lost a late result in CI); the cell says so when it runs out.
-BARRIER_WAIT = 15.0
 # How long a Deno request waits for the kernel to finish answering the requests of ours before it
-# (see ``Kernel._quiesce``): Deno loses a request sent while it still answers another one.
+# (see ``Kernel.quiesce``): Deno loses a request sent while it still answers another one.
 QUIET_WAIT = 30.0
 IOPUB_QUEUE = 50_000  # messages our iopub socket queues while the reader is behind (ZeroMQ's default: 1000)
 
@@ -93,197 +73,13 @@ class KernelSpec:
     project_paths: tuple[str, ...] = ()
 
 
-@attrs.define
-class CellEnd:
-    """How a cell ended, with the messages it produced (in order)."""
-
-    status: str  # ok | timeout (while running) | interrupted (state kept) | stuck (interrupt failed) | died
-    messages: list[dict[str, Any]]
-    reply: dict[str, Any] | None = None
-    tool_calls: int = 0
-    inputs: list[str] = attrs.field(factory=list)  # prompts of plain input() calls (answered empty)
-    replied: bool = False
-    idle: bool = False
-    kept_chars: int = 0  # stream characters kept at the head
-    tail: collections.deque = attrs.field(
-        factory=collections.deque
-    )  # after the head is full: the latest messages
-    tail_chars: int = 0
-    dropped_chars: int = 0
-    displays: int = 0
-    dropped_displays: int = 0
-    clear_pending: bool = False  # a clear_output(wait=True): clear when the next output arrives
-    spent: str = ""  # which budget ran out: inactivity | total
-    idle_lost: bool = False  # the reply came, the idle never did: iopub dropped messages of a flood
-    barrier: tuple[str, asyncio.Queue] | None = None  # the kernel_info sent after the reply (Deno)
-    barrier_lost: bool = False  # the kernel did not answer the barrier: output sent late may be missing
-    barrier_answered: bool = False  # its shell reply came (then only its iopub idle was missing)
-    printed: bool = False  # stream output came (then the marker follows the barrier, Deno)
-    tail_lost: bool = False  # the marker's tokens did not come back within the cell's budget
-    after_lost: bool = False  # the cell before this one ended with tail_lost
-
-    def add(self, msg: dict[str, Any], limit: int) -> bool:
-        """Keep the head (2/3 of ``limit``) and the tail (1/3) of a cell's output, whatever the cell prints.
-
-        Returns whether what the model will see changed: an empty stream message or a clear of
-        nothing does not, so a flood of them neither grows the cell's memory nor counts as activity.
-        """
-        if msg["msg_type"] == "clear_output":
-            if msg["content"].get("wait"):
-                self.clear_pending = True
-                return False
-            return self._clear()
-        if msg["msg_type"] == "stream":
-            if not msg["content"].get("text"):
-                return False
-            self.printed = True
-        if self.clear_pending:
-            self._clear()
-        self._store(msg, limit)
-        return True
-
-    def _clear(self) -> bool:
-        had = bool(self.messages or self.tail or self.dropped_displays)
-        self.messages.clear()
-        self.tail.clear()
-        self.kept_chars = self.tail_chars = self.dropped_chars = self.displays = self.dropped_displays = 0
-        self.clear_pending = False
-        return had
-
-    def _store(self, msg: dict[str, Any], limit: int) -> None:
-        keep = limit * 2 // 3 if not self.tail else limit // 3
-        size = len(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else 0
-        if msg["msg_type"] in ("display_data", "update_display_data"):
-            self.displays += 1
-            if self.displays > MAX_DISPLAYS:  # a loop displaying figures: what the model can use is few
-                self.dropped_displays += 1
-                return
-        if not self.tail and self.kept_chars + size <= keep:
-            self.kept_chars += size
-            self.messages.append(msg)
-            return
-        if not self.tail and size and self.kept_chars < keep:  # fill the head with the start of a big message
-            room = keep - self.kept_chars
-            text = msg["content"]["text"]
-            self.messages.append({**msg, "content": {**msg["content"], "text": text[:room]}})
-            self.kept_chars = keep
-            msg = {**msg, "content": {**msg["content"], "text": text[room:]}}
-            size -= room
-        keep = limit // 3
-        self.tail.append((msg, size))
-        self.tail_chars += size
-        while self.tail_chars > keep and self.tail:
-            front, front_size = self.tail[0]
-            excess = self.tail_chars - keep
-            if front_size <= excess:
-                self.tail.popleft()  # wholly older than the tail we keep
-                self.tail_chars -= front_size
-                self.dropped_chars += front_size
-                continue
-            text = front["content"]["text"]  # keep the end of the oldest message
-            self.tail[0] = (
-                {**front, "content": {**front["content"], "text": text[excess:]}},
-                front_size - excess,
-            )
-            self.tail_chars -= excess
-            self.dropped_chars += excess
-
-    def finish(self) -> None:
-        if self.dropped_chars:
-            note = (
-                f"\n[... {self.dropped_chars:,} characters of output dropped (showing the first {self.kept_chars:,} and "
-                f"the last {self.tail_chars:,} received); write it to a file and read parts of it, or print less ...]\n"
-            )
-            self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
-        self.messages.extend(m for m, _ in self.tail)
-        self.tail.clear()
-        if self.dropped_displays:
-            note = f"[{self.dropped_displays} more display(s) not kept: the cell displayed more than {MAX_DISPLAYS}]\n"
-            self.messages.append({"msg_type": "stream", "content": {"name": "stdout", "text": note}})
-        if self.idle_lost:
-            note = (
-                "[the cell sent messages faster than they could be read and the kernel dropped some of them: "
-                "output may be missing here; print less often, or write it to a file]\n"
-            )
-            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
-        if self.barrier_lost:
-            why = (
-                f"answered, but its confirmation on the output channel did not follow within {SETTLE:g} s "
-                "(messages of a flood may have been dropped)"
-                if self.barrier_answered
-                else f"did not confirm within {BARRIER_WAIT:g} s that it had sent all of this cell's output "
-                "(the machine may be busy)"
-            )
-            note = (
-                f"[the kernel {why}: the cell's result or its last lines may be missing here; "
-                "show what you need in a new cell]\n"
-            )
-            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
-        if self.tail_lost:
-            note = (
-                "[output kept arriving (a timer, or a flood) until this cell's time budget ran out, or the "
-                f"kernel went {SETTLE:g} s silent before it confirmed the cell's output was all sent: its result "
-                "or its last lines may be missing here, and may show under the next cell; print less, write "
-                "it to a file, or stop the timer]\n"
-            )
-            self.messages.append({"msg_type": "stream", "content": {"name": "stderr", "text": note}})
-        if self.after_lost:
-            note = "[the cell before this one was still printing when it ended: output above may be its]\n"
-            self.messages.insert(0, {"msg_type": "stream", "content": {"name": "stderr", "text": note}})
-
-
-Bridge = Callable[[str], Awaitable[str]]  # the JSON payload of a tool() call -> the JSON answer
-
-
-class Budget:
-    """A cell's inactivity and total budgets (seconds, 0: none) as the deadline of one asyncio timeout.
-
-    After the execute_reply both end: the cell's code is done and only its idle is awaited, for
-    SETTLE seconds of quiet, then (see ``Kernel._collect``) for as long as the inactivity budget.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, idle: float, total: float) -> None:
-        self.loop, self.idle = loop, idle
-        self.total_end = loop.time() + total if total else None
-        self.quiet: float | None = None  # after the reply: how long iopub may be quiet
-        self.deadline: asyncio.Timeout | None = None
-
-    def until(self) -> float | None:
-        now = self.loop.time()
-        if self.quiet is not None:
-            return now + self.quiet
-        ends = [t for t in (now + self.idle if self.idle else None, self.total_end) if t is not None]
-        return min(ends) if ends else None
-
-    def restart(self) -> None:
-        """Output: the inactivity budget starts again (the total one goes on)."""
-        if self.deadline is not None:
-            self.deadline.reschedule(self.until())
-
-    def replied(self, quiet: float) -> None:
-        self.quiet = quiet
-        self.restart()
-
-    def pause(self) -> float:
-        if self.deadline is not None:
-            self.deadline.reschedule(None)
-        return self.loop.time()
-
-    def resume(self, since: float) -> None:
-        """After a tool() call: the total budget did not count its time, the inactivity one restarts."""
-        if self.total_end is not None:
-            self.total_end += self.loop.time() - since
-        self.restart()
-
-    def total_spent(self) -> bool:
-        return self.total_end is not None and self.loop.time() >= self.total_end
-
-
 class KernelDied(Exception):
     pass
 
 
 class Kernel:
+    """One kernel process of a run and its channels; `execute` runs a cell on it (see `tether_eval.cell`)."""
+
     def __init__(
         self, spec: KernelSpec, workdir: Path, cwd: Path, stop: Callable[[int, float], Awaitable[None]]
     ) -> None:
@@ -298,15 +94,14 @@ class Kernel:
         self.started_in = 0.0
         # what the helper's install reported (Python: sys.executable, ...)
         self.installed: dict[str, Any] = {}
-        self._waiters: dict[str, asyncio.Queue] = {}
+        self.waiters: dict[str, asyncio.Queue] = {}
         self._readers: list[asyncio.Task] = []
         self._pidfd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._log_file: Any = None
-        self._keep = 100_000
-        self._settling: asyncio.Future | None = None  # a cancelled cell being interrupted
-        self._asked = 0  # input_requests heard (the stdin probe's)
-        self._late = False  # the last cell's marker did not come back: its output may reach the next cell
+        self._log_file: io.BufferedWriter | None = None
+        self.settling: asyncio.Future | None = None  # a cancelled cell being interrupted
+        self.asked = 0  # input_requests heard (the stdin probe's)
+        self.late = False  # the last cell's marker did not come back: its output may reach the next cell
         # requests of ours the kernel has not finished answering: msg_id -> [shell reply time, idle seen]
         self._unanswered: dict[str, list[float | bool]] = {}
         self._answered = asyncio.Event()  # set whenever one of them gets a part of its answer
@@ -385,14 +180,14 @@ class Kernel:
         while True:
             if self.dead:
                 raise KernelDied(self.log_tail())
-            msg_id = self._sent(self.kc.kernel_info())
-            queue = self._waiters[msg_id] = asyncio.Queue()
+            msg_id = self.sent(self.kc.kernel_info())
+            queue = self.waiters[msg_id] = asyncio.Queue()
             replied = heard = False
             try:
                 async with asyncio.timeout(min(1.0, max(0.05, deadline - time.monotonic()))) as wait:
                     while not (replied and heard):
                         channel, _ = await queue.get()
-                        if channel == _DIED:
+                        if channel == DIED:
                             raise KernelDied(self.log_tail())
                         if channel == "shell" and not replied:
                             replied = True
@@ -407,7 +202,7 @@ class Kernel:
             except TimeoutError:
                 pass
             finally:
-                self._waiters.pop(msg_id, None)
+                self.waiters.pop(msg_id, None)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the kernel did not answer within {timeout:g} s")
 
@@ -430,8 +225,8 @@ class Kernel:
         for attempt in range(attempts):
             wait, nudge = 2.0**attempt, None
             if self.spec.language == "python":
-                asked = self._asked
-                nudge = loop.call_later(wait, lambda asked=asked: self._asked == asked and self.kc.input(""))
+                asked = self.asked
+                nudge = loop.call_later(wait, lambda asked=asked: self.asked == asked and self.kc.input(""))
                 wait = budget  # interrupted only if even the answer does not end it
             try:
                 end = await self.execute(ping_code, timeout=wait, grace=grace, silent=True)
@@ -447,7 +242,7 @@ class Kernel:
             + self.log_tail()
         )
 
-    def _watch_death(self, proc: Any) -> None:
+    def _watch_death(self, proc: subprocess.Popen[bytes]) -> None:
         loop = self._loop
         assert loop is not None
         try:
@@ -475,8 +270,8 @@ class Kernel:
         if self.dead:
             return
         self.dead = True
-        for queue in self._waiters.values():
-            queue.put_nowait((_DIED, None))
+        for queue in self.waiters.values():
+            queue.put_nowait((DIED, None))
         self._answered.set()  # nothing more will be answered: stop waiting for it
 
     async def _read(self, channel: Any, name: str) -> None:
@@ -502,7 +297,7 @@ class Kernel:
                     kind == "status" and msg["content"].get("execution_state") != "idle"
                 ):
                     continue  # nobody waits for these: spare the waiting task a wake-up per message
-            queue = self._waiters.get(parent) if isinstance(parent, str) else None
+            queue = self.waiters.get(parent) if isinstance(parent, str) else None
             if queue is not None:
                 queue.put_nowait((name, msg))
 
@@ -517,7 +312,7 @@ class Kernel:
         log.warning("eval: kernel %s given up: %s", self.pid, self.lost)
         self._died()
 
-    def _sent(self, msg_id: str) -> str:
+    def sent(self, msg_id: str) -> str:
         """Note a request sent to a kernel that must not get the next one before it answered this."""
         if self.spec.barrier:  # Deno; ipykernel queues its shell requests
             self._unanswered[msg_id] = [0.0, False]
@@ -533,7 +328,7 @@ class Kernel:
             del self._unanswered[parent]
         self._answered.set()
 
-    async def _quiesce(self) -> None:
+    async def quiesce(self) -> None:
         """Wait until the kernel has answered every request of ours: each one's shell reply (QUIET_WAIT s in
         all) and its idle (SETTLE s after its reply: iopub may drop it in a flood).
 
@@ -545,7 +340,7 @@ class Kernel:
         stop = loop.time() + QUIET_WAIT
         while self._unanswered and not self.dead:
             replies = [state[0] for state in self._unanswered.values()]
-            until = stop if not all(replies) else min(stop, max(replies) + SETTLE)
+            until = stop if not all(replies) else min(stop, max(replies) + timing.SETTLE)
             self._answered.clear()
             try:
                 async with asyncio.timeout_at(until):
@@ -586,295 +381,17 @@ class Kernel:
         The cell is a child span of the traced tool call that runs it (see tether.tracing), with its end.
         """
         with tracing.span("kernel execute", {"tether.kernel": self.spec.language, "tether.silent": silent}):
-            end = await self._execute(
+            end = await Cell(self, keep_chars).run(
                 code,
                 timeout=timeout,
                 grace=grace,
                 bridge=bridge,
                 silent=silent,
-                keep_chars=keep_chars,
                 user_expressions=user_expressions,
                 total=total,
             )
             tracing.annotate({"tether.cell_status": end.status})
             return end
-
-    async def _execute(
-        self,
-        code: str,
-        *,
-        timeout: float,
-        grace: float,
-        bridge: Bridge | None,
-        silent: bool,
-        keep_chars: int,
-        user_expressions: dict[str, str] | None,
-        total: float,
-    ) -> CellEnd:
-        if self._settling is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._settling), grace + 1.0)
-            self._settling = None
-        if self.dead:
-            return CellEnd("died", [])
-        await self._quiesce()
-        msg_id = self._sent(
-            self.kc.execute(
-                code,
-                silent=silent,
-                store_history=not silent,
-                allow_stdin=True,
-                user_expressions=user_expressions,
-            )
-        )
-        queue: asyncio.Queue = asyncio.Queue()
-        self._waiters[msg_id] = queue
-        end = CellEnd("ok", [], after_lost=self._late)
-        self._late = False
-        self._keep = keep_chars
-        started = time.monotonic()
-        try:
-            await self._collect(queue, end, timeout, bridge, extend=True, total=total)
-            if end.status == "timeout":
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.km.interrupt_kernel(), grace)
-                end.status = "interrupted"
-                await self._collect(queue, end, grace, None, extend=False)
-                if end.status in ("timeout", "died"):
-                    end.status = "stuck"  # the interrupt did not take, or took the kernel with it
-            if end.status in ("ok", "interrupted") and self.spec.barrier:
-                await self._barrier(queue, end)
-            if end.status in ("ok", "interrupted") and self.spec.barrier and end.printed:
-                left = total - (time.monotonic() - started) if total else 0.0
-                await self._marker(queue, end, timeout, max(left, 0.01) if total else 0.0)
-                self._late = end.tail_lost
-            if end.status in ("ok", "interrupted") and self.spec.drain:
-                await self._drain(queue, end)
-        except asyncio.CancelledError:
-            # the call was cancelled (the client gave up): stop the cell too, or the next one queues behind
-            # it; the next cell waits until this one ended (ipykernel aborts requests sent meanwhile)
-            self._settling = asyncio.ensure_future(self._settle_cancelled(msg_id, queue, end, grace))
-            raise
-        finally:
-            if self._settling is None:
-                self._waiters.pop(msg_id, None)
-            if end.barrier is not None:
-                self._waiters.pop(end.barrier[0], None)
-            end.finish()
-        return end
-
-    async def _collect(
-        self,
-        queue: asyncio.Queue,
-        end: CellEnd,
-        timeout: float,
-        bridge: Bridge | None,
-        *,
-        extend: bool,
-        total: float = 0.0,
-    ) -> None:
-        budget = Budget(asyncio.get_running_loop(), timeout, total)
-        probe: str | None = None  # a kernel_info sent when the idle is late: its idle follows ours on iopub
-        try:
-            while end.status != "died" and not (end.replied and end.idle):
-                try:
-                    async with asyncio.timeout_at(budget.until()) as budget.deadline:
-                        await self._messages(queue, end, bridge, budget, extend, probe)
-                except TimeoutError:
-                    budget.deadline = None  # expired: the next wait enters a new one
-                    if not end.replied:
-                        end.status = "timeout"
-                        end.spent = "total" if budget.total_spent() else "inactivity"
-                        return
-                    if probe is not None:  # not even the probe's idle, for the whole inactivity budget
-                        end.idle_lost = True
-                        return
-                    sent: str = self._sent(self.kc.kernel_info())
-                    self._waiters[sent] = queue
-                    probe = sent
-                    budget.replied(max(timeout, SETTLE))
-        finally:
-            if probe is not None:
-                self._waiters.pop(probe, None)
-
-    async def _messages(
-        self,
-        queue: asyncio.Queue,
-        end: CellEnd,
-        bridge: Bridge | None,
-        budget: Budget,
-        extend: bool,
-        probe: str | None,
-    ) -> None:
-        """The cell's messages until its reply and idle (or the probe's idle: then ours was dropped)."""
-        while not (end.replied and end.idle):
-            channel, msg = await queue.get()
-            if channel == _DIED:
-                end.status = "died"
-                return
-            kind = msg["msg_type"]
-            if channel == "shell":
-                if kind == "execute_reply":
-                    end.replied = True
-                    end.reply = msg["content"]
-                    budget.replied(SETTLE)
-                    if self.spec.barrier and end.barrier is None:
-                        end.barrier = self._send_barrier()  # in flight while idle arrives
-            elif channel == "stdin":
-                if kind == "input_request":
-                    await self._answer(msg, end, bridge, budget if extend else None)
-            elif kind == "status":
-                if probe is not None and msg["parent_header"].get("msg_id") == probe:
-                    end.idle = end.idle_lost = True  # iopub is in order: our idle was sent, and dropped
-                else:
-                    end.idle = end.idle or msg["content"].get("execution_state") == "idle"
-            elif (end.add(msg, self._keep) and extend) or end.replied:  # output that changed something
-                budget.restart()  # the cell is alive (or, after its reply, its output still arrives)
-
-    async def _settle_cancelled(self, msg_id: str, queue: asyncio.Queue, end: CellEnd, grace: float) -> None:
-        try:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.km.interrupt_kernel(), grace)
-            await self._collect(queue, end, grace, None, extend=False)
-        finally:
-            self._waiters.pop(msg_id, None)
-
-    async def _answer(
-        self, msg: dict[str, Any], end: CellEnd, bridge: Bridge | None, budget: Budget | None
-    ) -> None:
-        prompt = str(msg["content"].get("prompt", ""))
-        self._asked += 1
-        if prompt == MARKER + PING:
-            answer = "pong"
-            end.tool_calls += 1
-        elif prompt.startswith(MARKER):
-            if bridge is None:
-                answer = json.dumps(
-                    {"is_error": True, "text": "the cell was interrupted; tool() is not answered now"}
-                )
-            else:
-                since = budget.pause() if budget is not None else 0.0  # a slow tool is not an idle cell
-                try:
-                    answer = await bridge(prompt[len(MARKER) :])
-                finally:
-                    if budget is not None:
-                        budget.resume(since)
-                end.tool_calls += 1
-        else:
-            end.inputs.append(prompt)
-            answer = ""  # nobody is at the keyboard: an empty answer, never a hang
-        self.kc.input(answer)
-
-    def _send_barrier(self) -> tuple[str, asyncio.Queue]:
-        msg_id = self._sent(self.kc.kernel_info())
-        barrier: asyncio.Queue = asyncio.Queue()
-        self._waiters[msg_id] = barrier
-        return msg_id, barrier
-
-    async def _barrier(self, queue: asyncio.Queue, end: CellEnd) -> None:
-        """A kernel_info round trip: its iopub status leaves Deno after output the cell queued before it.
-
-        It is sent as soon as the execute_reply arrives (the cell's output was queued before the reply).
-        """
-        msg_id, barrier = end.barrier or self._send_barrier()
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(BARRIER_WAIT) as deadline:
-                while True:
-                    channel, msg = await barrier.get()
-                    if channel == _DIED:
-                        end.status = "died"
-                        return
-                    if channel == "shell":  # the kernel answered: its idle follows unless iopub dropped it
-                        end.barrier_answered = True
-                        deadline.reschedule(min(deadline.when() or loop.time(), loop.time() + SETTLE))
-                    elif (
-                        channel == "iopub"
-                        and msg["msg_type"] == "status"
-                        and msg["content"].get("execution_state") == "idle"
-                    ):
-                        break
-        except TimeoutError:
-            end.barrier_lost = True
-        finally:
-            self._waiters.pop(msg_id, None)
-        self._take_queued(queue, end)
-
-    def _take_queued(self, queue: asyncio.Queue, end: CellEnd) -> bool:
-        """Add the cell's output already queued; returns whether the kernel died."""
-        while not queue.empty():
-            if self._take(queue.get_nowait(), end):
-                return True
-        return False
-
-    def _take(self, item: tuple[str, Any], end: CellEnd) -> bool:
-        channel, msg = item
-        if channel == _DIED:
-            end.status = "died"
-            return True
-        if channel == "iopub" and msg["msg_type"] != "status":
-            end.add(msg, self._keep)
-        return False
-
-    async def _marker(self, queue: asyncio.Queue, end: CellEnd, idle: float, total: float) -> None:
-        """Take the cell's output until a token written to stdout and to stderr came back on both.
-
-        Each stream is one ordered pipe: what the cell printed comes before the token. The wait has the
-        cell's budgets: ``idle`` seconds without output, ``total`` seconds in all (0: none).
-        """
-        token = f"\u2063tether-end:{uuid.uuid4().hex}"
-        code = f"console.log({token!r}); console.error({token!r});"
-        msg_id = self._sent(self.kc.execute(code, silent=True, store_history=False, allow_stdin=False))
-        self._waiters[msg_id] = queue
-        waiting = {"stdout", "stderr", "reply", "idle"}
-        # SETTLE of silence while a token is missing: it was lost (seen once on a loaded machine)
-        budget = Budget(asyncio.get_running_loop(), min(idle, SETTLE) if idle else SETTLE, total)
-        try:
-            async with asyncio.timeout_at(budget.until()) as budget.deadline:
-                while waiting:
-                    channel, msg = await queue.get()
-                    if channel == _DIED:
-                        end.status = "died"
-                        return
-                    budget.restart()  # anything from the kernel: it is not silent
-                    ours = msg["parent_header"].get("msg_id") == msg_id
-                    # the marker's own reply and idle as well: a cell sent while Deno still ran the marker
-                    # sometimes never got its reply (1 in ~150 cells), and the cell was lost with its kernel
-                    if channel == "shell" and ours and msg["msg_type"] == "execute_reply":
-                        waiting.discard("reply")
-                    if (
-                        channel == "iopub"
-                        and ours
-                        and msg["msg_type"] == "status"
-                        and msg["content"].get("execution_state") == "idle"
-                    ):
-                        waiting.discard("idle")
-                    if channel != "iopub" or msg["msg_type"] == "status":
-                        continue
-                    if msg["msg_type"] == "stream":
-                        text = msg["content"].get("text", "")
-                        if token in text:
-                            waiting.discard(msg["content"].get("name", ""))
-                            text = text.replace(token + "\n", "", 1).replace(token, "", 1)
-                            msg = {**msg, "content": {**msg["content"], "text": text}}
-                    end.add(msg, self._keep)
-        except TimeoutError:
-            end.tail_lost = True
-            log.debug("eval: end token(s) %s not back", sorted(waiting))
-        finally:
-            self._waiters.pop(msg_id, None)
-
-    async def _drain(self, queue: asyncio.Queue, end: CellEnd) -> None:
-        """Deno may send stream/execute_result after idle: take what comes until it is quiet (bounded)."""
-        stop = time.monotonic() + 1.0
-        while time.monotonic() < stop:
-            try:
-                async with asyncio.timeout(self.spec.drain):
-                    item = await queue.get()
-            except TimeoutError:
-                return
-            if self._take(item, end):
-                return
 
     # -- shutdown -------------------------------------------------------------------------------
 

@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from tether import ToolError
+from tether import NO_RESOURCE, ToolError, sandbox
 from tether.binaries import project_pythons
 from tether.sandbox import RELAY
 
-from tether_eval.hookspecs import tether_eval_envelope
+from tether_eval.bridge import Overlap
+from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
     from tether.run import Run
+    from tether.sandbox import Envelope
 
     from tether_eval.kernel import Kernel, KernelSpec
 
@@ -41,11 +43,6 @@ class PythonChoice:
     executable: str
     environment: str  # for the model
     project_paths: tuple[str, ...] = ()  # put first on the kernel's sys.path (outside the project's env)
-
-
-def option(run: Run, name: str) -> Any:
-    """One of the run's options (declared in `tether_eval.options`, structured when the run opened)."""
-    return run.options[name]
 
 
 def _has_ipykernel(python: Path) -> bool:
@@ -85,37 +82,6 @@ def project_paths(root: Path) -> tuple[str, ...]:
 JAVASCRIPT_EXTRA = "tether-eval[javascript]"
 
 
-def javascript_unavailable(run: Run) -> str:
-    """Why JavaScript cells cannot run in this run and what to install; "" when they can: the `deno`
-    wheel is there, or the run's envelope brings its own Deno and exec tools never run on the host."""
-    if importlib.util.find_spec("deno") is not None:
-        return ""
-    install = (
-        f"install the extra with `pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) "
-        "and start tether again"
-    )
-    envelope = run.resource(tether_eval_envelope)
-    if envelope is not None and envelope.deno:
-        if envelope.required:
-            return ""
-        return (
-            f"JavaScript cells run in the Deno of the envelope '{envelope.name}'; while it is down they run on the "
-            f"host, whose tether installation lacks Deno: {install}."
-        )
-    return (
-        f"JavaScript cells need Deno, which this installation lacks: {install}. Python cells work without it."
-    )
-
-
-def deno_binary(run: Run) -> str:
-    """The host's deno (the envelope, if any, is down or brings none)."""
-    if why := javascript_unavailable(run):
-        raise ToolError(why, {"error": "javascript_unavailable", "install": JAVASCRIPT_EXTRA})
-    import deno  # the PyPI wheel ships the binary
-
-    return deno.find_deno_bin()
-
-
 class KernelFactory:
     """The `tether_eval_kernels` resource: one per run, so two runs never share a kernel."""
 
@@ -124,13 +90,49 @@ class KernelFactory:
         self._kernels: dict[str, Kernel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._dir: Path | None = None
+        self._envelope: Envelope | None = None
+        self._envelope_asked = False
         self._serial = itertools.count(1)
         self.python_note = ""
-        from tether_eval.tools import Overlap
-
         self.overlap = Overlap()  # which calls from cells may run at once (see Overlap)
         # a kernel died while no cell ran (killed from outside, OOM): True, or why it was given up
         self.lost_between_cells: bool | str = False
+
+    def envelope(self) -> Envelope | None:
+        """The envelope kernels may run in: the run's answer to the core's `tether_envelope` (purpose
+        "kernel"; a harness's, or the built-in one when the run option ``sandbox`` is on), asked once; None: the host."""
+        if not self._envelope_asked:
+            answer = sandbox.envelope(self.run, "kernel")
+            self._envelope = None if answer is NO_RESOURCE else answer
+            self._envelope_asked = True
+        return self._envelope
+
+    def javascript_unavailable(self) -> str:
+        """Why JavaScript cells cannot run in this run and what to install; "" when they can: the `deno`
+        wheel is there, or the run's envelope brings its own Deno and exec tools never run on the host."""
+        if importlib.util.find_spec("deno") is not None:
+            return ""
+        install = (
+            f"install the extra with `pip install '{JAVASCRIPT_EXTRA}'` (`tether[eval]` and `tether[all]` include it) "
+            "and start tether again"
+        )
+        envelope = self.envelope()
+        if envelope is not None and envelope.deno:
+            if envelope.required:
+                return ""
+            return (
+                f"JavaScript cells run in the Deno of the envelope '{envelope.name}'; while it is down they run on the "
+                f"host, whose tether installation lacks Deno: {install}."
+            )
+        return f"JavaScript cells need Deno, which this installation lacks: {install}. Python cells work without it."
+
+    def _host_deno(self) -> str:
+        """The host's deno (the envelope, if any, is down or brings none)."""
+        if why := self.javascript_unavailable():
+            raise ToolError(why, code="javascript_unavailable", install=JAVASCRIPT_EXTRA)
+        import deno  # the PyPI wheel ships the binary
+
+        return deno.find_deno_bin()
 
     def lock(self, language: str) -> asyncio.Lock:
         return self._locks.setdefault(language, asyncio.Lock())
@@ -159,7 +161,7 @@ class KernelFactory:
     async def _spec(self, language: str) -> KernelSpec:
         from tether_eval.kernel import KernelSpec
 
-        envelope = self.run.resource(tether_eval_envelope)
+        envelope = self.envelope()
         # the envelope when it is up, else None: the host (check() raises a ToolError when the run may
         # not run on the host)
         inside = envelope if envelope is not None and await envelope.check() else None
@@ -193,7 +195,7 @@ class KernelFactory:
                 "interrupt_mode": "message" if inside is not None else "signal",
             }
         else:
-            binary = (inside.deno if inside is not None else None) or deno_binary(self.run)
+            binary = (inside.deno if inside is not None else None) or self._host_deno()
             # --sloppy-imports: `./x.js` finds x.ts, the `module: nodenext` convention of TypeScript code
             argv = [binary, "jupyter", "--kernel", "--sloppy-imports", "--conn", "{connection_file}"]
             env["NO_COLOR"] = "1"
@@ -208,7 +210,7 @@ class KernelFactory:
                 "interpreter": binary,
                 "environment": "Deno",
                 "transport": "ipc" if relayed else "tcp",
-                "drain": option(self.run, "eval_drain"),
+                "drain": self.run.options.of(EvalOptions).eval_drain,
                 "barrier": True,
                 "interrupt_mode": "message",  # Deno dies on SIGINT; an interrupt_request stops a busy cell
             }
@@ -230,7 +232,7 @@ class KernelFactory:
         workdir = self._private() / f"k{next(self._serial)}"
         workdir.mkdir()
         kernel = Kernel(spec, workdir, self.run.root, self.run.stop_process)
-        timeout = option(self.run, "eval_start_timeout")
+        timeout = self.run.options.of(EvalOptions).eval_start_timeout
         try:
             await kernel.start(timeout, self.run.track_process)
             helper = (HELPERS / ("python_helper.py" if language == "python" else "js_helper.js")).read_text()
@@ -265,7 +267,8 @@ class KernelFactory:
                 f"the {language} kernel ({spec.interpreter}) did not start on the {spec.where}: "
                 f"{type(exc).__name__}{': ' + detail if detail else ''}. Check that the interpreter exists and has "
                 "ipykernel (Python) or that Deno runs (JavaScript); the run option eval_start_timeout sets the start budget.",
-                {"error": "kernel_start_failed", "language": language},
+                code="kernel_start_failed",
+                language=language,
             ) from None
         return kernel
 
@@ -293,7 +296,7 @@ def _answer(reply: dict[str, Any], name: str) -> dict[str, Any]:
         return {}
 
 
-def describe(kernel: Any) -> dict[str, Any]:
+def describe(kernel: Kernel) -> dict[str, Any]:
     spec = kernel.spec
     return {
         "language": spec.language,

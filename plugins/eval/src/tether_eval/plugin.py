@@ -6,7 +6,7 @@ Nothing heavy is imported here (jupyter_client, zmq, ipykernel load when the fir
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tether import hookimpl
 
@@ -14,22 +14,27 @@ from tether_eval import hookspecs
 from tether_eval.options import DEPRECATED, EvalOptions
 
 if TYPE_CHECKING:
+    import pluggy
+    from tether.options import OptionRegistry
     from tether.plugins import Registrar
     from tether.run import Run
+    from tether.sandbox import Envelope
+
+    from tether_eval.kernels import KernelFactory
 
 
 @hookimpl
-def tether_addoptions(register: Any) -> None:
+def tether_addoptions(register: OptionRegistry) -> None:
     register(EvalOptions, deprecated=DEPRECATED)
 
 
 @hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
 @hookimpl
-def tether_eval_kernels(run: Run) -> Any:
+def tether_eval_kernels(run: Run) -> KernelFactory | None:
     if not run.options.of(EvalOptions).eval_enabled:
         return None  # the harness turned kernels off for this run
     from tether_eval.kernels import KernelFactory
@@ -37,11 +42,15 @@ def tether_eval_kernels(run: Run) -> Any:
     return KernelFactory(run)
 
 
-@hookimpl
-def tether_eval_envelope(run: Run) -> Any:
-    from tether.sandbox import envelope
+@hookimpl(tryfirst=True)
+def tether_envelope(run: Run, purpose: str) -> Envelope | None:
+    """Kernels' envelope from a plugin that still implements the deprecated `tether_eval_envelope` (it
+    answered before every other envelope for kernels, so it comes first); None: the core hook goes on."""
+    if purpose != "kernel":
+        return None
+    from tether_eval.envelope import deprecated_envelope
 
-    return envelope(run, "kernel")  # the run's (a harness's, or the built-in when asked for); None: the host
+    return deprecated_envelope(run)
 
 
 @hookimpl
@@ -49,9 +58,10 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
     factory = run.resource(hookspecs.tether_eval_kernels)
     if factory is None:
         register.unavailable(
-            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)",
+            "kernels are turned off for this run (run option eval_enabled=false or no kernel factory from the harness)"
         )
         return
-    from tether_eval.tools import eval_tool
+    from tether_eval.tools import make_tools
 
-    register(eval_tool(run))
+    for tool in make_tools(factory):
+        register(tool)

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 from markdownify import MarkdownConverter
 from tether import Image, Text
+from tether.tools import Block
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _CR = re.compile(r"[^\n]*\r(?!\n)")
@@ -132,7 +133,7 @@ def trim_traceback(lines: list[str]) -> tuple[list[str], int]:
 
 @attrs.define
 class Rendered:
-    blocks: list[Any]
+    blocks: list[Block]
     error: dict[str, Any] | None
     images: int
     cut: bool
@@ -151,7 +152,7 @@ async def render_cell(
 def render(
     messages: list[dict[str, Any]], max_chars: int, payloads: Sequence[dict[str, Any]] = ()
 ) -> Rendered:
-    parts: list[Any] = []  # str pieces and Image blocks, in order
+    parts: list[str | Image] = []  # str pieces and Image blocks, in order
     seen_images: set[str] = set()
     images = 0
     dropped_images = 0
@@ -240,7 +241,7 @@ def render(
         parts.append(text)
     if dropped_images:
         parts.append(f"[{dropped_images} more image(s) not shown: the cell displayed more than {MAX_IMAGES}]")
-    blocks: list[Any] = []
+    blocks: list[Block] = []
     buffer: list[str] = []
     for part in parts:
         if isinstance(part, str):

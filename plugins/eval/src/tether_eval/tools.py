@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import collections
-import contextlib
 import json
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
-from tether import Image, Text, Tier, Tool, ToolError, ToolResult, arg
+from tether import Text, Tier, Tool, ToolError, ToolResult, arg
+from tether.tools import Block
 
-from tether_eval.hookspecs import tether_eval_kernels
+from tether_eval.bridge import answer_calls, calls_line, catalog
+from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
+
+    from tether_eval.kernel import Kernel
+    from tether_eval.kernels import KernelFactory
 
 DESCRIPTION = (
     "Run a Python (default) or JavaScript (Deno) cell in this run's persistent kernel: variables, imports "
@@ -46,19 +46,23 @@ class EvalArgs:
     )
 
 
-def eval_tool(run: Run) -> Tool:
-    from tether_eval.kernels import javascript_unavailable
+def make_tools(factory: KernelFactory) -> list[Tool]:
+    """The family's tool, `eval`, bound to the run's kernel factory."""
+    missing = factory.javascript_unavailable()
 
-    missing = javascript_unavailable(run)
-    return Tool(
-        name="eval",
-        tier=Tier.EXEC,
-        description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
-        args=EvalArgs,
-        handler=run_cell,
-        family="eval",
-        parallel_safe=False,
-    )
+    async def handler(ctx: CallContext, args: EvalArgs) -> ToolResult:
+        return await run_cell(ctx, args, factory)
+
+    return [
+        Tool(
+            name="eval",
+            tier=Tier.EXEC,
+            description=f"{DESCRIPTION} {missing}" if missing else DESCRIPTION,
+            args=EvalArgs,
+            handler=handler,
+            parallel_safe=False,
+        )
+    ]
 
 
 def _check(args: EvalArgs) -> None:
@@ -67,28 +71,28 @@ def _check(args: EvalArgs) -> None:
         raise ToolError(
             f"description must be 5 to 10 words (got {len(words)}: {args.description.strip()[:80]!r}); it labels the "
             "cell in the transcript. Say what the cell does, e.g. 'Load sales.csv and show the first rows'.",
-            {"error": "invalid_description", "words": len(words)},
+            code="invalid_description",
+            words=len(words),
         )
     if not args.code.strip() and not args.reset:
         raise ToolError(
             "code is empty: give the statements to run (or reset=true with empty code to only restart the interpreter).",
-            {"error": "empty_code"},
+            code="empty_code",
         )
 
 
-async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
+async def run_cell(ctx: CallContext, args: EvalArgs, factory: KernelFactory) -> ToolResult:
     from tether_eval.idioms import rewrite
-    from tether_eval.kernels import describe, option
+    from tether_eval.kernels import describe
     from tether_eval.render import render_cell
 
     _check(args)
     run = ctx.run
+    opts = run.options.of(EvalOptions)
     language = args.language
     code = args.code if args.code.strip() else ""
     if language == "javascript" and code:
         code = rewrite(code)  # Python cells go to IPython as they are: its transformers know !cmd and %magic
-    factory = run.resource(tether_eval_kernels)
-    assert factory is not None, "eval is registered only when the run has a kernel factory (plugin.py)"
     notes: list[str] = []
     async with factory.lock(language):
         if args.reset:
@@ -121,21 +125,21 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         called: list[str] = []
 
         async def bridge(payload: str) -> str:
-            return await _bridge(ctx, payload, factory.overlap, called)
+            return await answer_calls(ctx, payload, factory.overlap, called)
 
         end = await kernel.execute(
             code,
-            timeout=option(run, "eval_timeout"),
-            total=option(run, "eval_total_timeout"),
-            grace=option(run, "eval_interrupt_grace"),
+            timeout=opts.eval_timeout,
+            total=opts.eval_total_timeout,
+            grace=opts.eval_interrupt_grace,
             bridge=bridge,
-            keep_chars=int(option(run, "eval_max_output_chars")),
+            keep_chars=opts.eval_max_output_chars,
         )
         if end.status in ("died", "stuck"):
             await factory.discard(language, now=True)  # a stuck kernel would not answer a polite shutdown
     payloads = (end.reply or {}).get("payload") or []
-    shown = await render_cell(end.messages, int(option(run, "eval_max_output_chars")), payloads)
-    blocks: list[Any] = [Text("\n".join(notes))] if notes else []
+    shown = await render_cell(end.messages, opts.eval_max_output_chars, payloads)
+    blocks: list[Block] = [Text("\n".join(notes))] if notes else []
     blocks += shown.blocks
     status = end.status
     if status == "ok" and ((end.reply or {}).get("status") == "error" or shown.error):
@@ -147,9 +151,9 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
         tail += explain("\n".join(b.text for b in shown.blocks if isinstance(b, Text)), kernel.spec.policy)
         tail += egress_notes(run)
     if end.spent == "total":
-        why = f"ran for its total budget of {option(run, 'eval_total_timeout'):g} s (run option eval_total_timeout)"
+        why = f"ran for its total budget of {opts.eval_total_timeout:g} s (run option eval_total_timeout)"
     else:
-        why = f"showed no output for {option(run, 'eval_timeout'):g} s (run option eval_timeout)"
+        why = f"showed no output for {opts.eval_timeout:g} s (run option eval_timeout)"
     if end.status == "interrupted":
         tail.append(
             f"[the cell {why} and was interrupted; the kernel and its state survive. "
@@ -196,7 +200,7 @@ async def run_cell(ctx: CallContext, args: EvalArgs) -> ToolResult:
     return ToolResult(tuple(blocks), is_error, data)
 
 
-def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
+def _banner(run: Run, kernel: Kernel, python_note: str) -> list[str]:
     """The first cell's notes: which interpreter the cell sees, where it runs, where the project's code comes from."""
     spec = kernel.spec
     if spec.language != "python":
@@ -226,130 +230,8 @@ def _banner(run: Any, kernel: Any, python_note: str) -> list[str]:
     return notes
 
 
-def _shown(run: Any, path: str) -> str:
+def _shown(run: Run, path: str) -> str:
     """A path for the model: relative inside the root, else as it is (links not followed: a venv's
     python is a link to its base interpreter, and the venv is what the cell sees)."""
     p = Path(path)
     return p.relative_to(run.root).as_posix() or "." if p.is_relative_to(run.root) else path
-
-
-MAX_CALLS_AT_ONCE = 32  # calls of one batch from a cell that run at the same time (the rest wait their turn)
-MAX_NAMES_SHOWN = 10  # tools named in the cell's answer line (then "and N more")
-
-
-def catalog(run: Run) -> str:
-    """The tools a cell's `tools` object offers: the run's surface, without `eval` (JSON)."""
-    entries = [
-        {"name": t.name, "tier": t.tier.value, "description": t.description, "schema": t.input_schema}
-        for t in run.tools()
-        if t.name != "eval"
-    ]
-    return json.dumps(entries)
-
-
-class Overlap:
-    """Which calls of a cell may run at the same time, enforced in the run.
-
-    Read-tier calls overlap freely. A write whose files are known (the tool's ``touches``) overlaps with
-    reads and with writes of other files, never with a write of one of its files. Any other call (an
-    exec-tier tool, a write that does not say its files) runs alone among the writes.
-    """
-
-    def __init__(self) -> None:
-        self._files: dict[str, asyncio.Lock] = {}
-        self._gate = asyncio.Condition()
-        self._shared = 0
-        self._alone = False
-
-    @contextlib.asynccontextmanager
-    async def hold(self, run: Run, name: str, arguments: dict[str, Any]) -> AsyncIterator[None]:
-        tool = next((t for t in run.tools() if t.name == name), None)
-        if tool is None or tool.tier == Tier.READ:
-            yield
-            return
-        files = _files(run, tool, arguments)
-        async with self._gate:
-            if files is None:
-                await self._gate.wait_for(lambda: not self._alone and not self._shared)
-                self._alone = True
-            else:
-                await self._gate.wait_for(lambda: not self._alone)
-                self._shared += 1
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                for path in sorted(files or ()):  # in one order: two writes of the same files cannot deadlock
-                    await stack.enter_async_context(self._files.setdefault(path, asyncio.Lock()))
-                yield
-        finally:
-            async with self._gate:
-                if files is None:
-                    self._alone = False
-                else:
-                    self._shared -= 1
-                self._gate.notify_all()
-
-
-def _files(run: Run, tool: Tool, arguments: dict[str, Any]) -> list[str] | None:
-    """The files a write will touch, or None when it does not say (then it runs alone)."""
-    if tool.touches is None:
-        return None
-    from tether.args import structure_arguments
-
-    try:
-        args = structure_arguments(tool.args, arguments)
-        return [run.relpath(run.resolve_path(p)) for p in tool.touches(args)]
-    except Exception:  # noqa: BLE001 - the call itself says what is wrong with its arguments
-        return []
-
-
-def calls_line(names: list[str]) -> str:
-    """The cell's answer lists the tool calls it made: how many, and of which tools (bounded)."""
-    counts = collections.Counter(names)
-    shown = [f"{n} x{c}" if c > 1 else n for n, c in counts.most_common(MAX_NAMES_SHOWN)]
-    more = len(counts) - len(shown)
-    tail = f" and {more} more tool(s)" if more > 0 else ""
-    return f"[{len(names)} tool call(s) from the cell: {', '.join(shown)}{tail}]"
-
-
-async def _bridge(ctx: CallContext, payload: str, overlap: Overlap, called: list[str]) -> str:
-    """Tool calls from the cell, dispatched through the run exactly like the model's own calls; the calls
-    of one request run at once where `Overlap` allows, each answered in its order."""
-    try:
-        calls = json.loads(payload)["calls"]
-        requests = [(str(c["tool"]), c.get("args") or {}) for c in calls]
-    except (ValueError, KeyError, TypeError):
-        requests = None
-    if not requests:
-        error = {"is_error": True, "text": "tool(): malformed call (expected a name and a dict of arguments)"}
-        return json.dumps({"results": [error]})
-    limit = asyncio.Semaphore(MAX_CALLS_AT_ONCE)
-
-    async def one(name: str, arguments: Any) -> dict[str, Any]:
-        called.append(name)
-        if name == ctx.tool.name:
-            text = f"tool({name!r}) cannot be called from inside a cell: run the code in this cell instead"
-            return {"tool": name, "is_error": True, "text": text, "data": {"error": "reentrant"}}
-        async with limit, overlap.hold(ctx.run, name, arguments if isinstance(arguments, dict) else {}):
-            started = time.time()
-            result = await ctx.run.call(name, arguments)
-            ended = time.time()
-        images = [
-            {"mime_type": b.mime_type, "data": base64.b64encode(b.data).decode()}
-            for b in result.content
-            if isinstance(b, Image)
-        ]
-        return {
-            "tool": name,
-            "is_error": result.is_error,
-            "text": result.plain,
-            "data": result.data or {},
-            "images": images,
-            "started": started,
-            "ended": ended,
-        }
-
-    if len(requests) == 1:  # tool() one call at a time: no task to start
-        results = [await one(*requests[0])]
-    else:
-        results = await asyncio.gather(*(one(n, a) for n, a in requests))
-    return json.dumps({"results": results}, default=str)
