@@ -193,3 +193,47 @@ def test_every_readme_option_table_matches_the_declared_options(tmp_path):
                 f"{readme.relative_to(REPO)}: the row of {o['name']} is out of date; its option table, "
                 f"from `tether tools --json`:\n| option | type | default | meaning |\n|---|---|---|---|\n{table}"
             )
+
+
+@attrs.frozen
+class LoudOptions:
+    loud_level: int | None = arg("how loud", default=None, minimum=1, env="TETHER_TEST_LOUD_LEVEL")
+    loud_words: list[str] = arg(
+        "what to shout", factory=list, env="TETHER_TEST_LOUD_WORDS", env_parse=lambda t: t.split(",")
+    )
+
+
+class Loud:
+    @hookimpl
+    def tether_addoptions(self, register):
+        register(LoudOptions)
+
+
+def open_loud(root, **options):
+    return tether.open_run(root, plugins=[Loud()], load_entry_points=False, options=options)
+
+
+async def test_a_declared_environment_variable_fills_what_no_source_sets(tmp_path, monkeypatch):
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", " 3 ")
+    monkeypatch.setenv("TETHER_TEST_LOUD_WORDS", "hey,you")
+    async with open_loud(tmp_path) as run:
+        assert run.options.of(LoudOptions) == LoudOptions(loud_level=3, loud_words=["hey", "you"])
+    # the run's options win, and so does the project's table; null from either leaves it to the environment
+    (tmp_path / "pyproject.toml").write_text("[tool.tether.loud]\nwords = ['psst']\n")
+    async with open_loud(tmp_path, loud_level=2) as run:
+        assert run.options.of(LoudOptions) == LoudOptions(loud_level=2, loud_words=["psst"])
+    async with open_loud(tmp_path, loud_level=None) as run:
+        assert run.options.of(LoudOptions).loud_level == 3
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", "")  # empty: unset
+    async with open_loud(tmp_path) as run:
+        assert run.options.of(LoudOptions).loud_level is None
+
+
+async def test_a_bad_environment_value_is_one_line_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", "very")
+    with pytest.raises(OptionsError) as info:
+        async with open_loud(tmp_path):
+            pytest.fail("the run must not open")
+    assert info.value.problems == [
+        "run option loud_level (from $TETHER_TEST_LOUD_LEVEL): expected integer, got string 'very'"
+    ]

@@ -153,7 +153,8 @@ def _changed(run, exc: ChangedSince) -> ToolError:
     names = ", ".join(f"'{run.relpath(p)}'" for p in exc.paths)
     return ToolError(
         f"{names} changed while this call was working on it; nothing was written: read it again and retry",
-        code="changed_meanwhile", files=[run.relpath(p) for p in exc.paths],
+        code="changed_meanwhile",
+        files=[run.relpath(p) for p in exc.paths],
     )
 
 
