@@ -66,7 +66,6 @@ FROM_PROJECT = f" (from [tool.tether] in {PROJECT_FILE})"
 NOT_FROM_PROJECT = frozenset(
     {  # a checkout must not decide these for itself (nor loosen its own sandbox)
         "trust",
-        "elicit",
         "sandbox",
         "sandbox_network",
         "sandbox_worker_network",
@@ -146,11 +145,6 @@ class CoreOptions:
         "whether the run trusts its root to run its code: the project's own binaries (node_modules/.bin, "
         ".venv) and checkers that execute it (cargo check). Default (null): trusted on a surface that "
         "offers exec tools, untrusted on read-only surfaces such as plan and readonly",
-        default=None,
-    )
-    elicit: Any = arg(
-        "set by `tether serve` when the MCP client declared elicitation: an async callable "
-        "(message, requested_schema) -> answer that asks the client's human",
         default=None,
     )
 
