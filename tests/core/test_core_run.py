@@ -51,7 +51,7 @@ class Family:
 
     @staticmethod
     def refuse(ctx, a):
-        raise ToolError("that cannot work; try the other thing", {"why": "test"})
+        raise ToolError("that cannot work; try the other thing", why="test")
 
 
 async def test_an_exception_in_a_tool_is_contained_and_logged(caplog):
