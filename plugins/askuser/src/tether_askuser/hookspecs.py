@@ -18,9 +18,9 @@ def tether_askuser_port(run: Run) -> QuestionPort | None:
 
     The family's own implementation picks, in order: the harness's port from the run option
     ``askuser_port``, MCP elicitation from the host's `tether.hookspecs.tether_elicitation` (which
-    `tether serve` answers only when the client declared the capability), the controlling terminal when
-    stdin is a TTY. A harness
-    overrides it with ``@hookimpl(tryfirst=True)``. Creating the port must not block.
+    `tether serve` answers only when the client declared the capability), the controlling terminal
+    when stdin is a TTY. A harness overrides it with ``@hookimpl(tryfirst=True)``. Creating the port
+    must not block.
 
     Stops at the first non-None result.
     """
