@@ -10,17 +10,29 @@ from __future__ import annotations
 
 import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["core", "family", "lint"]
 
-FAMILIES = ["lsp", "astgrep", "debug", "eval", "askuser", "vibe"]
+ROOT = Path(__file__).resolve().parent
+# the families: every plugins/<family>/pyproject.toml (tests/core/test_wiring.py holds the root to them)
+FAMILIES = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
 TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3", "hypothesis>=6.100"]
-# the family's own extras its tests need (what `tether[<family>]` installs)
-FAMILY_EXTRAS = {"lsp": "[basedpyright]", "eval": "[javascript]"}
+
+
+def family_extras(family: str) -> str:
+    """The family's own extras its tests need: what the root's `tether[<family>]` installs of it."""
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    wanted = [Requirement(r) for r in root.get(family, [])]
+    extras = sorted({e for r in wanted if r.name == f"tether-{family}" for e in r.extras})
+    return f"[{','.join(extras)}]" if extras else ""
+
+
 # what some families' tests drive besides the family itself
 EXTRA = {
     "astgrep": ["ast-grep-cli>=0.30", "tree-sitter-python>=0.23"],
@@ -51,9 +63,7 @@ def family(session: nox.Session, family: str) -> None:
     (core,) = dist.glob("tether_core-*.whl")
     (wheel,) = dist.glob(f"tether_{family}-*.whl")
     # the wheel files, not the workspace (and never a namesake from an index)
-    session.install(
-        f"{core}[mcp]", f"{wheel}{FAMILY_EXTRAS.get(family, '')}", *TEST_DEPS, *EXTRA.get(family, [])
-    )
+    session.install(f"{core}[mcp]", f"{wheel}{family_extras(family)}", *TEST_DEPS, *EXTRA.get(family, []))
     session.run("pytest", "tests/core", f"tests/{family}", *session.posargs)
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import enum
 import importlib
+import importlib.util
 import inspect
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,50 +27,54 @@ import attrs
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reference.md"
 
-# (distribution, its hookspec module, its definition types as "module:Name"), core first
-SECTIONS = [
-    (
-        "tether-core",
-        "tether.hookspecs",
-        [
-            "tether.tools:Tool",
-            "tether.tools:Tier",
-            "tether.surfaces:Surface",
-            "tether.plugins:Registrar",
-            "tether.diagnostics:Diagnostic",
-            "tether.diagnostics:WriteDiagnostics",
-            "tether.sandbox:Envelope",
-        ],
-    ),
-    (
-        "tether-askuser",
-        "tether_askuser.hookspecs",
-        [
-            "tether_askuser.port:QuestionPort",
-            "tether_askuser.card:Question",
-            "tether_askuser.card:Choice",
-            "tether_askuser.card:Answer",
-        ],
-    ),
-    (
-        "tether-astgrep",
-        "tether_astgrep.hookspecs",
-        ["tether_astgrep.grammars:Grammar", "tether_astgrep.grammars:Rung"],
-    ),
-    (
-        "tether-debug",
-        "tether_debug.hookspecs",
-        [
-            "tether_debug.adapters:AdapterDef",
-            "tether_debug.adapters:Build",
-            "tether_debug.adapters:LaunchRequest",
-            "tether_debug.adapters:Located",
-        ],
-    ),
-    ("tether-eval", "tether_eval.hookspecs", []),
-    ("tether-lsp", "tether_lsp.hookspecs", ["tether_lsp.servers:ServerDef"]),
-    ("tether-vibe", "tether_vibe.hookspecs", ["tether_vibe.roster:Roster", "tether_vibe.roster:WorkerInfo"]),
-]
+# the definition types of the core and of each family, as "module:Name", in the order they are shown
+# (a family not named here has none; its hooks are documented all the same)
+TYPES = {
+    "core": [
+        "tether.tools:Tool",
+        "tether.tools:Tier",
+        "tether.surfaces:Surface",
+        "tether.plugins:Registrar",
+        "tether.diagnostics:Diagnostic",
+        "tether.diagnostics:WriteDiagnostics",
+        "tether.sandbox:Envelope",
+    ],
+    "askuser": [
+        "tether_askuser.port:QuestionPort",
+        "tether_askuser.card:Question",
+        "tether_askuser.card:Choice",
+        "tether_askuser.card:Answer",
+    ],
+    "astgrep": ["tether_astgrep.grammars:Grammar", "tether_astgrep.grammars:Rung"],
+    "debug": [
+        "tether_debug.adapters:AdapterDef",
+        "tether_debug.adapters:Build",
+        "tether_debug.adapters:LaunchRequest",
+        "tether_debug.adapters:Located",
+    ],
+    "lsp": ["tether_lsp.servers:ServerDef"],
+    "vibe": ["tether_vibe.roster:Roster", "tether_vibe.roster:WorkerInfo"],
+}
+
+
+def sections() -> list[tuple[str, str | None, list[str]]]:
+    """(distribution, its hookspec module or None, its definition types): the core, then every family of
+    plugins/ (a folder with its pyproject.toml) by name, its hooks where its package has a hookspecs module."""
+    out: list[tuple[str, str | None, list[str]]] = [("tether-core", "tether.hookspecs", TYPES["core"])]
+    for pyproject in sorted(ROOT.glob("plugins/*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        family = pyproject.parent.name
+        (entry,) = project["entry-points"]["tether"].values()
+        hookspecs = f"{entry.split(':')[0].split('.')[0]}.hookspecs"
+        try:
+            known = importlib.util.find_spec(hookspecs) is not None
+        except ModuleNotFoundError:
+            sys.exit(f"the reference documents every family: install {project['name']} (`uv sync`)")
+        out.append((project["name"], hookspecs if known else None, TYPES.get(family, [])))
+    return out
+
+
+SECTIONS = sections()
 
 HEADER = """\
 # tether reference: hooks and definition types
@@ -222,7 +228,8 @@ def render() -> tuple[str, list[str]]:
     missing: list[str] = []
     out = [HEADER, "## Hooks", ""]
     for dist, hookspecs, _types in SECTIONS:
-        out += [f"### {dist} (`{hookspecs}`)", "", *hook_entries(hookspecs)]
+        if hookspecs is not None:
+            out += [f"### {dist} (`{hookspecs}`)", "", *hook_entries(hookspecs)]
     out += ["## Definition types", ""]
     for dist, _hookspecs, types in SECTIONS:
         if types:

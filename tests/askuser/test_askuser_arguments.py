@@ -6,6 +6,7 @@ import pytest
 import tether
 from tether.testing import assert_model_error
 from tether_askuser import Answer
+from tether_askuser.options import AskuserOptions
 
 
 @pytest.fixture
@@ -88,4 +89,4 @@ async def test_a_bad_or_misspelled_option_is_refused_when_the_run_opens(tmp_path
 async def test_the_old_option_names_still_work_with_a_deprecation_warning(tmp_path):
     with pytest.warns(DeprecationWarning, match="'ask_user_timeout' is deprecated; use 'askuser_timeout'"):
         async with tether.open_run(tmp_path, options={"ask_user_timeout": 3}) as run:
-            assert run.options["askuser_timeout"] == 3
+            assert run.options.of(AskuserOptions).askuser_timeout == 3

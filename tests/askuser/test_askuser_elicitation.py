@@ -19,7 +19,7 @@ from tether_askuser.elicitation import requested_schema
 OPTIONS = [{"label": "Postgres", "description": "production default"}, {"label": "SQLite"}]
 
 
-# -- the port in process: the same callable shape `tether serve` puts in run.options["elicit"] -----
+# -- the port in process: the same callable `tether serve` answers tether_elicitation with ----------
 
 
 def elicit_replying(*replies):
@@ -36,8 +36,19 @@ def elicit_replying(*replies):
     return elicit, sent
 
 
+class Client:
+    """A host whose client's human answers forms: the core's tether_elicitation, as `tether serve` does."""
+
+    def __init__(self, elicit):
+        self.elicit = elicit
+
+    @tether.hookimpl
+    def tether_elicitation(self):
+        return self.elicit
+
+
 async def ask(tmp_path, elicit, args):
-    async with tether.open_run(tmp_path, options={"elicit": elicit}) as run:
+    async with tether.open_run(tmp_path, plugins=[Client(elicit)]) as run:
         assert "ask_user" in [t.name for t in run.tools()]
         return await run.call("ask_user", args)
 

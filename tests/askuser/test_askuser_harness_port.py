@@ -218,11 +218,9 @@ async def test_progress_heartbeat_while_the_human_thinks(tmp_path):
     assert beats[-1][0] > beats[0][0]
 
 
-def test_timeout_defaults_to_ten_minutes_and_bad_settings_do_not_mean_forever(monkeypatch):
-    from tether_askuser.port import timeout_of
-
-    monkeypatch.delenv("TETHER_ASK_USER_TIMEOUT", raising=False)
+def test_timeout_defaults_to_ten_minutes_and_zero_does_not_mean_forever():
     from tether_askuser.options import AskuserOptions as O
+    from tether_askuser.port import timeout_of
 
     # a bad run option never gets here: the run refuses it when it opens (test_askuser_arguments)
     assert timeout_of(O()) == 600
@@ -230,7 +228,51 @@ def test_timeout_defaults_to_ten_minutes_and_bad_settings_do_not_mean_forever(mo
     assert timeout_of(O(askuser_timeout=0)) == 600
     assert timeout_of(O(askuser_timeout=5), approval=True) == 5
     assert timeout_of(O(askuser_timeout=5, askuser_approval_timeout=2), approval=True) == 2
+
+
+async def test_the_environment_stands_in_for_an_unset_timeout_and_a_run_option_wins(tmp_path, monkeypatch):
+    from tether_askuser.options import AskuserOptions
+
     monkeypatch.setenv("TETHER_ASK_USER_TIMEOUT", "7")
-    assert timeout_of(O()) == 7 and timeout_of(O(askuser_timeout=3)) == 3
-    monkeypatch.setenv("TETHER_ASK_USER_TIMEOUT", "soon")
-    assert timeout_of(O()) == 600
+    async with tether.open_run(tmp_path) as run:
+        assert run.options.of(AskuserOptions).askuser_timeout == 7
+    async with tether.open_run(tmp_path, options={"askuser_timeout": 3}) as run:
+        assert run.options.of(AskuserOptions).askuser_timeout == 3
+    async with tether.open_run(tmp_path, options={"askuser_timeout": None}) as run:  # null: the environment
+        assert run.options.of(AskuserOptions).askuser_timeout == 7
+    (tmp_path / "pyproject.toml").write_text("[tool.tether.askuser]\ntimeout = 4\n")
+    async with tether.open_run(tmp_path) as run:  # the project's table, when it says, wins too
+        assert run.options.of(AskuserOptions).askuser_timeout == 4
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        (
+            "TETHER_ASK_USER_TIMEOUT",
+            "soon",
+            "run option askuser_timeout (from $TETHER_ASK_USER_TIMEOUT): expected number, got string 'soon'",
+        ),
+        (
+            "TETHER_ASK_USER_TIMEOUT",
+            "-1",
+            "run option askuser_timeout (from $TETHER_ASK_USER_TIMEOUT): must be at least 0, got -1.0",
+        ),
+        (
+            "TETHER_APPROVAL_BY_CARD",
+            "write,wrte",
+            "run option askuser_approval_by_card[1] (from $TETHER_APPROVAL_BY_CARD): "
+            'expected one of "read", "write", "exec", got string \'wrte\'',
+        ),
+    ],
+)
+async def test_a_bad_environment_value_is_one_line_naming_the_variable(
+    tmp_path, monkeypatch, variable, value, problem
+):
+    from tether.options import OptionsError
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(OptionsError) as info:
+        async with tether.open_run(tmp_path):
+            pytest.fail("the run must not open")
+    assert info.value.problems == [problem]

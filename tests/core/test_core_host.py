@@ -11,6 +11,7 @@ import time
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from tether.procs import alive
+from tether.testing import assert_no_traceback
 
 TETHER = [sys.executable, "-m", "tether.cli"]
 
@@ -97,7 +98,8 @@ def test_call_exit_codes_and_json_shape(tmp_path):
     ):
         usage = tether_cmd(*bad, root=tmp_path)
         assert usage.returncode == 2, bad
-        assert usage.stderr.startswith("tether: ") and "Traceback" not in usage.stderr
+        assert usage.stderr.startswith("tether: ")
+        assert_no_traceback(usage.stderr, "stderr")
 
     refused = tether_cmd(
         "call", "write", '{"path": "b.txt", "content": "x"}', "--surface", "plan", root=tmp_path

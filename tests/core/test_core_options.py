@@ -12,7 +12,7 @@ import attrs
 import pytest
 import tether
 from tether import arg, hookimpl
-from tether.options import OptionsError
+from tether.options import CoreOptions, OptionsError
 
 REPO = Path(__file__).resolve().parents[2]
 TETHER = [sys.executable, "-m", "tether.cli"]
@@ -37,8 +37,7 @@ def open_greeter(root, **options):
 async def test_declared_options_are_structured_once_and_read_typed(tmp_path):
     async with open_greeter(tmp_path, greeter_times=3.0) as run:
         assert run.options.of(GreeterOptions) == GreeterOptions(greeter_times=3)
-        assert run.options["greeter_times"] == 3 and run.options["greeter_words"] == []
-        assert run.options["max_output_chars"] == 30_000  # the core's own, defaults filled in
+        assert run.options.of(CoreOptions).max_output_chars == 30_000  # the core's own, defaults filled in
 
 
 @pytest.mark.parametrize(
@@ -85,7 +84,7 @@ async def test_pyproject_is_a_source_and_the_harness_wins_key_by_key(tmp_path):
     )
     async with open_greeter(tmp_path) as run:
         assert run.options.of(GreeterOptions) == GreeterOptions(greeter_times=4, greeter_words=["a"])
-        assert run.options["max_output_chars"] == 5000
+        assert run.options.of(CoreOptions).max_output_chars == 5000
     async with open_greeter(tmp_path, greeter={"times": 2}) as run:  # a table in the run's options too
         assert run.options.of(GreeterOptions) == GreeterOptions(greeter_times=2, greeter_words=["a"])
 
@@ -127,7 +126,7 @@ async def test_trust_defaults_to_the_surface_and_the_harness_decides(tmp_path, s
 
 async def test_options_of_a_family_not_loaded_in_this_run_are_ignored(tmp_path):
     async with tether.open_run(tmp_path, block=["astgrep"], options={"astgrep_timeout": 1}) as run:
-        assert "astgrep_timeout" not in run.options
+        assert "astgrep_timeout" not in run.option_registry.declared
     with pytest.raises(OptionsError, match="did you mean 'astgrep_timeout'"):
         async with tether.open_run(tmp_path, options={"astgrep_timeuot": 1}):
             pass
@@ -193,3 +192,47 @@ def test_every_readme_option_table_matches_the_declared_options(tmp_path):
                 f"{readme.relative_to(REPO)}: the row of {o['name']} is out of date; its option table, "
                 f"from `tether tools --json`:\n| option | type | default | meaning |\n|---|---|---|---|\n{table}"
             )
+
+
+@attrs.frozen
+class LoudOptions:
+    loud_level: int | None = arg("how loud", default=None, minimum=1, env="TETHER_TEST_LOUD_LEVEL")
+    loud_words: list[str] = arg(
+        "what to shout", factory=list, env="TETHER_TEST_LOUD_WORDS", env_parse=lambda t: t.split(",")
+    )
+
+
+class Loud:
+    @hookimpl
+    def tether_addoptions(self, register):
+        register(LoudOptions)
+
+
+def open_loud(root, **options):
+    return tether.open_run(root, plugins=[Loud()], load_entry_points=False, options=options)
+
+
+async def test_a_declared_environment_variable_fills_what_no_source_sets(tmp_path, monkeypatch):
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", " 3 ")
+    monkeypatch.setenv("TETHER_TEST_LOUD_WORDS", "hey,you")
+    async with open_loud(tmp_path) as run:
+        assert run.options.of(LoudOptions) == LoudOptions(loud_level=3, loud_words=["hey", "you"])
+    # the run's options win, and so does the project's table; null from either leaves it to the environment
+    (tmp_path / "pyproject.toml").write_text("[tool.tether.loud]\nwords = ['psst']\n")
+    async with open_loud(tmp_path, loud_level=2) as run:
+        assert run.options.of(LoudOptions) == LoudOptions(loud_level=2, loud_words=["psst"])
+    async with open_loud(tmp_path, loud_level=None) as run:
+        assert run.options.of(LoudOptions).loud_level == 3
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", "")  # empty: unset
+    async with open_loud(tmp_path) as run:
+        assert run.options.of(LoudOptions).loud_level is None
+
+
+async def test_a_bad_environment_value_is_one_line_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("TETHER_TEST_LOUD_LEVEL", "very")
+    with pytest.raises(OptionsError) as info:
+        async with open_loud(tmp_path):
+            pytest.fail("the run must not open")
+    assert info.value.problems == [
+        "run option loud_level (from $TETHER_TEST_LOUD_LEVEL): expected integer, got string 'very'"
+    ]

@@ -11,6 +11,7 @@ from tether.testing import (
     assert_light_entry_point,
     assert_model_error,
     assert_no_new_children,
+    assert_no_traceback,
     children,
 )
 
@@ -29,6 +30,12 @@ def test_assert_model_error_refuses_a_traceback_or_a_fault_of_the_tool():
         assert_model_error(tether.ToolResult.error("grep failed inside the tool: KeyError: 'x'"))
     with pytest.raises(AssertionError, match="'did you mean' not in the error"):
         assert_model_error(tether.ToolResult.error("unknown language"), "did you mean")
+
+
+def test_assert_no_traceback_names_what_showed_one():
+    assert_no_traceback("tether: unknown surface 'nope'\n", "stderr")
+    with pytest.raises(AssertionError, match="stderr shows a traceback"):
+        assert_no_traceback('Traceback (most recent call last):\n  File "x.py", line 1\n', "stderr")
 
 
 def test_assert_light_entry_point_names_what_was_loaded():

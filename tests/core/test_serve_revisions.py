@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from tether.procs import alive
+from tether.testing import assert_no_traceback
 
 TETHER = [sys.executable, "-m", "tether.cli"]
 REVISIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}  # auto: the client probes server/discover
@@ -188,7 +189,7 @@ def test_every_unreadable_line_gets_a_json_rpc_error(tmp_path, no_leftover_proce
         assert after["id"] == 10 and after["result"]["tools"], "the server goes on serving after them"
         proc.stdin.close()
         assert proc.wait(timeout=20) == 0
-        assert "Traceback" not in proc.stderr.read()
+        assert_no_traceback(proc.stderr.read(), "the server's stderr")
     finally:
         proc.kill()
         proc.wait()

@@ -13,7 +13,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
 import attrs
@@ -22,6 +22,7 @@ if typing.TYPE_CHECKING:
     import cattrs
 
 _META = "tether"
+ENV_META = "tether_env"  # a run option's environment variable and its parser (see `arg`)
 NOTHING = attrs.NOTHING
 
 
@@ -38,10 +39,16 @@ def arg(
     max_items: int | None = None,
     examples: Sequence[Any] | None = None,
     validator: Any = None,
+    env: str | None = None,
+    env_parse: Callable[[str], Any] | None = None,
 ) -> Any:
     """An argument field: ``line: int = arg("1-based line number", minimum=1)``.
 
     ``validator`` is an attrs validator for what the schema cannot say; its ValueError is the problem's line.
+
+    For a run option only (`tether.options`): ``env`` names the environment variable that gives its
+    value when no other source does (or one gives null), and ``env_parse(text)`` turns the variable's
+    text into a value to structure (default: the text read as JSON, else the text itself).
     """
     meta = {
         "description": description,
@@ -54,9 +61,21 @@ def arg(
         "examples": list(examples) if examples else None,
     }
     meta = {k: v for k, v in meta.items() if v is not None}
+    metadata: dict[str, Any] = {_META: meta}
+    if env is not None:
+        metadata[ENV_META] = (env, env_parse or env_text)
     if factory is not None:
-        return attrs.field(factory=factory, metadata={_META: meta}, kw_only=True, validator=validator)
-    return attrs.field(default=default, metadata={_META: meta}, kw_only=True, validator=validator)
+        return attrs.field(factory=factory, metadata=metadata, kw_only=True, validator=validator)
+    return attrs.field(default=default, metadata=metadata, kw_only=True, validator=validator)
+
+
+def env_text(text: str) -> Any:
+    """An environment variable's text as an option's raw value: JSON when it parses (``30``, ``true``,
+    ``["a", "b"]``), else the text itself (a string, checked against the option's type like any other)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 class ArgumentsError(Exception):

@@ -133,7 +133,7 @@ def root_lock(root: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
     busy = ToolError(
         f"another writer has held the write lock of this root for {timeout:.0f} s (another tether process "
         "writing here?); nothing was written: try again when it is done",
-        {"error": "write_lock_busy"},
+        code="write_lock_busy",
     )
     if not lock.acquire(timeout=timeout):
         raise busy
@@ -242,7 +242,7 @@ def _plan(root: Path, changes: Mapping[Path, bytes | None], txid: str) -> list[_
         if st is not None and not stat.S_ISREG(st.st_mode):
             shown = os.path.relpath(target, root)
             raise ToolError(
-                f"'{shown}' is not a regular file; only regular files are written", {"error": "not_a_file"}
+                f"'{shown}' is not a regular file; only regular files are written", code="not_a_file"
             )
         if content is None:
             if st is not None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tether.hookspecs import CORE_PLUGIN, hookimpl
+from tether.options import CoreOptions
 from tether.tools import Text, ToolResult
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ async def _gather(
     import asyncio
     import inspect
 
-    wait = run.options["diagnostics_timeout"] + DIAGNOSTICS_SLACK
+    wait = run.options.of(CoreOptions).diagnostics_timeout + DIAGNOSTICS_SLACK
     kwargs = {"run": run, "paths": list(paths), "call_id": call_id}
     files: dict[str, list[Diagnostic]] = {}
     notes: list[str] = []

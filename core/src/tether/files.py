@@ -80,7 +80,7 @@ def _not_a_file(rel: str, mode: int) -> ToolError:
     kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
     return ToolError(
         f"'{rel}' is {kind}, not a regular file; these tools read and write regular files only",
-        {"error": "not_a_file"},
+        code="not_a_file",
     )
 
 
@@ -96,7 +96,7 @@ def _read_bytes(path: Path, rel: str) -> bytes:
         raise ToolError(
             f"'{rel}' is {st.st_size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB these tools read; "
             "search it with a tool that streams (e.g. ast_grep, or grep in a shell) instead",
-            {"error": "too_large"},
+            code="too_large",
         )
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -114,7 +114,7 @@ def _read_bytes(path: Path, rel: str) -> bytes:
         os.close(fd)
     if size > MAX_FILE_BYTES:
         raise ToolError(
-            f"'{rel}' grew past {MAX_FILE_BYTES // 2**20} MiB while it was read", {"error": "too_large"}
+            f"'{rel}' grew past {MAX_FILE_BYTES // 2**20} MiB while it was read", code="too_large"
         )
     return b"".join(chunks)
 
@@ -153,7 +153,8 @@ def _changed(run, exc: ChangedSince) -> ToolError:
     names = ", ".join(f"'{run.relpath(p)}'" for p in exc.paths)
     return ToolError(
         f"{names} changed while this call was working on it; nothing was written: read it again and retry",
-        {"error": "changed_meanwhile", "files": [run.relpath(p) for p in exc.paths]},
+        code="changed_meanwhile",
+        files=[run.relpath(p) for p in exc.paths],
     )
 
 
@@ -318,7 +319,7 @@ def parse_patch(patch: str) -> tuple[FilePatch, ...]:
         raise ToolError(
             f"the patch does not parse: {exc}; give a unified diff as `git diff` or `diff -u` prints it, "
             "with hunk headers that count the lines they hold",
-            {"error": "bad_patch"},
+            code="bad_patch",
         ) from None
     if not len(parsed):
         raise ToolError("the patch has no file headers ('--- a/file' / '+++ b/file'); give a unified diff")
@@ -368,7 +369,7 @@ def _refuse_stray_lines(patch: str, parsed) -> None:
             raise ToolError(
                 f"patch line {n} ('{text[:60]}') lies past the end of its hunk: the hunk header "
                 "(@@ -start,count +start,count @@) counts fewer lines than the hunk holds; fix the counts",
-                {"error": "bad_patch"},
+                code="bad_patch",
             )
 
 

@@ -12,7 +12,7 @@ the next implementation, a harness that wants to switch a family OFF returns `NO
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -43,6 +43,10 @@ class _NoResource:
 
 
 NO_RESOURCE = _NoResource()
+
+# the host's channel to its client's human: ``await elicit(message, requested_schema)`` -> ``(action,
+# content)``, MCP's elicitation (action "accept", "decline" or "cancel"; content the form's answers)
+Elicit = Callable[[str, dict[str, Any]], Awaitable[tuple[str, "dict[str, Any] | None"]]]
 
 CORE_PLUGIN = "tether.builtin"  # the name the core's own implementations register under
 
@@ -99,6 +103,22 @@ def tether_register_surfaces(run: Run) -> Sequence[Surface] | None:
 @hookspec
 def tether_add_surfaces(run: Run) -> Sequence[Surface] | None:
     """Deprecated name of `tether_register_surfaces`, still called for one release."""
+
+
+# -- the host ------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def tether_elicitation(run: Run) -> Elicit | None:
+    """The host's channel to the human at its client, or None: an async callable
+    ``elicit(message, requested_schema) -> (action, content)`` that puts a form to that human.
+
+    `tether serve` answers it (through a plugin it registers for the run) when the MCP client declared
+    the ``elicitation`` capability; a harness with a client of its own answers it the same way. Read it as
+    a resource, ``run.resource(tether.hookspecs.tether_elicitation)``: the askuser family makes it a
+    question port. ``action`` is "accept" (``content`` holds the form's answers), "decline" or "cancel".
+    Stops at the first non-None result.
+    """
 
 
 # -- calls --------------------------------------------------------------------------------------

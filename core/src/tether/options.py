@@ -22,6 +22,12 @@ after a family sets that family's options without the prefix (``[tool.tether.vib
 "..."`` is ``vibe_fast``), key by key over the earlier source. Options a project must not decide for
 itself (``trust``) are refused from ``pyproject.toml``.
 
+An option may also declare an environment variable (``arg(..., env="TETHER_ASK_USER_TIMEOUT")``), for
+runs whose command line is not yours to change (a `tether serve` an MCP client starts). It is read
+here, once, when the run opens, and only where neither source gives the option a value (or one gives
+null): the run's options, then ``pyproject.toml``, then the environment, then the default. Its value
+is checked like any other, a bad one named by the variable.
+
 An unknown key is an error with "did you mean", a bad value one line naming the option, raised as
 `OptionsError` by `open_run` (and exit 2 from `tether tools|call|serve`), never at the first call.
 One exception: a key of a family that is installed but not loaded in this run (blocked, or left out by
@@ -31,6 +37,7 @@ One exception: a key of a family that is installed but not loaded in this run (b
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -38,7 +45,16 @@ from typing import Any, TypeVar
 
 import attrs
 
-from tether.args import NOTHING, ArgumentsError, _describe, _is_optional, arg, schema_for, structure_arguments
+from tether.args import (
+    ENV_META,
+    NOTHING,
+    ArgumentsError,
+    _describe,
+    _is_optional,
+    arg,
+    schema_for,
+    structure_arguments,
+)
 from tether.output import DEFAULT_MAX_CHARS
 
 log = logging.getLogger("tether")
@@ -50,7 +66,6 @@ FROM_PROJECT = f" (from [tool.tether] in {PROJECT_FILE})"
 NOT_FROM_PROJECT = frozenset(
     {  # a checkout must not decide these for itself (nor loosen its own sandbox)
         "trust",
-        "elicit",
         "sandbox",
         "sandbox_network",
         "sandbox_worker_network",
@@ -132,11 +147,6 @@ class CoreOptions:
         "offers exec tools, untrusted on read-only surfaces such as plan and readonly",
         default=None,
     )
-    elicit: Any = arg(
-        "set by `tether serve` when the MCP client declared elicitation: an async callable "
-        "(message, requested_schema) -> answer that asks the client's human",
-        default=None,
-    )
 
 
 class OptionRegistry:
@@ -181,6 +191,7 @@ class OptionRegistry:
         project = _project_table(root, problems)
         self._layer(merged, sources, project, FROM_PROJECT, not_loaded, problems)
         self._layer(merged, sources, dict(given or {}), "", not_loaded, problems)
+        self._environment(merged, sources, problems)
         values: dict[str, Any] = {}
         instances: dict[type, Any] = {}
         for cls in self.classes:
@@ -245,6 +256,24 @@ class OptionRegistry:
                 continue
             merged[key] = value
             sources[key] = where
+
+    def _environment(self, merged: dict[str, Any], sources: dict[str, str], problems: list[str]) -> None:
+        """The declared environment variables, for the options no other source set (or set to null)."""
+        for name, declared in self.declared.items():
+            env = declared.field.metadata.get(ENV_META)
+            if env is None or merged.get(name) is not None:
+                continue
+            variable, parse = env
+            text = os.environ.get(variable, "").strip()
+            if not text:  # unset or empty: the option's default
+                continue
+            where = f" (from ${variable})"
+            try:
+                merged[name] = parse(text)
+            except ValueError as exc:
+                problems.append(f"run option {name}{where}: {exc}")
+                continue
+            sources[name] = where
 
     def _unknown(self, key: str, where: str) -> str:
         import difflib  # only on a mistake

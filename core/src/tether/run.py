@@ -290,7 +290,7 @@ class Run:
         except (RuntimeError, OSError):  # RuntimeError: Python 3.11's word for a symlink loop
             raise ToolError(
                 f"path '{path}' goes through a symlink loop (a link that leads back to itself); give the real path",
-                {"error": "symlink_loop"},
+                code="symlink_loop",
             ) from None
         if not resolved.is_relative_to(self.root):
             lexical = Path(os.path.normpath(candidate))
@@ -325,7 +325,7 @@ class Run:
             if not set(paths) <= approved:
                 refusal = await self._approval(tool, arguments, paths)
                 if refusal is not None:
-                    raise ToolError(refusal.plain + " Nothing was written.", refusal.data)
+                    raise ToolError(refusal.plain + " Nothing was written.", code="refused")
         await asyncio.to_thread(write_all, changes, root=self.root, expect=expect)
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
@@ -604,7 +604,7 @@ def _check_path_text(path: str) -> None:
     if "\0" in path:
         raise ToolError(
             "path contains a NUL character, which no file name can hold; give the path as plain text",
-            {"error": "bad_path"},
+            code="bad_path",
         )
     try:
         encoded = path.encode("utf-8")
@@ -612,14 +612,14 @@ def _check_path_text(path: str) -> None:
         raise ToolError(
             f"path contains an unpaired surrogate (U+{ord(path[exc.start]):04X}) at character {exc.start}; "
             "give the path as valid UTF-8 text",
-            {"error": "bad_path"},
+            code="bad_path",
         ) from None
     longest = max((len(part) for part in encoded.split(b"/")), default=0)
     if longest > 255 or len(encoded) > 4095:
         raise ToolError(
             f"path is too long ({len(encoded)} bytes, longest name {longest}); a name holds at most 255 bytes "
             "and a path 4095: use a shorter path",
-            {"error": "bad_path"},
+            code="bad_path",
         )
 
 

@@ -243,14 +243,14 @@ class Envelope:
     async def check(self) -> bool:
         """True to run inside, False to run on the host; a ToolError when neither is allowed."""
         if self.refusal:
-            raise ToolError(self.refusal, {"error": "sandbox_unavailable"})
+            raise ToolError(self.refusal, code="sandbox_unavailable")
         if await self.up():
             return True
         if self.required:
             raise ToolError(
                 f"the envelope '{self.name}' is not up, and this run runs exec tools only inside one; start it "
                 "(or open the run without sandbox) and call again",
-                {"error": "sandbox_unavailable"},
+                code="sandbox_unavailable",
             )
         return False
 

@@ -14,9 +14,9 @@ both protocol revisions on the same server; the client's first request decides w
   retry that does not answer it fails the card closed, and a client that never retries meets the
   card's timeout, as with `elicitation/create`.
 
-The run opens on the first request that reaches a tool: a client that declared `elicitation` (in
-`initialize`, or in that request's `_meta`) gets `run.options["elicit"]`, which the askuser family
-turns into a question port. End of stdin, or SIGTERM, SIGHUP or SIGINT, closes the run, and closing the
+The run opens on the first request that reaches a tool: for a client that declared `elicitation` (in
+`initialize`, or in that request's `_meta`), the server answers the run's `tether_elicitation` hook,
+which the askuser family turns into a question port. End of stdin, or SIGTERM, SIGHUP or SIGINT, closes the run, and closing the
 run reaps every child process.
 """
 
@@ -53,6 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
 
+from tether.hookspecs import Elicit, hookimpl
 from tether.run import Run
 from tether.tools import Image, Tier, ToolResult
 
@@ -207,6 +208,14 @@ async def _elicit(message: str, requested_schema: dict[str, Any]) -> tuple[str, 
     return answer.action, answer.content
 
 
+class _ClientHuman:
+    """The run's channel to the human at a client that declared elicitation (the host's resource)."""
+
+    @hookimpl
+    def tether_elicitation(self) -> Elicit:
+        return _elicit
+
+
 class _Keyed:
     """A call remembered under its idempotency key: what it was called with, and the call itself."""
 
@@ -299,11 +308,11 @@ class _Host:
             if self.closed:
                 raise MCPError(code=types.INTERNAL_ERROR, message="the server is shutting down")
             if self.run is None:
-                options = dict(self.run_kwargs.pop("options", {}))
+                plugins = list(self.run_kwargs.pop("plugins", ()))
                 caps = ctx.session.client_capabilities
                 if caps is not None and caps.elicitation is not None:
-                    options["elicit"] = _elicit
-                run = Run(options=options, **self.run_kwargs)
+                    plugins.append(_ClientHuman())
+                run = Run(plugins=plugins, **self.run_kwargs)
                 await run._open()
                 self.run = run
             return self.run

@@ -36,6 +36,7 @@ from tether.diagnostics import (
     sort_diagnostics,
 )
 from tether.hookspecs import hookimpl
+from tether.options import CoreOptions
 from tether.tools import Tier, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ async def preview(run: Run, contents: Mapping[Path, bytes | None]) -> Preview:
     call_id = f"{run.id}.preview.{next(_previews)}"
     hook = run.hook.tether_diagnostics_preview
     # a round before the change and one with it
-    wait = 2 * run.options["diagnostics_timeout"] + DIAGNOSTICS_SLACK
+    wait = 2 * run.options.of(CoreOptions).diagnostics_timeout + DIAGNOSTICS_SLACK
     kwargs = {"run": run, "contents": texts, "call_id": call_id}
     before: dict[str, list[Diagnostic]] = {}
     after: dict[str, list[Diagnostic]] = {}

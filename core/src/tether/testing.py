@@ -13,6 +13,8 @@ Assertions, plain functions to import:
 
 - `assert_model_error(result, *fragments)`: an error result a model can act on: no traceback, no
   "inside the tool" (a fault of the tool, not of the arguments), each fragment present.
+- `assert_no_traceback(text)`: text that is not an error result (a process's stderr, an MCP client's
+  view of a result, a result that may or may not be an error) shows no Python traceback.
 - `assert_light_entry_point(module, forbidden=(...))`: importing ``module`` in a fresh interpreter
   imports none of ``forbidden`` (the heavy libraries a family must load only when a tool needs
   them), so `tether tools` stays fast with every family installed.
@@ -114,6 +116,12 @@ def assert_model_error(result: ToolResult, *fragments: str) -> None:
         assert marker not in text, f"the error reads like a fault of the tool ({marker!r}): {text[:500]}"
     for fragment in fragments:
         assert fragment in text, f"{fragment!r} not in the error: {text[:500]}"
+
+
+def assert_no_traceback(text: str, what: str = "the text") -> None:
+    """``text`` shows no Python traceback: for what `assert_model_error` cannot take (a process's stderr,
+    an MCP client's view of a result, a result that may or may not be an error, a contained fault)."""
+    assert "Traceback" not in text, f"{what} shows a traceback: {text[-2000:]}"
 
 
 def assert_light_entry_point(module: str, forbidden: Iterable[str], *, then: str = "") -> None:

@@ -58,7 +58,7 @@ async def slow(ctx, args: SlowArgs) -> ToolResult:
 
 
 async def source(ctx, args: NoArgs) -> str:
-    return ctx.run.resource("tether_procfam_resource").source
+    return ctx.run.resource(Specs.tether_procfam_resource).source
 
 
 @attrs.frozen
@@ -78,14 +78,14 @@ def tether_addhooks(pluginmanager):
 
 @hookimpl
 def tether_procfam_resource(run):
-    if not (run.options["procfam"] or os.environ.get("PROCFAM_ON")):
+    if not (run.options.of(ProcfamOptions).procfam or os.environ.get("PROCFAM_ON")):
         return None
     return Resource("default")
 
 
 @hookimpl
 def tether_register_tools(run, register):
-    if run.resource("tether_procfam_resource") is None:
+    if run.resource(Specs.tether_procfam_resource) is None:
         register.unavailable("procfam is off for this run (set the run option procfam)")
         return
     register(Tool("proc_spawn", Tier.EXEC, "Start a process tree.", NoArgs, spawn))

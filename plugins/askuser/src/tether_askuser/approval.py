@@ -1,17 +1,16 @@
 """Approval by card: the core's permission gate answered by the human through the run's question port.
 
-Switched on by the run option ``approval_by_card``: true for every tool, or a list of tiers (e.g.
-``["write", "exec"]``). Fail-closed: no port, a timeout, a disconnect or a skip refuses the call.
-The environment variable ``TETHER_APPROVAL_BY_CARD`` (``1`` or ``write,exec``) switches it on where the
-command line is not yours to change (a `tether serve` an MCP client starts); the `tether` commands also
-take ``--option approval_by_card=...``. "Always allow" lets every later call of that tool through for
+Switched on by the run option ``askuser_approval_by_card``: true for every tool, or a list of tiers
+(e.g. ``["write", "exec"]``). Fail-closed: no port, a timeout, a disconnect or a skip refuses the call.
+The environment variable ``TETHER_APPROVAL_BY_CARD`` (``1`` or ``write,exec``), the option's declared
+environment source, switches it on where the command line is not yours to change (a `tether serve` an
+MCP client starts); the `tether` commands also take ``--option askuser_approval_by_card=...``. "Always allow" lets every later call of that tool through for
 the rest of the run, without a card.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -33,23 +32,9 @@ MAX_ARGS_CHARS = 1500
 _always: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
 
 
-ENV_APPROVAL = "TETHER_APPROVAL_BY_CARD"
-
-
-def _from_env() -> Any:
-    """The setting when no run option gives one: ``TETHER_APPROVAL_BY_CARD=1`` or ``=write,exec``."""
-    raw = os.environ.get(ENV_APPROVAL, "").strip().lower()
-    if raw in {"", "0", "false", "no", "off"}:
-        return False
-    if raw in {"1", "true", "yes", "on", "all"}:
-        return True
-    return [t.strip() for t in raw.split(",") if t.strip()]
-
-
 def wants_card(run: Run, tool: Tool) -> bool:
+    # the run option, else the project's table, else $TETHER_APPROVAL_BY_CARD (read when the run opened)
     setting = run.options.of(AskuserOptions).askuser_approval_by_card
-    if setting is None:
-        setting = _from_env()
     if not setting or tool.name == "ask_user":  # asking the human needs no permission to ask the human
         return False
     if tool.name in _always.get(run, ()):

@@ -1,20 +1,19 @@
 """The MCP elicitation port: the card goes to the client as an ``elicitation/create`` form.
 
-`tether serve` puts ``elicit(message, requested_schema) -> (action, content)`` into the run option
-``elicit`` only when the client declared the ``elicitation`` capability, so this port exists exactly
-when there is a client that can show the card. accept -> answer; decline and cancel -> skip. The
+`tether serve` answers the core's host hook `tether.hookspecs.tether_elicitation` with ``elicit(message,
+requested_schema) -> (action, content)`` only when the client declared the ``elicitation`` capability, so
+this port exists exactly when there is a client that can show the card. accept -> answer; decline and cancel -> skip. The
 content is checked against the card afterwards (a client may send anything).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
+
+from tether.hookspecs import Elicit
 
 from tether_askuser.card import Answer, Question
 from tether_askuser.port import PortDisconnected
-
-Elicit = Callable[[str, dict[str, Any]], Awaitable[tuple[str, "dict[str, Any] | None"]]]
 
 CHOICE = "choice"
 CHOICES = "choices"

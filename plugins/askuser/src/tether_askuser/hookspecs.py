@@ -17,9 +17,10 @@ def tether_askuser_port(run: Run) -> QuestionPort | None:
     """The run's question port (see `tether_askuser.port.QuestionPort`), or None when no human is reachable.
 
     The family's own implementation picks, in order: the harness's port from the run option
-    ``askuser_port``, MCP elicitation from the run option ``elicit`` (set by `tether serve` only when
-    the client declared the capability), the controlling terminal when stdin is a TTY. A harness
-    overrides it with ``@hookimpl(tryfirst=True)``. Creating the port must not block.
+    ``askuser_port``, MCP elicitation from the host's `tether.hookspecs.tether_elicitation` (which
+    `tether serve` answers only when the client declared the capability), the controlling terminal
+    when stdin is a TTY. A harness overrides it with ``@hookimpl(tryfirst=True)``. Creating the port
+    must not block.
 
     Stops at the first non-None result.
     """

@@ -8,16 +8,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from tether.hookspecs import hookimpl
+from tether.hookspecs import hookimpl, tether_elicitation
 
+from tether_askuser import hookspecs
 from tether_askuser.options import DEPRECATED, AskuserOptions
 
 if TYPE_CHECKING:
     from tether.plugins import Registrar
     from tether.run import Run
     from tether.tools import Tool
-
-RESOURCE = "tether_askuser_port"
 
 
 @hookimpl
@@ -27,8 +26,6 @@ def tether_addoptions(register: Any) -> None:
 
 @hookimpl
 def tether_addhooks(pluginmanager: Any) -> None:
-    from tether_askuser import hookspecs
-
     pluginmanager.add_hookspecs(hookspecs)
 
 
@@ -48,12 +45,11 @@ def tether_askuser_port(run: Run) -> Any:
         raise TypeError(
             f"run option askuser_port must be a question port or an async callable, not {type(given).__name__}"
         )
-    elicit = run.options.get("elicit")
-    if callable(elicit):
+    elicit = run.resource(tether_elicitation)  # the host's channel to its client's human
+    if elicit is not None:
         from tether_askuser.elicitation import ElicitationPort
 
-        # the MCP server sets "elicit" to its session's elicitation (an `Elicit`); options are untyped
-        return ElicitationPort(elicit)  # pyright: ignore[reportArgumentType]
+        return ElicitationPort(elicit)
     terminal = options.askuser_terminal
     # stdin that is not a TTY means a program drives us (e.g. MCP over stdio): a human's terminal that
     # happens to be our controlling terminal belongs to that program's UI, not to our cards
@@ -67,7 +63,7 @@ def tether_askuser_port(run: Run) -> Any:
 @hookimpl
 def tether_register_tools(run: Run, register: Registrar) -> None:
     try:
-        port = run.resource(RESOURCE)
+        port = run.resource(hookspecs.tether_askuser_port)
     except Exception as exc:  # noqa: BLE001 - a harness's broken port must not break the run
         register.unavailable(f"the question port could not be created: {type(exc).__name__}: {exc}")
         return
@@ -82,9 +78,10 @@ def tether_register_tools(run: Run, register: Registrar) -> None:
             "the question port has no place to show a card right now; decide under an assumption you state"
         )
         return
-    from tether_askuser.tools import make_tool
+    from tether_askuser.tools import make_tools
 
-    register(make_tool(port))
+    for tool in make_tools(port):
+        register(tool)
 
 
 @hookimpl

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -51,26 +50,20 @@ class Outcome:
     detail: str = ""
 
 
-ENV_TIMEOUT = "TETHER_ASK_USER_TIMEOUT"
-
-
 def timeout_of(options: AskuserOptions, *, approval: bool = False) -> float:
-    """The run's wait bound in seconds: the run option, else the environment, else the default.
+    """The run's wait bound in seconds: the run option (or ``$TETHER_ASK_USER_TIMEOUT``, the option's
+    declared environment source, read when the run opened), else the default; 0 is the default too,
+    never a wait without end.
 
     The environment variable covers runs whose command line is not yours to change (a `tether serve`
     an MCP client starts); `tether call` and `tether serve` also take ``--option askuser_timeout=N``.
-    A bad environment value falls back to the default rather than waiting forever.
     """
     given = options.askuser_approval_timeout if approval else None
     if given is None:
         given = options.askuser_timeout
-    value: Any = given if given is not None else os.environ.get(ENV_TIMEOUT, DEFAULT_TIMEOUT)
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        log.warning("%s=%r is not a number; using %s s", ENV_TIMEOUT, value, DEFAULT_TIMEOUT)
+    if given is None or given <= 0:
         return DEFAULT_TIMEOUT
-    return seconds if seconds > 0 else DEFAULT_TIMEOUT
+    return float(given)
 
 
 async def ask_human(port: QuestionPort, question: Question, timeout: float) -> Outcome:

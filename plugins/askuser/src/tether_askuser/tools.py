@@ -60,7 +60,9 @@ class AskUserArgs:
     multi_select: bool = arg("whether several options may be chosen (needs options)", default=False)
 
 
-def make_tool(port: QuestionPort) -> Tool:
+def make_tools(port: QuestionPort) -> list[Tool]:
+    """ask_user, bound to the run's question port."""
+
     async def handler(ctx: CallContext, args: AskUserArgs) -> ToolResult:
         try:
             question = make_question(
@@ -71,7 +73,7 @@ def make_tool(port: QuestionPort) -> Tool:
                 args.multi_select,
             )
         except InvalidQuestion as exc:
-            raise ToolError(str(exc), {"error": "invalid_question"}) from None
+            raise ToolError(str(exc), code="invalid_question") from None
         options = ctx.run.options.of(AskuserOptions)
         timeout = timeout_of(options)
         beat = None
@@ -84,15 +86,16 @@ def make_tool(port: QuestionPort) -> Tool:
                 beat.cancel()
         return result_for(question, outcome, port.target)
 
-    return Tool(
-        name="ask_user",
-        tier=Tier.READ,
-        description=DESCRIPTION,
-        args=AskUserArgs,
-        handler=handler,
-        family="askuser",
-        parallel_safe=True,
-    )
+    return [
+        Tool(
+            name="ask_user",
+            tier=Tier.READ,
+            description=DESCRIPTION,
+            args=AskUserArgs,
+            handler=handler,
+            parallel_safe=True,
+        )
+    ]
 
 
 async def _heartbeat(ctx: CallContext, timeout: float, every: float) -> None:
