@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -306,8 +306,13 @@ def _project_table(root: Path, problems: list[str]) -> Mapping[str, Any]:
     return table
 
 
-class Options(Mapping[str, Any]):
-    """The run's options: every declared option's value (defaults filled in), read-only."""
+class Options:
+    """The run's options, read typed and only so: ``run.options.of(LspOptions).lsp_servers``.
+
+    Each plugin's options are an instance of the attrs class it registered (defaults filled in,
+    read-only); there is no reading by name, so a renamed or removed option fails the type check and the
+    lint gate instead of a run.
+    """
 
     def __init__(self, values: dict[str, Any], instances: dict[type, Any]) -> None:
         self._values = values
@@ -319,15 +324,6 @@ class Options(Mapping[str, Any]):
             return self._instances[cls]
         except KeyError:
             raise LookupError(f"{cls.__qualname__} is not registered through tether_addoptions") from None
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
 
     def __repr__(self) -> str:
         return f"Options({self._values!r})"
