@@ -92,17 +92,9 @@ class Registrar:
             return
         self.tools[tool.name] = tool
 
-    def unavailable(self, *family_and_reason: str) -> None:
-        """``unavailable(reason)``: this family offers nothing in this run, and why.
-
-        The older ``unavailable(family, reason)`` still works.
-        """
-        if len(family_and_reason) == 1:
-            (reason,) = family_and_reason
-            family = self.family
-        else:
-            family, reason = family_and_reason
-        self.missing.append(Unavailable(family, reason))
+    def unavailable(self, reason: str) -> None:
+        """This family offers nothing in this run, and why (the reason a model or a user reads)."""
+        self.missing.append(Unavailable(self.family, reason))
 
 
 def _names(var: str) -> set[str] | None:
