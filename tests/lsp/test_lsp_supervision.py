@@ -12,6 +12,8 @@ import attrs
 import psutil
 import tether
 from tether.hookspecs import hookimpl
+from tether.options import CoreOptions
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import BUILTIN_SERVERS, PY_MARKERS
 
 
@@ -83,7 +85,8 @@ async def test_files_changed_on_disk_behind_the_servers_back_are_seen(py_root):
 
 def set_options(run, **changes):
     """Options are structured once at open; a test that changes one mid-run structures them again."""
-    run.options = run.option_registry.structure({**run.options, **changes}, run.root, set())
+    given = {**attrs.asdict(run.options.of(CoreOptions)), **attrs.asdict(run.options.of(LspOptions))}
+    run.options = run.option_registry.structure({**given, **changes}, run.root, set())
 
 
 async def test_a_request_that_times_out_says_so_and_the_server_stays_usable(py_root):

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 from tether import tracing
 
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import ServerDef
 from tether_lsp.watching import SCAN_CAP, Watcher, file_stat, read_text
 
@@ -303,7 +304,7 @@ class Connection:
         self._exited = asyncio.create_task(self.proc.wait())
         self.tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
         self.watcher.files = await asyncio.to_thread(self.watcher.scan)  # a big tree must not stall the loop
-        above = self.run.options.get("lsp_open_files_above", SCAN_CAP)
+        above = self.run.options.of(LspOptions).lsp_open_files_above
         self.open_files = self.server.open_files_settings is not None and (
             len(self.watcher.files) > above or (self.watcher.truncated and above < SCAN_CAP)
         )

@@ -41,6 +41,7 @@ import attrs
 
 from tether_lsp import render
 from tether_lsp.connection import Connection, RequestTimeout, ServerError, message_field
+from tether_lsp.options import LspOptions
 from tether_lsp.watching import SCAN_CAP
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
@@ -176,7 +177,7 @@ async def open_dependents(
 def importers_checked(sup: Any, conn: Connection) -> int:
     """How many files importing a written one a write checks on this server: the run option
     lsp_importers_checked, else the server's own number (`ServerDef.importers_checked`)."""
-    said = sup.option("lsp_importers_checked")
+    said = sup.run.options.of(LspOptions).lsp_importers_checked
     return int(conn.server.importers_checked if said is None else said)
 
 

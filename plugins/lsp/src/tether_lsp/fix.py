@@ -20,6 +20,8 @@ import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
+from tether_lsp.options import LspOptions
+
 FIX_DESCRIPTION = (
     "Apply one of the code actions (quick fixes, organize imports, ...) that `lsp` code_actions listed for a "
     "place, all files or none. Give the same file, line and symbol, and the action's title or its number in "
@@ -213,7 +215,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
                 {"error": "changed_since"},
             )
         # an edit computed while the server still analyses the project could be partial: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was applied: {conn.server.id} still {state}; ask again in a few seconds (or raise the "

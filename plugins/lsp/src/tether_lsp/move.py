@@ -17,6 +17,8 @@ import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
+from tether_lsp.options import LspOptions
+
 MOVE_DESCRIPTION = (
     "Move (or rename) one file and update the imports of it in the files that import it, through the "
     "language server, all files or none; answers with the files changed and the diagnostics the move "
@@ -107,7 +109,7 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                 )
             )
         # importers the server has not analysed yet would keep the old path: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was moved: {conn.server.id} still {state}, and the import updates computed now could "

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from tether.diagnostics import PreviewDiagnostics
+from tether.options import CoreOptions
 from tether.tools import ToolError
 
 from tether_lsp.connection import Connection
+from tether_lsp.options import LspOptions
 from tether_lsp.write_diagnostics import before_write, budget, wait_round, with_change
 
 DELETED = "a deletion is not previewed; the write reports what it breaks"
@@ -55,7 +57,7 @@ async def preview(
         served.append(rel)
     if not served:
         return None
-    if not run.options["lsp_previews"]:
+    if not run.options.of(LspOptions).lsp_previews:
         return PreviewDiagnostics(covered=served, unchecked=dict.fromkeys(served, OFF))
     unchecked = {rel: DELETED for rel in served if contents[rel] is None}
     paths = [rel for rel in served if contents[rel] is not None]
@@ -78,7 +80,7 @@ async def preview(
         after = await with_change(run, sup, paths, call_id, overlay, "the change", say_unchecked=False)
     finally:
         put_back(sup, held, dependents)
-    timeout = sup.option("diagnostics_timeout")
+    timeout = sup.run.options.of(CoreOptions).diagnostics_timeout
     for rel, _, conn in dependents:
         arg = conn.server.unsaved_headers_arg
         if arg is not None and arg not in conn.optional_args:
@@ -119,7 +121,7 @@ def put_back(
 async def _settle(sup: Any, marks: list[tuple[Connection, Any]], began: float) -> float:
     """The servers' round after the putting back, waited for (bounded); the gate released after it. The seconds
     it took."""
-    cap = sup.option("diagnostics_timeout")
+    cap = sup.run.options.of(CoreOptions).diagnostics_timeout
     try:
         # a server that died meanwhile is restarted from the disk
         await asyncio.gather(

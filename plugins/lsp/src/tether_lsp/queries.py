@@ -11,6 +11,7 @@ from typing import Any
 
 from tether.diagnostics import sort_diagnostics
 from tether.files import split_lines
+from tether.options import CoreOptions
 from tether.output import cap_items, cap_text
 from tether.tools import ToolError, ToolResult
 
@@ -19,6 +20,7 @@ from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.dependents import changes_seen_by
 from tether_lsp.fix import Offered, applicability, place, remember
 from tether_lsp.hookspecs import tether_lsp_supervisor
+from tether_lsp.options import LspOptions
 from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_units
 from tether_lsp.supervisor import NotAnswered
 from tether_lsp.tools import LspArgs
@@ -289,7 +291,10 @@ async def code_actions(
         spot = find_symbol(doc.text, line, symbol, occurrence, rel)  # the text the server has
         if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
             await document_diagnostics(
-                conn, doc, sup.option("diagnostics_timeout"), sup.option("lsp_request_timeout")
+                conn,
+                doc,
+                sup.run.options.of(CoreOptions).diagnostics_timeout,
+                sup.run.options.of(LspOptions).lsp_request_timeout,
             )
         start = position(conn, doc.text, spot)
         end = position(conn, doc.text, Spot(spot.line, spot.char + len(symbol)))
@@ -388,7 +393,7 @@ def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, An
 async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     """The file's diagnostics from every server that serves it, merged; a server without an answer is said."""
     path, rel, _ = source_file(run, file)
-    timeout = sup.option("diagnostics_timeout")
+    timeout = sup.run.options.of(CoreOptions).diagnostics_timeout
     unanalysed: list[str] = []  # of the servers that do not analyse this file's folder (gopls: testdata/)
 
     async def ask(conn: Any, doc: Any) -> list[Any]:
@@ -400,13 +405,15 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
         outside = conn.watcher.outside
         changed = None
         if outside is not None:
-            relevant = await changes_seen_by(conn, doc.path, outside[1], sup.option("lsp_request_timeout"))
+            relevant = await changes_seen_by(
+                conn, doc.path, outside[1], sup.run.options.of(LspOptions).lsp_request_timeout
+            )
             changed = outside[1] if relevant is None else relevant
         items = await document_diagnostics(
             conn,
             doc,
             timeout,
-            sup.option("lsp_request_timeout"),
+            sup.run.options.of(LspOptions).lsp_request_timeout,
             after=outside[0] if outside is not None and changed else None,
         )
         if items is None:
@@ -481,7 +488,7 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     diags, commands, stopped = [], [], []
     for avail in usable:
         found, shown, cut = await run_checker(
-            avail.server, avail.root, run, sup.option("lsp_checker_timeout")
+            avail.server, avail.root, run, sup.run.options.of(LspOptions).lsp_checker_timeout
         )
         diags += [d for d in found if d.severity in ("error", "warning")]
         commands.append(shown)
@@ -605,7 +612,9 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     for conn in filter(_searches, targets):
         asked.append(conn.server.id)
         await conn.watcher.refresh()
-        await conn.first_round(sup.option("lsp_ready_wait"))  # as every query: not from a half-loaded project
+        await conn.first_round(
+            sup.run.options.of(LspOptions).lsp_ready_wait
+        )  # as every query: not from a half-loaded project
         readiness.record(conn)
         await outside_changes_seen(run, sup, conn)
         if conn.server.symbols_need_open_file and not conn.docs:
@@ -687,7 +696,7 @@ async def outside_changes_seen(run: Any, sup: Any, conn: Any) -> None:
     outside = conn.watcher.outside
     if outside is None:
         return
-    if await wait_round(conn, outside[0], sup.option("lsp_ready_wait")):
+    if await wait_round(conn, outside[0], sup.run.options.of(LspOptions).lsp_ready_wait):
         conn.watcher.analysed(outside)
         readiness.record(conn, again=True)  # the answer is of the round waited for
         return

@@ -17,6 +17,8 @@ import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
+from tether_lsp.options import LspOptions
+
 RENAME_DESCRIPTION = (
     "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
     "all files or none. Give the file, the line and the symbol as written there, and new_name."
@@ -70,7 +72,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         if not getattr(conn.capabilities, "rename_provider", None):
             raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
         # a rename computed while the server still analyses the project could miss uses: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was renamed: {conn.server.id} still {state}, and a rename computed now could miss "

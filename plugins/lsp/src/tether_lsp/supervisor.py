@@ -118,11 +118,7 @@ class Supervisor:
         self.putting_back: asyncio.Task[Any] | None = None
         self._closed = False
 
-    # -- options and definitions ---------------------------------------------------------------
-
-    def option(self, name: str) -> float:
-        """A timeout option (declared in `tether_lsp.options`, structured when the run opened)."""
-        return self.run.options[name]
+    # -- definitions ---------------------------------------------------------------------------
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
@@ -281,7 +277,7 @@ class Supervisor:
             new = Connection(avail.server, avail.binary, key[1], self.run)
             new.restarts = restarts
             try:
-                await new.start(self.option("lsp_start_timeout"))
+                await new.start(self.run.options.of(LspOptions).lsp_start_timeout)
             except StartFailed as exc:
                 await new.close(0.2)
                 self.failed[key] = (
@@ -375,7 +371,7 @@ class Supervisor:
                         {"error": "unreadable"},
                     )
                 # answers from a half-analysed project are partial: the first analysis is waited for, bounded
-                await conn.first_round(self.option("lsp_ready_wait"))
+                await conn.first_round(self.run.options.of(LspOptions).lsp_ready_wait)
                 readiness.record(conn)  # the answer says whether the server was ready when asked
                 return await fn(conn, doc)
             except ServerDied:
@@ -403,7 +399,7 @@ class Supervisor:
         """A query of a tool (never the handshake): its own progress is reported on a token of ours."""
         if hasattr(params, "work_done_token") and params.work_done_token is None:
             params.work_done_token = conn.own_token()
-        return await conn.request(method, params, self.option("lsp_request_timeout"))
+        return await conn.request(method, params, self.run.options.of(LspOptions).lsp_request_timeout)
 
     async def reload(self, root: Path | None = None) -> list[str]:
         """Restart the running servers (for servers rooted under ``root``); return what was restarted."""
@@ -414,7 +410,7 @@ class Supervisor:
                 continue
             paths = [d.path for d in conn.docs.values()]
             self.connections.pop(key, None)
-            await conn.close(self.option("lsp_shutdown_grace"))
+            await conn.close(self.run.options.of(LspOptions).lsp_shutdown_grace)
             avail = await self.availability(conn.server, key[1])
             if avail.ok and avail.root == key[1]:
                 new = await self.connection(avail)
@@ -429,7 +425,7 @@ class Supervisor:
         if self.putting_back is not None:
             self.putting_back.cancel()
             await asyncio.gather(self.putting_back, return_exceptions=True)
-        grace = self.option("lsp_shutdown_grace")
+        grace = self.run.options.of(LspOptions).lsp_shutdown_grace
         conns = list(self.connections.values())
         self.connections.clear()
         await asyncio.gather(*(c.close(grace) for c in conns), return_exceptions=True)

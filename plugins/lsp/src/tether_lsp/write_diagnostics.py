@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 from tether.diagnostics import Diagnostic, WriteDiagnostics
+from tether.options import CoreOptions
 from tether.tools import ToolError
 
 from tether_lsp import render
@@ -41,6 +42,7 @@ from tether_lsp.connection import (
     ServerError,
 )
 from tether_lsp.dependents import Importers, importers, importers_checked, importers_note, open_dependents
+from tether_lsp.options import LspOptions
 
 PROGRESS_FALLBACK = 2.0  # s of quiet after which a change that started no progress round counts as checked
 # the same, once the server has shown rounds for this project: a real change starts one there, and on a
@@ -325,7 +327,12 @@ async def _current(
         return None
     try:
         return await document_diagnostics(
-            conn, doc, max(0.0, deadline - time.monotonic()), sup.option("lsp_request_timeout"), quiet, after
+            conn,
+            doc,
+            max(0.0, deadline - time.monotonic()),
+            sup.run.options.of(LspOptions).lsp_request_timeout,
+            quiet,
+            after,
         )
     except (ServerDied, RequestTimeout, ServerError):
         return None
@@ -356,7 +363,7 @@ async def _pull_others(
             if doc.path not in written
         )
     )
-    timeout = sup.option("lsp_request_timeout")
+    timeout = sup.run.options.of(LspOptions).lsp_request_timeout
     try:
         found = await importers(
             conn, mine, min(timeout, max(0.0, deadline - time.monotonic())), importers_checked(sup, conn)
@@ -381,11 +388,11 @@ def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection
 def _quiet(sup: Any, conns: list[Connection]) -> dict[int, float]:
     """How long each server may show no sign of work before the wait for it ends: its budget from its
     measured rounds (a working server is waited for up to diagnostics_timeout)."""
-    return {id(c): budget(c, sup.option("diagnostics_timeout")) for c in conns}
+    return {id(c): budget(c, sup.run.options.of(CoreOptions).diagnostics_timeout) for c in conns}
 
 
 async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
-    deadline = time.monotonic() + sup.option("diagnostics_timeout")
+    deadline = time.monotonic() + sup.run.options.of(CoreOptions).diagnostics_timeout
     targets = await _files_and_servers(sup, paths)
     quiet = _quiet(sup, [c for _, _, c in targets])
     for _, _, conn in targets:
@@ -429,7 +436,7 @@ async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> di
             names = render.names([rel for rel, _, c in targets if c is conn])
             notes.append(
                 f"diagnostics of other files may be incomplete: {conn.server.id} did not answer for {len(silent)} "
-                f"file(s) importing {names} before the change within {sup.option('lsp_request_timeout'):g} s each, "
+                f"file(s) importing {names} before the change within {sup.run.options.of(LspOptions).lsp_request_timeout:g} s each, "
                 f"so they were not compared: {render.names(sorted(sup.run.relpath(p) for p in silent))}; "
                 "lsp diagnostics on them shows their errors"
             )
@@ -503,7 +510,7 @@ async def with_change(
         before = Baseline({}, set(), {(_key(c), rel) for rel, _, c in targets})
     conns = _unique([c for _, _, c in targets])
     began = time.monotonic()
-    deadline = began + sup.option("diagnostics_timeout")
+    deadline = began + sup.run.options.of(CoreOptions).diagnostics_timeout
     quiet = _quiet(sup, conns)
     start = {id(c): c.mark() for c in conns}
     for _, path, conn in targets:
