@@ -129,14 +129,14 @@ async def run_checker(
     if not server.checker or not server.checker_format:
         raise ToolError(
             f"{server.id} has no project checker; ask for diagnostics of one file at a time (file: 'path/to/file')",
-            {"error": "no_checker"},
+            code="no_checker",
         )
     binary = find_binary(server.checker[0], [root, run.root], trusted=run.trusted)
     if binary is None:
         raise ToolError(
             f"the project checker `{server.checker[0]}` of {server.id} is not installed; install it or ask for "
             "diagnostics of one file at a time",
-            {"error": "checker_missing"},
+            code="checker_missing",
         )
     shown = " ".join(server.checker)
     proc = await asyncio.create_subprocess_exec(
@@ -157,7 +157,7 @@ async def run_checker(
         raise ToolError(
             f"`{shown}` did not finish within {timeout:g} s and was stopped; raise the run option lsp_checker_timeout "
             "or ask for diagnostics of one file",
-            {"error": "timeout"},
+            code="timeout",
         ) from None
     text = out.decode(errors="replace") + "\n" + err.decode(errors="replace")
     try:
@@ -172,6 +172,6 @@ async def run_checker(
         tail = text.strip()[-500:]
         raise ToolError(
             f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}",
-            {"error": "checker_output"},
+            code="checker_output",
         ) from None
     return diags, shown, stopped

@@ -70,7 +70,7 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
         if b[0] < a[1]:
             raise ToolError(
                 "the server's edit has overlapping changes in one file; nothing was written",
-                {"error": "bad_edit"},
+                code="bad_edit",
             )
     for start, end, _, new_text in reversed(spans):
         text = text[:start] + new_text + text[end:]
@@ -91,7 +91,8 @@ class Planner:
             raise ToolError(
                 f"the server's edit touches '{shown}', which is outside the root; nothing was written. "
                 "Rename symbols defined inside the project only.",
-                {"error": "edit_outside_root", "path": str(shown)},
+                code="edit_outside_root",
+                path=str(shown),
             )
         return resolved
 
@@ -110,7 +111,7 @@ class Planner:
             except (OSError, UnicodeDecodeError):
                 raise ToolError(
                     f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written",
-                    {"error": "unreadable"},
+                    code="unreadable",
                 ) from None
             self.plan.originals[path] = Snapshot.of(path, data)
             self.plan.contents[path] = text
@@ -122,7 +123,7 @@ class Planner:
         if text is None:
             raise ToolError(
                 f"the server's edit changes '{self.run.relpath(path)}', which does not exist; nothing was written",
-                {"error": "bad_edit"},
+                code="bad_edit",
             )
         self.plan.contents[path] = apply_text_edits(text, list(edits), self.encoding)
         self.plan.edits[path] += len(edits)
@@ -140,7 +141,7 @@ class Planner:
                 if not ignore:
                     raise ToolError(
                         f"the server's edit creates '{self.run.relpath(path)}', which exists; nothing was written",
-                        {"error": "bad_edit"},
+                        code="bad_edit",
                     )
                 return
             self.plan.contents[path] = ""
@@ -155,14 +156,14 @@ class Planner:
                     return
                 raise ToolError(
                     f"the server's edit renames '{self.run.relpath(old)}', which does not exist; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             if self._load(new) is not None and not overwrite:
                 if ignore:
                     return
                 raise ToolError(
                     f"the server's edit renames onto '{self.run.relpath(new)}', which exists; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             self.plan.contents[new] = text
             self.plan.contents[old] = None
@@ -173,14 +174,14 @@ class Planner:
             if path.is_dir():
                 raise ToolError(
                     f"the server's edit deletes the directory '{self.run.relpath(path)}'; refused, nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             if self._load(path) is None:
                 if ignore:
                     return
                 raise ToolError(
                     f"the server's edit deletes '{self.run.relpath(path)}', which does not exist; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             self.plan.contents[path] = None
             self.plan.operations.append(f"deleted {self.run.relpath(path)}")
@@ -223,13 +224,13 @@ async def write_planned(
         raise ToolError(
             f"{', '.join(run.relpath(p) for p in exc.paths)} changed while {what} was computed; nothing was "
             "written, retry",
-            {"error": "changed_meanwhile"},
+            code="changed_meanwhile",
         ) from None
     except OSError as exc:
         raise ToolError(
             f"could not write {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
             "nothing was written: every file was restored",
-            {"error": "write_failed"},
+            code="write_failed",
         ) from None
     for conn in conns:
         _tell(conn, plan, writes)

@@ -119,7 +119,7 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
         raise ToolError(
             "give either title (the action's title as code_actions listed it) or number (its number in that list)"
             + (", not both" if args.title is not None else ""),
-            {"error": "bad_argument"},
+            code="bad_argument",
         )
     offered = sup.offers.get(place(rel, args.line, args.symbol, args.occurrence))
     if offered is None:
@@ -128,24 +128,25 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
             f"no code actions were listed for {where}{occ} in this run; ask `lsp` with action code_actions "
             f"(file '{rel}', line {args.line}, symbol '{args.symbol}'{occ}) first, then give lsp_fix one of its "
             "titles or numbers",
-            {"error": "no_list"},
+            code="no_list",
         )
     if not offered:
         raise ToolError(
-            f"no code actions were offered for {where}; there is nothing to apply", {"error": "no_list"}
+            f"no code actions were offered for {where}; there is nothing to apply", code="no_list"
         )
     if any(o.text != text for o in offered):
         raise ToolError(
             f"{rel} changed since its code actions were listed for {where}; nothing was applied: ask "
             "code_actions there again and pick from the new list",
-            {"error": "changed_since"},
+            code="changed_since",
         )
     if args.number is not None:
         if args.number > len(offered):
             raise ToolError(
                 f"there is no code action {args.number} for {where}: the list has {len(offered)} "
                 f"({listed(offered)}); give one of these numbers or titles",
-                {"error": "unknown_action", "total": len(offered)},
+                code="unknown_action",
+                total=len(offered),
             )
         n = args.number
     else:
@@ -157,13 +158,14 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
             raise ToolError(
                 f"'{title[:TITLE_CHARS]}' is not among the code actions listed for {where} ({listed(offered)}); "
                 "give one of these titles exactly, or its number",
-                {"error": "unknown_action", "titles": [o.title for o in offered[:TITLES_SHOWN]]},
+                code="unknown_action",
+                titles=[o.title for o in offered[:TITLES_SHOWN]],
             )
         if len(found) > 1:
             servers = ", ".join(f"{n} ({offered[n - 1].server})" for n in found)
             raise ToolError(
                 f"'{title[:TITLE_CHARS]}' is offered more than once for {where}: {servers}; give its number",
-                {"error": "ambiguous_action"},
+                code="ambiguous_action",
             )
         n = found[0]
     chosen = offered[n - 1]
@@ -171,37 +173,34 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
         raise ToolError(
             f"code action {n}, '{chosen.title[:TITLE_CHARS]}' ({chosen.server}), cannot be applied: {chosen.why}; "
             "nothing was applied",
-            {"error": "not_applicable"},
+            code="not_applicable",
         )
     return n, chosen
 
 
-def fix_touches(run: Any, args: FixArgs) -> list[str]:
+def fix_touches(sup: Any, args: FixArgs) -> list[str]:
     """The file the action was listed for; a bad pick is refused here, before any baseline is taken."""
-    if run is not None:
-        from tether_lsp.hookspecs import tether_lsp_supervisor
-        from tether_lsp.watching import read_text
+    from tether_lsp.watching import read_text
 
-        sup = run.resource(tether_lsp_supervisor)
-        path = run.resolve_path(args.file)
-        # bounded, never a FIFO: a file it cannot read is refused by the handler, in its words
-        text = read_text(path) if sup is not None else None
-        if text is not None:
-            pick(sup, args, run.relpath(path), text)
+    run = sup.run
+    path = run.resolve_path(args.file)
+    # bounded, never a FIFO: a file it cannot read is refused by the handler, in its words
+    text = read_text(path)
+    if text is not None:
+        pick(sup, args, run.relpath(path), text)
     return [args.file]
 
 
-async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
+async def fix_handler(sup: Any, ctx: Any, args: FixArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import Snapshot
 
     from tether_lsp import readiness
     from tether_lsp.edits import PlannedEdit, plan_workspace_edit, write_planned
     from tether_lsp.positions import find_symbol
-    from tether_lsp.queries import source_file, supervisor
+    from tether_lsp.queries import source_file
 
     run = ctx.run
-    sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
     n, chosen = pick(sup, args, rel, text)
@@ -212,7 +211,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
             raise ToolError(
                 f"{chosen.server} restarted since it offered {shown}; nothing was applied: ask code_actions "
                 "again and pick from the new list",
-                {"error": "changed_since"},
+                code="changed_since",
             )
         # an edit computed while the server still analyses the project could be partial: wait, else refuse
         state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
@@ -220,7 +219,8 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
             raise ToolError(
                 f"nothing was applied: {conn.server.id} still {state}; ask again in a few seconds (or raise the "
                 "run option lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         item = chosen.raw
         if chosen.how == "resolve":
@@ -230,7 +230,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
         if edit is None and command is None:
             raise ToolError(
                 f"{conn.server.id} resolved {shown} to no edit and no command; nothing was applied",
-                {"error": "nothing_to_apply"},
+                code="nothing_to_apply",
             )
         executes = (
             getattr(getattr(conn.capabilities, "execute_command_provider", None), "commands", None) or ()
@@ -239,7 +239,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
             raise ToolError(
                 f"{shown} runs the command {command.command}, which {conn.server.id} does not execute; nothing "
                 "was applied",
-                {"error": "not_applicable"},
+                code="not_applicable",
             )
         listed_text = [Snapshot.of(path, chosen.text.encode("utf-8"))]  # drift: since it was listed
         plans: list[PlannedEdit] = []
@@ -258,7 +258,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
                 if command is not None and edit is None
                 else "its edit changes nothing"
             )
-            raise ToolError(f"{shown}: {how}; nothing was written", {"error": "nothing_to_apply"})
+            raise ToolError(f"{shown}: {how}; nothing was written", code="nothing_to_apply")
         edits: dict[str, int] = {}
         operations: list[str] = []
         for plan in plans:
@@ -321,5 +321,5 @@ async def run_command(
             if done
             else ""
         )
-        raise ToolError(failed[0].message + wrote, failed[0].data)
+        raise ToolError(failed[0].message + wrote, **(failed[0].data or {}))
     return done

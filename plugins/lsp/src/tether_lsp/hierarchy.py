@@ -91,7 +91,9 @@ def lacks(conn: Any, action: str, why: str = "") -> ToolError:
     return ToolError(
         f"{conn.server.id} does not answer {noun} ({why}): this is not an answer that there are none. "
         f"Ask {instead} instead",
-        {"error": "unsupported", "server": conn.server.id, "action": action},
+        code="unsupported",
+        server=conn.server.id,
+        action=action,
     )
 
 

@@ -56,7 +56,8 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
         raise ToolError(
             f"action {args.action} needs line (the line on which '{symbol}' is written), or file (a file that "
             f"declares '{symbol}' once), or a qualified name (e.g. Class.method) to find it by",
-            {"error": "missing_argument", "missing": ["line"]},
+            code="missing_argument",
+            missing=["line"],
         )
     if args.file is not None:
         found = await _in_file(run, sup, args.file, qualifier, name)
@@ -69,7 +70,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
         raise ToolError(
             f"no symbol named '{symbol}' {where} (exact name{' and container' if qualifier else ''}); give the "
             "line where it is written, or search with action symbols and a query",
-            {"error": "symbol_not_found"},
+            code="symbol_not_found",
         )
     if len(found) > 1:
         lines = [
@@ -80,7 +81,8 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
             lines.append(f"  ... {len(found) - LISTED} more")
         raise ToolError(
             "\n".join(lines),
-            {"error": "ambiguous_symbol", "matches": [attrs.asdict(f) for f in found[:LISTED]]},
+            code="ambiguous_symbol",
+            matches=[attrs.asdict(f) for f in found[:LISTED]],
         )
     (hit,) = found
     path = run.resolve_path(hit.file, must_exist=True)
@@ -91,7 +93,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
         raise ToolError(
             f"the server places '{symbol}' at {hit.file}:{hit.line}:{hit.column}, where it is not written; give the "
             "line where it is written",
-            {"error": "symbol_not_on_line"},
+            code="symbol_not_on_line",
         )
     said = f"'{symbol}' is at {hit.file}:{hit.line} ({hit.kind}{', ' + how})"
     resolved = attrs.evolve(

@@ -48,21 +48,21 @@ def checked_paths(run: Any, args: MoveArgs) -> tuple[Path, Path]:
     if src.is_dir():
         raise ToolError(
             f"'{run.relpath(src)}' is a directory; lsp_move moves one file: move its files one by one",
-            {"error": "not_a_file"},
+            code="not_a_file",
         )
     dst = run.resolve_path(args.to)
     if dst == src or dst.exists() or dst.is_symlink():
         raise ToolError(
             f"'{run.relpath(dst)}' exists; nothing was moved: give a path that does not exist yet "
             "(lsp_move never overwrites a file)",
-            {"error": "destination_exists"},
+            code="destination_exists",
         )
     blocking = next((p for p in dst.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise ToolError(
             f"'{run.relpath(blocking)}' is a file, so '{run.relpath(dst)}' cannot be created under it; "
             "nothing was moved: give another destination",
-            {"error": "bad_destination"},
+            code="bad_destination",
         )
     return src, dst
 
@@ -74,14 +74,12 @@ def move_touches(run: Any, args: MoveArgs) -> list[str]:
     return [run.relpath(src), run.relpath(dst)]
 
 
-async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
+async def move_handler(sup: Any, ctx: Any, args: MoveArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness
-    from tether_lsp.queries import supervisor
     from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
-    sup = supervisor(run)
     src, dst = checked_paths(run, args)
     old, new = run.relpath(src), run.relpath(dst)
 
@@ -95,7 +93,8 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                     f"nothing was moved: {conn.server.id} cannot update imports on a move (it offers no "
                     "workspace/willRenameFiles). Give force: true to move the file without updating the files "
                     "that import it (the answer lists the errors that introduces), or edit the imports yourself",
-                    {"error": "unsupported", "server": conn.server.id},
+                    code="unsupported",
+                    server=conn.server.id,
                 )
             )
         if conn.server.moves_within_folder and src.parent != dst.parent:
@@ -105,7 +104,8 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                     f"folder (its edits for a move to another folder name the wrong module). Rename it within "
                     f"{run.relpath(src.parent)}/ first, or give force: true to move it without updating the files "
                     "that import it (the answer lists the errors that introduces)",
-                    {"error": "unsupported", "server": conn.server.id},
+                    code="unsupported",
+                    server=conn.server.id,
                 )
             )
         # importers the server has not analysed yet would keep the old path: wait, else refuse
@@ -115,7 +115,8 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                 f"nothing was moved: {conn.server.id} still {state}, and the import updates computed now could "
                 "miss importers it has not analysed yet; ask again in a few seconds (or raise the run option "
                 "lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         params = lsp.RenameFilesParams(files=[lsp.FileRename(old_uri=src.as_uri(), new_uri=dst.as_uri())])
         edit = await sup.request(conn, "workspace/willRenameFiles", params)
@@ -129,7 +130,7 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                 raise ToolError(
                     f"{exc.message}; nothing was moved: no server can update the imports of '{old}'. "
                     "Give force: true to move it without updating them",
-                    exc.data,
+                    **(exc.data or {}),
                 ) from None
             raise
         reason = exc.message.removeprefix("nothing was moved: ").split(". ")[0]

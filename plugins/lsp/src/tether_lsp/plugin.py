@@ -45,12 +45,13 @@ def tether_lsp_servers(run: Any) -> list[Any]:
 
 @hookimpl
 def tether_register_tools(run: Any, register: Any) -> None:
-    from tether_lsp.tools import tools_for
+    from tether_lsp.tools import make_tools
 
-    if run.resource(hookspecs.tether_lsp_supervisor) is None:
+    sup = run.resource(hookspecs.tether_lsp_supervisor)
+    if sup is None:
         register.unavailable("no language-server supervisor for this run (the harness disabled it)")
         return
-    for tool in tools_for(run):
+    for tool in make_tools(sup):
         register(tool)
 
 

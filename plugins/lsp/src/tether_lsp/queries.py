@@ -19,7 +19,6 @@ from tether_lsp import readiness, render
 from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.dependents import changes_seen_by
 from tether_lsp.fix import Offered, applicability, place, remember
-from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.options import LspOptions
 from tether_lsp.positions import Spot, find_symbol, from_units, text_lines, to_units
 from tether_lsp.supervisor import NotAnswered
@@ -62,25 +61,18 @@ OUTLINE_KINDS = LOCAL_SCOPES | {
 }  # kept over the cap
 
 
-def supervisor(run: Any) -> Any:
-    sup = run.resource(tether_lsp_supervisor)
-    if sup is None:
-        raise ToolError("no language-server supervisor in this run", {"error": "unavailable"})
-    return sup
-
-
 def source_file(run: Any, file: str) -> tuple[Path, str, str]:
     """(path, relpath, text) of an existing text file under the root, or a clear error."""
     path = run.resolve_path(file, must_exist=True)
     rel = run.relpath(path)
     if not path.is_file():
-        raise ToolError(f"'{rel}' is a directory; give a file", {"error": "not_a_file"})
+        raise ToolError(f"'{rel}' is a directory; give a file", code="not_a_file")
     if (refusal := too_large(path, rel)) is not None:
         raise refusal
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolError(f"'{rel}' is not UTF-8 text", {"error": "unreadable"}) from None
+        raise ToolError(f"'{rel}' is not UTF-8 text", code="unreadable") from None
     return path, rel, text
 
 
@@ -93,7 +85,7 @@ def _missing(args: Any, action: str, *names: str) -> ToolError:
         if "symbol" in missing
         else ""
     )
-    return ToolError(f"action {action} needs {what}{hint}", {"error": "missing_argument", "missing": missing})
+    return ToolError(f"action {action} needs {what}{hint}", code="missing_argument", missing=missing)
 
 
 def position(conn: Any, text: str, spot: Spot) -> Any:
@@ -104,22 +96,22 @@ def position(conn: Any, text: str, spot: Spot) -> Any:
 
 def still_indexing(conn: Any, what: str) -> ToolError:
     """The error for an empty answer of a server that was not ready when asked (its state is said below it)."""
-    return ToolError(f"{conn.server.id} answered no {what} yet", {"error": "indexing"})
+    return ToolError(f"{conn.server.id} answered no {what} yet", code="indexing")
 
 
-async def answer(ctx: Any, args: LspArgs) -> ToolResult:
+async def answer(sup: Any, ctx: Any, args: LspArgs) -> ToolResult:
     """The action's answer, with one line per server that was not ready when asked, and ``ready`` in its data
     (every action that asked a server; `status` says it per server)."""
     token = readiness.ASKED.set({})
     try:
         try:
-            result = await _answer(ctx, args)
+            result = await _answer(sup, ctx, args)
         except ToolError as exc:
             if not readiness.asked_any():
                 raise
             notes = readiness.notes()
             raise ToolError(
-                "\n".join([exc.message, *notes]), {**(exc.data or {}), "ready": not notes}
+                "\n".join([exc.message, *notes]), **{**(exc.data or {}), "ready": not notes}
             ) from None
         if not readiness.asked_any() or result.data is None or "ready" in result.data:
             return result
@@ -129,9 +121,8 @@ async def answer(ctx: Any, args: LspArgs) -> ToolResult:
         readiness.ASKED.reset(token)
 
 
-async def _answer(ctx: Any, args: LspArgs) -> ToolResult:
+async def _answer(sup: Any, ctx: Any, args: LspArgs) -> ToolResult:
     run = ctx.run
-    sup = supervisor(run)
     action = args.action
     if action == "status":
         return await status(run, sup)
@@ -163,7 +154,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         try:
             found = await navigate(run, sup, resolved)
         except ToolError as exc:
-            raise ToolError(f"{said}\n{exc.message}", exc.data) from None
+            raise ToolError(f"{said}\n{exc.message}", **(exc.data or {})) from None
         where = {"file": resolved.file, "line": resolved.line}
         return ToolResult.text(f"{said}\n{found.plain}", {**(found.data or {}), "resolved": where})
     file, line, symbol = args.file, args.line, args.symbol
@@ -173,13 +164,13 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         raise ToolError(
             f"depth is the number of levels of callers, callees, supertypes and subtypes; {args.action} has none. "
             "Leave depth out",
-            {"error": "bad_argument"},
+            code="bad_argument",
         )
     if args.in_file is not None and args.action in ("hover", "code_actions", *HIERARCHY_ACTIONS):
         raise ToolError(
             f"in_file filters the locations of references, definition, type_definition and implementation; "
             f"{args.action} has none. Leave in_file out",
-            {"error": "bad_argument"},
+            code="bad_argument",
         )
     path, rel, text = source_file(run, file)
     find_symbol(text, line, symbol, args.occurrence, rel)  # refused before any server is asked
@@ -196,7 +187,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, capability, None):
             raise NotAnswered(
-                ToolError(f"{conn.server.id} does not offer {noun} answers", {"error": "unsupported"})
+                ToolError(f"{conn.server.id} does not offer {noun} answers", code="unsupported")
             )
         spot = find_symbol(doc.text, line, symbol, args.occurrence, rel)  # the text the server has
         pos = position(conn, doc.text, spot)
@@ -287,7 +278,7 @@ async def code_actions(
     async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "code_action_provider", None):
-            raise ToolError(f"{conn.server.id} does not offer code action answers", {"error": "unsupported"})
+            raise ToolError(f"{conn.server.id} does not offer code action answers", code="unsupported")
         spot = find_symbol(doc.text, line, symbol, occurrence, rel)  # the text the server has
         if conn.pulls:  # the diagnostics on the line are the context of the quick fixes
             await document_diagnostics(
@@ -423,7 +414,7 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
                 why = f"{conn.server.id} showed no analysis of the change to {names} made outside tether yet"
             raise ToolError(
                 f"diagnostics still pending for {rel} after {timeout:g} s ({why}); ask again",
-                {"error": "pending"},
+                code="pending",
             )
         if outside is not None and changed:
             conn.watcher.analysed(outside)
@@ -478,12 +469,12 @@ async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
     )
     if not usable:
         if unchecked and not reasons:
-            raise ToolError(unchecked, {"error": "no_checker", "servers": checkerless})
+            raise ToolError(unchecked, code="no_checker", servers=checkerless)
         why = "; ".join([*reasons, unchecked] if unchecked else reasons)
         raise ToolError(
             f"no project checker applies to this root ({why or 'no language server has its root marker here'}); "
             "ask for diagnostics of one file",
-            {"error": "no_checker"},
+            code="no_checker",
         )
     diags, commands, stopped = [], [], []
     for avail in usable:
@@ -514,9 +505,7 @@ async def document_symbols(sup: Any, conn: Any, doc: Any) -> Any:
     """The server's ``textDocument/documentSymbol`` answer for an open document; refused when it has none."""
     lsp = conn.lsp
     if not getattr(conn.capabilities, "document_symbol_provider", None):
-        raise NotAnswered(
-            ToolError(f"{conn.server.id} does not offer document symbols", {"error": "unsupported"})
-        )
+        raise NotAnswered(ToolError(f"{conn.server.id} does not offer document symbols", code="unsupported"))
     params = lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=doc.uri))
     return await sup.request(conn, "textDocument/documentSymbol", params)
 
@@ -579,7 +568,8 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     if not args.query:
         raise ToolError(
             "action symbols needs query (a name to search the workspace for) or file (for its outline)",
-            {"error": "missing_argument", "missing": ["query"]},
+            code="missing_argument",
+            missing=["query"],
         )
     return await workspace_symbols(run, sup, args.query)
 
@@ -602,7 +592,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     if not targets:
         raise ToolError(
             "no language server is usable at the root (see `lsp` action status); give file to get one file's symbols",
-            {"error": "server_unavailable"},
+            code="server_unavailable",
         )
     found: dict[tuple[str, int, str], dict[str, Any]] = {}
     indexing = False
@@ -624,21 +614,21 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
                     f"{conn.server.id} searches only the projects of open files, and no "
                     f"{'/'.join(conn.server.extensions)} file was found under {run.relpath(conn.root)}; "
                     "give file to get one file's symbols",
-                    {"error": "no_project"},
+                    code="no_project",
                 )
         try:
             result = await sup.request(conn, "workspace/symbol", conn.lsp.WorkspaceSymbolParams(query=query))
         except RequestTimeout as exc:
             raise ToolError(
                 f"{conn.server.id} timed out: {exc}; retry, or raise the run option lsp_request_timeout",
-                {"error": "timeout"},
+                code="timeout",
             ) from None
         except ServerError as exc:
             first = str(exc).strip().splitlines()[:2]
             raise ToolError(
                 f"{conn.server.id} could not search the workspace ({' '.join(first)[:200]}); give file to get "
                 "one file's symbols, or open a file of the project with another lsp action first",
-                {"error": "server_error"},
+                code="server_error",
             ) from None
         indexing |= readiness.was_busy(conn)
         limit = conn.server.workspace_symbol_limit
@@ -670,7 +660,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     )
     if not rows:
         if indexing:
-            raise ToolError(f"no symbols match '{query}' yet", {"error": "indexing"})
+            raise ToolError(f"no symbols match '{query}' yet", code="indexing")
         return ToolResult.text(f"no symbols match '{query}'", {"symbols": [], "total": 0})
     shown, note = cap_items(rows, WORKSPACE_SYMBOLS_CAP, "symbols", "Use a more specific query.")
     if limited:

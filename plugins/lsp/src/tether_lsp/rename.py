@@ -46,7 +46,7 @@ class RenameArgs:
     )
 
 
-async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
+async def rename_handler(sup: Any, ctx: Any, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness, render
     from tether_lsp.edits import plan_workspace_edit, write_planned
@@ -57,12 +57,10 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
         occurrences,
         position,
         source_file,
-        supervisor,
     )
     from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
-    sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
     planned: list[Any] = []  # with preview: the plan, staged once the servers are free again
@@ -70,14 +68,15 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     async def rename(conn: Any, doc: Any) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
-            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
+            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", code="unsupported"))
         # a rename computed while the server still analyses the project could miss uses: wait, else refuse
         state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was renamed: {conn.server.id} still {state}, and a rename computed now could miss "
                 "uses it has not analysed yet; ask again in a few seconds (or raise the run option lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
         old_name = identifier_at(text_lines(doc.text)[spot.line], spot.char, args.symbol)
@@ -102,7 +101,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 ToolError(
                     f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
                     "symbol's name where it is defined or used",
-                    {"error": "nothing_to_rename"},
+                    code="nothing_to_rename",
                 )
             )
         if args.preview:
@@ -231,6 +230,6 @@ def rename_touches(args: RenameArgs) -> list[str]:
     """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
     if IDENT_BREAK.search(args.new_name):
         raise ToolError(
-            f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
+            f"new_name {args.new_name!r} contains whitespace; give a single identifier", code="bad_name"
         )
     return [] if args.preview else [args.file]  # a preview writes nothing: no diagnostics of a write

@@ -212,14 +212,14 @@ class Supervisor:
             known = sorted({e for d in self.definitions() for e in d.extensions})
             raise ToolError(
                 f"no language server handles '{path.suffix or path.name}' files; servers are defined for {', '.join(known)}",
-                {"error": "no_server"},
+                code="no_server",
             )
         enabled = self.in_order([d for d in candidates if self.enabled(d)])
         if not enabled:
             ids = ", ".join(d.id for d in candidates)
             raise ToolError(
                 f"the servers for '{path.suffix}' files ({ids}) are not enabled in this run (run option lsp_servers)",
-                {"error": "no_server"},
+                code="no_server",
             )
         usable, reasons = [], []
         for server in enabled:
@@ -233,7 +233,8 @@ class Supervisor:
         raise ToolError(
             f"no language server can serve '{self.run.relpath(path)}': {'; '.join(reasons)}. "
             "Add the missing root marker or install the server; `lsp` with action status shows every server.",
-            {"error": "server_unavailable", "reasons": reasons},
+            code="server_unavailable",
+            reasons=reasons,
         )
 
     # -- connections ---------------------------------------------------------------------------
@@ -256,7 +257,7 @@ class Supervisor:
             if conn is not None and conn.alive:
                 return conn
             if not retry_failed and key in self.failed:
-                raise ToolError(self.failed[key], {"error": "start_failed"})
+                raise ToolError(self.failed[key], code="start_failed")
             if conn is not None:
                 # a restart: the binary is looked for again. ``avail`` may have been asked while the dead
                 # server still looked alive, and so name the binary it started from, gone since
@@ -266,7 +267,8 @@ class Supervisor:
                     raise ToolError(
                         f"{key[0]} died and cannot be started again: {why}. "
                         "`lsp` with action status shows every server.",
-                        {"error": "server_unavailable", "server": key[0]},
+                        code="server_unavailable",
+                        server=key[0],
                     )
                 assert avail.binary is not None
             reopen = [d.path for d in conn.docs.values()] if conn is not None else []
@@ -283,9 +285,7 @@ class Supervisor:
                 self.failed[key] = (
                     f"{exc}. Check that the server works (`lsp` action status), then retry or reload."
                 )
-                raise ToolError(
-                    self.failed[key], {"error": "start_failed", "server": avail.server.id}
-                ) from None
+                raise ToolError(self.failed[key], code="start_failed", server=avail.server.id) from None
             except (
                 BaseException
             ):  # cancelled mid-start (a bounded caller gave up): leave nothing half-started
@@ -325,7 +325,7 @@ class Supervisor:
                     return exc.stand()
         raise ToolError(
             f"{server_id} no longer serves '{self.run.relpath(path)}' in this run; ask code_actions again",
-            {"error": "server_unavailable"},
+            code="server_unavailable",
         )
 
     async def with_every(
@@ -368,7 +368,7 @@ class Supervisor:
                 if doc is None:
                     raise ToolError(
                         f"'{self.run.relpath(path)}' is not a readable UTF-8 text file",
-                        {"error": "unreadable"},
+                        code="unreadable",
                     )
                 # answers from a half-analysed project are partial: the first analysis is waited for, bounded
                 await conn.first_round(self.run.options.of(LspOptions).lsp_ready_wait)
@@ -380,18 +380,20 @@ class Supervisor:
                     raise ToolError(
                         f"{avail.server.id} died again after a restart{': ' + tail if tail else ''}. "
                         "Try `lsp` action reload, or check the server with action status.",
-                        {"error": "server_died"},
+                        code="server_died",
                     ) from None
                 log.warning("%s died; restarting it", avail.server.id)
             except RequestTimeout as exc:
                 raise ToolError(
                     f"{avail.server.id} timed out: {exc}. The server may be busy indexing a large project; "
                     "retry shortly, or raise the run option lsp_request_timeout.",
-                    {"error": "timeout", "method": exc.method, "timeout": exc.timeout},
+                    code="timeout",
+                    method=exc.method,
+                    timeout=exc.timeout,
                 ) from None
             except ServerError as exc:
                 raise ToolError(
-                    f"{avail.server.id} answered with an error: {exc}", {"error": "server_error"}
+                    f"{avail.server.id} answered with an error: {exc}", code="server_error"
                 ) from None
         raise AssertionError("unreachable")
 

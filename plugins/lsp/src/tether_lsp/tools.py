@@ -8,7 +8,7 @@ Light on purpose: listing the tools (`tether tools`) imports none of the languag
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 from tether.args import arg
@@ -17,6 +17,11 @@ from tether.tools import Tier, Tool, ToolResult
 from tether_lsp.fix import FIX_DESCRIPTION, FixArgs, fix_handler, fix_touches
 from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touches
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
+
+if TYPE_CHECKING:
+    from tether.tools import CallContext
+
+    from tether_lsp.supervisor import Supervisor
 
 DESCRIPTION = (
     "Ask the project's language server. Positions are a line plus the symbol as written on it (never a column). "
@@ -89,26 +94,25 @@ class LspArgs:
     )
 
 
-async def lsp_handler(ctx: Any, args: LspArgs) -> ToolResult:
-    from tether_lsp.queries import answer, supervisor
+async def lsp_handler(sup: Supervisor, ctx: CallContext, args: LspArgs) -> ToolResult:
+    from tether_lsp.queries import answer
 
-    async with supervisor(ctx.run).gate.shared():  # never an answer from a preview's unsaved contents
-        return await answer(ctx, args)
+    async with sup.gate.shared():  # never an answer from a preview's unsaved contents
+        return await answer(sup, ctx, args)
 
 
-def tools_for(run: Any) -> list[Tool]:
-    """The family's tools; ``run`` lets lsp_fix refuse a bad pick before any baseline is taken and lsp_move
-    check its paths against the run's root."""
+def make_tools(sup: Supervisor) -> list[Tool]:
+    """The family's tools, bound to the run's supervisor; lsp_fix refuses a bad pick before any baseline is
+    taken and lsp_move checks its paths against the run's root."""
     return [
-        Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, lsp_handler, family="lsp", parallel_safe=True),
+        Tool("lsp", Tier.READ, DESCRIPTION, LspArgs, functools.partial(lsp_handler, sup), parallel_safe=True),
         # not parallel-safe: two renames computed against the same files would race
         Tool(
             "lsp_rename",
             Tier.WRITE,
             RENAME_DESCRIPTION,
             RenameArgs,
-            rename_handler,
-            family="lsp",
+            functools.partial(rename_handler, sup),
             parallel_safe=False,
             touches=rename_touches,
             stages=True,  # with preview: the rename is staged for resolve
@@ -119,10 +123,9 @@ def tools_for(run: Any) -> list[Tool]:
             Tier.WRITE,
             MOVE_DESCRIPTION,
             MoveArgs,
-            move_handler,
-            family="lsp",
+            functools.partial(move_handler, sup),
             parallel_safe=False,
-            touches=functools.partial(move_touches, run),  # checks the paths against the run's root
+            touches=functools.partial(move_touches, sup.run),  # checks the paths against the run's root
         ),
         # a tool of its own, as lsp_rename: a write, hidden where only reads are offered
         Tool(
@@ -130,9 +133,8 @@ def tools_for(run: Any) -> list[Tool]:
             Tier.WRITE,
             FIX_DESCRIPTION,
             FixArgs,
-            fix_handler,
-            family="lsp",
+            functools.partial(fix_handler, sup),
             parallel_safe=False,
-            touches=functools.partial(fix_touches, run),
+            touches=functools.partial(fix_touches, sup),
         ),
     ]
