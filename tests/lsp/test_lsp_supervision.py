@@ -377,7 +377,7 @@ async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monk
         )
 
 
-def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
+async def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
     """clangd's --use-dirty-headers (a preview's header read from its unsaved contents by the includers) is
     hidden and not in every clangd: one that does not list it would refuse to start with it."""
     from tether_lsp.servers import BUILTIN_SERVERS, supported_args
@@ -390,8 +390,9 @@ def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
     )
     for script in (older, newer):
         script.chmod(0o755)
-    assert supported_args(clangd, str(older)) == ()
-    assert supported_args(clangd, str(newer)) == ("--use-dirty-headers",)
-    assert supported_args(clangd, str(tmp_path / "missing")) == ()
-    if (real := shutil.which("clangd")) is not None:  # Debian's clangd 14 knows it
-        assert supported_args(clangd, real) == ("--use-dirty-headers",)
+    async with tether.open_run(tmp_path) as run:
+        assert await supported_args(run, clangd, str(older)) == ()
+        assert await supported_args(run, clangd, str(newer)) == ("--use-dirty-headers",)
+        assert await supported_args(run, clangd, str(tmp_path / "missing")) == ()
+        if (real := shutil.which("clangd")) is not None:  # Debian's clangd 14 knows it
+            assert await supported_args(run, clangd, real) == ("--use-dirty-headers",)

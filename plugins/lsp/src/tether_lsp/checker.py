@@ -124,8 +124,6 @@ async def run_checker(
 ) -> tuple[list[Diagnostic], str, list[str]]:
     """Run the server's project checker in ``root``; (diagnostics, the command as shown, where it
     stopped reporting)."""
-    from tether.procs import kill_tree
-
     if not server.checker or not server.checker_format:
         raise ToolError(
             f"{server.id} has no project checker; ask for diagnostics of one file at a time (file: 'path/to/file')",
@@ -153,7 +151,7 @@ async def run_checker(
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
-        await asyncio.to_thread(kill_tree, proc.pid, 0.5)
+        await run.stop_process(proc, 0.5)
         raise ToolError(
             f"`{shown}` did not finish within {timeout:g} s and was stopped; raise the run option lsp_checker_timeout "
             "or ask for diagnostics of one file",

@@ -284,7 +284,7 @@ class Connection:
         pipe = asyncio.subprocess.PIPE
         from tether_lsp.servers import supported_args
 
-        optional = self.optional_args = await asyncio.to_thread(supported_args, self.server, self.binary)
+        optional = self.optional_args = await supported_args(self.run, self.server, self.binary)
         try:  # its own session: its whole tree is killed at close
             self.proc = await asyncio.create_subprocess_exec(
                 self.binary,
@@ -537,8 +537,6 @@ class Connection:
 
     async def close(self, grace: float) -> None:
         """shutdown + exit, then kill the tree after ``grace``; never raises, never hangs."""
-        from tether.procs import kill_tree
-
         if self.proc is None:
             return
         if self.proc.returncode is None:
@@ -548,7 +546,7 @@ class Connection:
         self.closing = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.proc.wait(), grace)
-        await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
+        await self.run.stop_process(self.proc, 0.5)
         if self.client is not None:
             await self.client.disconnect(grace)
         for task in self.tasks:

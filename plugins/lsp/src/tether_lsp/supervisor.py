@@ -166,7 +166,7 @@ class Supervisor:
             note = None
         elif server.version_args is not None:
             if binary not in self._versions:
-                self._versions[binary] = await asyncio.to_thread(answers_version, binary, server.version_args)
+                self._versions[binary] = await answers_version(self.run, binary, server.version_args)
             if self._versions[binary]:
                 problems.append(f"binary does not work: {self._versions[binary]}")
         return Availability(server, root, binary, "; ".join(problems) or None, note)
