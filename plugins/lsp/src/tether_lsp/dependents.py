@@ -40,7 +40,8 @@ from typing import Any
 import attrs
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, RequestTimeout, ServerError, message_field
+from tether_lsp.connection import Connection, RequestTimeout, ServerError
+from tether_lsp.messages import message_field
 from tether_lsp.options import LspOptions
 from tether_lsp.watching import SCAN_CAP
 

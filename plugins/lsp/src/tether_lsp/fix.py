@@ -196,9 +196,9 @@ async def fix_handler(sup: Any, ctx: Any, args: FixArgs) -> ToolResult:
     from tether.atomic import Snapshot
 
     from tether_lsp import readiness
+    from tether_lsp.common import source_file
     from tether_lsp.edits import PlannedEdit, plan_workspace_edit, write_planned
     from tether_lsp.positions import find_symbol
-    from tether_lsp.queries import source_file
 
     run = ctx.run
     path, rel, text = source_file(run, args.file)

@@ -117,8 +117,8 @@ def _start(item: Any) -> tuple[int, int]:
 
 async def hierarchy(sup: Any, path: Any, rel: str, args: Any) -> ToolResult:
     """The answer of callers, callees, supertypes or subtypes for the symbol at ``rel``:``args.line``."""
+    from tether_lsp.common import position, still_indexing
     from tether_lsp.connection import ServerError
-    from tether_lsp.queries import position, still_indexing
 
     action = args.action
     kind, method, noun, _ = ACTIONS[action]

@@ -107,7 +107,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
 
 
 async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[Found]:
-    from tether_lsp.queries import workspace_symbols
+    from tether_lsp.symbols import workspace_symbols
 
     result = await workspace_symbols(run, sup, name)
     found = []
@@ -122,7 +122,8 @@ async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[F
 
 
 async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> list[Found]:
-    from tether_lsp.queries import _symbol_kind, document_symbols, source_file
+    from tether_lsp.common import source_file
+    from tether_lsp.symbols import document_symbols, symbol_kind
 
     path, rel, _ = source_file(run, file)
 
@@ -141,7 +142,7 @@ async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> 
                     rng = getattr(s, "selection_range", None) or s.location.range
                     col = from_units(lines.get(doc.path, rng.start.line), rng.start.character, conn.encoding)
                     found.append(
-                        Found(rel, rng.start.line + 1, col + 1, name, _symbol_kind(conn, s.kind), container)
+                        Found(rel, rng.start.line + 1, col + 1, name, symbol_kind(conn, s.kind), container)
                     )
                 walk(getattr(s, "children", None), (*parents, s.name))
 

@@ -32,7 +32,8 @@ from tether.tools import ToolError
 
 from tether_lsp.connection import Connection
 from tether_lsp.options import LspOptions
-from tether_lsp.write_diagnostics import before_write, budget, wait_round, with_change
+from tether_lsp.rounds import budget, wait_round
+from tether_lsp.write_diagnostics import before_write, with_change
 
 DELETED = "a deletion is not previewed; the write reports what it breaks"
 OFF = "previews are off in this run: run option lsp_previews"

@@ -88,7 +88,7 @@ def asked_any() -> bool:
 
 async def wait_ready(conn: Any, timeout: float) -> str | None:
     """Wait (at most ``timeout`` s) until the server is ready; what it is still doing when it is not by then."""
-    from tether_lsp.write_diagnostics import next_check
+    from tether_lsp.rounds import next_check
 
     deadline = time.monotonic() + timeout
     while (state := busy(conn)) is not None:

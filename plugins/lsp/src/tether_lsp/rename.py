@@ -49,15 +49,15 @@ class RenameArgs:
 async def rename_handler(sup: Any, ctx: Any, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness, render
-    from tether_lsp.edits import plan_workspace_edit, write_planned
-    from tether_lsp.positions import find_symbol, text_lines
-    from tether_lsp.queries import (
+    from tether_lsp.common import (
         identifier_at,
         occurrence_lines,
         occurrences,
         position,
         source_file,
     )
+    from tether_lsp.edits import plan_workspace_edit, write_planned
+    from tether_lsp.positions import find_symbol, text_lines
     from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
@@ -189,7 +189,7 @@ OPEN_CAP = 50  # files outside the program opened for one rename; the rest is li
 async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
     """Open the files outside the server's program (of a server that publishes its whole program) that write
     ``name`` as a whole word; the documents opened."""
-    from tether_lsp.queries import occurrences
+    from tether_lsp.common import occurrences
     from tether_lsp.render import uri_to_path
 
     if not conn.server.publishes_program:

@@ -8,12 +8,11 @@ Light on purpose: listing the tools (`tether tools`) imports none of the languag
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-import attrs
-from tether.args import arg
 from tether.tools import Tier, Tool, ToolResult
 
+from tether_lsp.common import LspArgs
 from tether_lsp.fix import FIX_DESCRIPTION, FixArgs, fix_handler, fix_touches
 from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touches
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
@@ -30,68 +29,6 @@ DESCRIPTION = (
     "last four), symbols (query, or file), status, reload. "
     "Locations come back as path:line:col relative to the root with the source line."
 )
-
-Action = Literal[
-    "diagnostics",
-    "definition",
-    "type_definition",
-    "implementation",
-    "references",
-    "hover",
-    "symbols",
-    "code_actions",
-    "callers",
-    "callees",
-    "supertypes",
-    "subtypes",
-    "status",
-    "reload",
-]
-
-
-@attrs.frozen
-class LspArgs:
-    action: Action = arg(  # attrs, not a dataclass
-        'What to ask: diagnostics (file, or "*" for the whole project), definition, type_definition, '
-        "implementation, references, hover, code_actions, callers (the functions that call it), callees (the "
-        "functions it calls), supertypes, subtypes (these take file, line, symbol), symbols (query for a "
-        "workspace search, or file for its outline), status, reload."
-    )
-    file: str | None = arg(
-        'File relative to the root; "*" with diagnostics checks the whole project.',
-        default=None,
-        min_length=1,
-    )
-    line: int | None = arg(
-        "1-based line on which the symbol is written. Without it, symbol is found by name: a qualified name "
-        "(Class.method) among the workspace symbols, or a name declared once in file.",
-        default=None,
-        minimum=1,
-    )
-    symbol: str | None = arg(
-        "The symbol as written on that line (or a substring of it that occurs once there); positions are "
-        "found from this, never from a column.",
-        default=None,
-        min_length=1,
-    )
-    occurrence: int | None = arg(
-        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
-        default=None,
-        minimum=1,
-    )
-    query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
-    depth: int | None = arg(
-        "With callers, callees, supertypes, subtypes: how many levels (1-3, default 1), each indented.",
-        default=None,
-        minimum=1,
-        maximum=3,
-    )
-    in_file: str | None = arg(
-        "With references, definition, type_definition, implementation: only the locations in this file "
-        "(relative to the root), e.g. one that an answer over the cap names.",
-        default=None,
-        min_length=1,
-    )
 
 
 async def lsp_handler(sup: Supervisor, ctx: CallContext, args: LspArgs) -> ToolResult:
