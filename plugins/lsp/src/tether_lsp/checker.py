@@ -8,12 +8,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tether.diagnostics import Diagnostic
 from tether.tools import ToolError
 
 from tether_lsp.servers import ServerDef, find_binary
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 TSC = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$"
@@ -27,13 +30,13 @@ SEV = re.compile(
 )
 
 
-def _rel(run: Any, cwd: Path, file: str) -> str:
+def _rel(run: Run, cwd: Path, file: str) -> str:
     path = Path(file)
     return run.relpath(path if path.is_absolute() else cwd / path)
 
 
 def parse(
-    fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None
+    fmt: str, out: str, run: Run, cwd: Path, server: ServerDef | None = None
 ) -> tuple[list[Diagnostic], list[str]]:
     """The checker's diagnostics, and where it says it stopped reporting (file:line of the Go compiler's
     "too many errors" after its first 10 errors of a package: a cut, not an error). ``server`` gives a
@@ -120,7 +123,7 @@ def parse(
 
 
 async def run_checker(
-    server: ServerDef, root: Path, run: Any, timeout: float
+    server: ServerDef, root: Path, run: Run, timeout: float
 ) -> tuple[list[Diagnostic], str, list[str]]:
     """Run the server's project checker in ``root``; (diagnostics, the command as shown, where it
     stopped reporting)."""

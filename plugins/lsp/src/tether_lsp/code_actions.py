@@ -4,7 +4,7 @@ servers' order, and kept for `lsp_fix` (`tether_lsp.fix.remember`), which applie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.options import CoreOptions
 from tether.tools import ToolError, ToolResult
@@ -15,18 +15,22 @@ from tether_lsp.options import LspOptions
 from tether_lsp.positions import Spot, find_symbol
 from tether_lsp.rounds import document_diagnostics
 
+if TYPE_CHECKING:
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
+
 CODE_ACTIONS_CAP = 30
 FAILURE_CHARS = 200  # of a server's error, said beside another server's code actions
 
 
 async def code_actions(
-    sup: Any, path: Path, rel: str, line: int, symbol: str, occurrence: int | None
+    sup: Supervisor, path: Path, rel: str, line: int, symbol: str, occurrence: int | None
 ) -> ToolResult:
     """The code actions of every server of the file for the symbol, merged in the servers' order, each
     said with its server; a server that has none, or failed, is said too when another one has some."""
     where = f"'{symbol}' at {rel}:{line}"
 
-    async def ask(conn: Any, doc: Any) -> list[dict[str, Any]]:
+    async def ask(conn: Connection, doc: Doc) -> list[tuple[dict[str, Any], Offered]]:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "code_action_provider", None):
             raise ToolError(f"{conn.server.id} does not offer code action answers", code="unsupported")

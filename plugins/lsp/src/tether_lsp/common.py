@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether.args import arg
@@ -19,6 +19,11 @@ from tether.files import split_lines
 from tether.tools import ToolError
 
 from tether_lsp.positions import Spot, text_lines, to_units
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection
 
 Action = Literal[
     "diagnostics",
@@ -83,7 +88,7 @@ class LspArgs:
     )
 
 
-def source_file(run: Any, file: str) -> tuple[Path, str, str]:
+def source_file(run: Run, file: str) -> tuple[Path, str, str]:
     """(path, relpath, text) of an existing text file under the root, or a clear error."""
     from tether_lsp.watching import too_large
 
@@ -100,7 +105,7 @@ def source_file(run: Any, file: str) -> tuple[Path, str, str]:
     return path, rel, text
 
 
-def missing_arguments(args: Any, action: str, *names: str) -> ToolError:
+def missing_arguments(args: LspArgs, action: str, *names: str) -> ToolError:
     """The error for an action called without arguments it needs (those of ``names`` that are None)."""
     missing = [n for n in names if getattr(args, n) is None]
     what = " and ".join(missing)
@@ -112,13 +117,13 @@ def missing_arguments(args: Any, action: str, *names: str) -> ToolError:
     return ToolError(f"action {action} needs {what}{hint}", code="missing_argument", missing=missing)
 
 
-def position(conn: Any, text: str, spot: Spot) -> Any:
+def position(conn: Connection, text: str, spot: Spot) -> Any:
     lines = text_lines(text)
     source = lines[spot.line] if spot.line < len(lines) else ""
     return conn.lsp.Position(line=spot.line, character=to_units(source, spot.char, conn.encoding))
 
 
-def still_indexing(conn: Any, what: str) -> ToolError:
+def still_indexing(conn: Connection, what: str) -> ToolError:
     """The error for an empty answer of a server that was not ready when asked (its state is said below it)."""
     return ToolError(f"{conn.server.id} answered no {what} yet", code="indexing")
 
@@ -139,8 +144,8 @@ def identifier_at(source_line: str, char: int, symbol: str) -> str:
 
 
 def occurrences(
-    conn: Any,
-    run: Any,
+    conn: Connection,
+    run: Run,
     name: str,
     skip: set[Path],
     files: list[Path] | None = None,

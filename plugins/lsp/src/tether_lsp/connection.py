@@ -17,7 +17,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import tracing
@@ -27,6 +27,9 @@ from tether_lsp.options import LspOptions
 from tether_lsp.rounds import BUSY_SAMPLE, BUSY_SHARE, next_check, round_done
 from tether_lsp.servers import ServerDef
 from tether_lsp.watching import SCAN_CAP, Watcher, file_stat, read_text
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
@@ -101,7 +104,7 @@ def tsserver_diagnostic(lsp: Any, d: Mapping[str, Any]) -> Any:
 class Connection:
     """A started server; create with `Connection.start`, end with `close`."""
 
-    def __init__(self, server: ServerDef, binary: str, root: Path, run: Any) -> None:
+    def __init__(self, server: ServerDef, binary: str, root: Path, run: Run) -> None:
         from lsprotocol import types as lsp
 
         self.lsp = lsp

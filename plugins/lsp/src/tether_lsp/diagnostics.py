@@ -3,7 +3,7 @@ complete round), or of the whole project (``"*"``), from the project checkers (`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.diagnostics import sort_diagnostics
 from tether.options import CoreOptions
@@ -15,6 +15,12 @@ from tether_lsp.common import source_file, still_indexing
 from tether_lsp.dependents import changes_seen_by
 from tether_lsp.options import LspOptions
 from tether_lsp.rounds import document_diagnostics
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 
 def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, Any]]:
@@ -30,13 +36,13 @@ def _render_diagnostics(diags: list[Any], scope: str) -> tuple[str, dict[str, An
     return text, {"diagnostics": [d.to_json() for d in shown], "total": len(diags)}
 
 
-async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
+async def file_diagnostics(run: Run, sup: Supervisor, file: str) -> ToolResult:
     """The file's diagnostics from every server that serves it, merged; a server without an answer is said."""
     path, rel, _ = source_file(run, file)
     timeout = sup.run.options.of(CoreOptions).diagnostics_timeout
     unanalysed: list[str] = []  # of the servers that do not analyse this file's folder (gopls: testdata/)
 
-    async def ask(conn: Any, doc: Any) -> list[Any]:
+    async def ask(conn: Connection, doc: Doc) -> list[Any]:
         if note := conn.server.unanalysed(doc.path, conn.root):
             unanalysed.append(note)
         # files a shell changed (found by the query's refresh) that this file can depend on may change
@@ -88,7 +94,7 @@ async def file_diagnostics(run: Any, sup: Any, file: str) -> ToolResult:
     return ToolResult.text("\n".join([text, *notes]), data)
 
 
-async def project_diagnostics(run: Any, sup: Any) -> ToolResult:
+async def project_diagnostics(run: Run, sup: Supervisor) -> ToolResult:
     from tether_lsp.checker import run_checker
 
     # only the servers whose root marker is at the root are spoken of: the others' languages are not there

@@ -11,7 +11,7 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.atomic import Snapshot
@@ -21,6 +21,11 @@ from tether.tools import ToolError
 from tether_lsp.positions import from_units
 from tether_lsp.render import uri_to_path
 from tether_lsp.watching import too_large
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection
 
 
 @attrs.define
@@ -78,7 +83,7 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
 
 
 class Planner:
-    def __init__(self, run: Any, encoding: str) -> None:
+    def __init__(self, run: Run, encoding: str) -> None:
         self.run = run
         self.encoding = encoding
         self.plan = PlannedEdit()
@@ -187,7 +192,7 @@ class Planner:
             self.plan.operations.append(f"deleted {self.run.relpath(path)}")
 
 
-def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] = ()) -> PlannedEdit:
+def plan_workspace_edit(edit: Any, run: Run, encoding: str, then: Sequence[Any] = ()) -> PlannedEdit:
     """The edit planned in memory; ``then``: file operations of our own applied after it (`lsp_move`'s
     rename of the moved file, whose own edits the server wrote against its old path)."""
     planner = Planner(run, encoding)
@@ -206,7 +211,7 @@ def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] 
 
 
 async def write_planned(
-    conns: list[Any], run: Any, plan: PlannedEdit, what: str, expect: Any = ()
+    conns: list[Connection], run: Run, plan: PlannedEdit, what: str, expect: Any = ()
 ) -> dict[Path, Any]:
     """Write a planned WorkspaceEdit, every file or none, and tell the servers ``conns``: the one door of
     the family's writes (`lsp_rename`, `lsp_fix`, `lsp_move`). The originals read for the plan (and
@@ -237,13 +242,13 @@ async def write_planned(
     return writes
 
 
-def renames_offered(conn: Any, operation: str) -> bool:
+def renames_offered(conn: Connection, operation: str) -> bool:
     """Whether the server asked for ``workspace/<operation>RenameFiles`` (its fileOperations capability)."""
     ops = getattr(getattr(conn.capabilities, "workspace", None), "file_operations", None)
     return getattr(ops, f"{operation}_rename", None) is not None
 
 
-def _tell(conn: Any, plan: PlannedEdit, writes: dict[Path, Any]) -> None:
+def _tell(conn: Connection, plan: PlannedEdit, writes: dict[Path, Any]) -> None:
     """A server after a write of ours: open documents get their new text; a renamed file's document is
     closed, the rename notified where the server asked for it (didRenameFiles), the new path opened."""
     from lsprotocol import types as lsp

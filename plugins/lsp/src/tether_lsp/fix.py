@@ -14,13 +14,20 @@ import asyncio
 import contextvars
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 FIX_DESCRIPTION = (
     "Apply one of the code actions (quick fixes, organize imports, ...) that `lsp` code_actions listed for a "
@@ -55,13 +62,13 @@ class Offered:
     title: str
     server: str
     raw: Any  # the CodeAction or Command
-    conn: Any  # the connection that offered it (a restarted server's data would be stale)
+    conn: Connection  # the connection that offered it (a restarted server's data would be stale)
     text: str  # the document's text the server computed it on
     how: str | None  # "edit", "resolve", "command": how lsp_fix applies it; None: it cannot
     why: str  # when it cannot: why
 
 
-def applicability(conn: Any, item: Any) -> tuple[str | None, str]:
+def applicability(conn: Connection, item: Any) -> tuple[str | None, str]:
     """How `lsp_fix` can apply a code action item (a CodeAction, or a bare Command), or why it cannot."""
     disabled = getattr(item, "disabled", None)
     if disabled is not None:
@@ -96,7 +103,7 @@ def place(rel: str, line: int, symbol: str, occurrence: int | None) -> tuple[str
     return (rel, line, symbol, occurrence)
 
 
-def remember(sup: Any, key: tuple[str, int, str, int | None], offered: list[Offered]) -> None:
+def remember(sup: Supervisor, key: tuple[str, int, str, int | None], offered: list[Offered]) -> None:
     """Keep a place's list (the newest replaces the one before), for the last OFFERS_KEPT places."""
     offers: OrderedDict[Any, list[Offered]] = sup.offers
     offers.pop(key, None)
@@ -111,7 +118,7 @@ def listed(offered: list[Offered]) -> str:
     return "; ".join(shown) + more
 
 
-def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
+def pick(sup: Supervisor, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
     """The action asked for, from the place's last list; refused with the fix when there is none, the
     file changed since, or the title or number is not in it."""
     where = f"'{args.symbol}' at {rel}:{args.line}"
@@ -178,7 +185,7 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
     return n, chosen
 
 
-def fix_touches(sup: Any, args: FixArgs) -> list[str]:
+def fix_touches(sup: Supervisor, args: FixArgs) -> list[str]:
     """The file the action was listed for; a bad pick is refused here, before any baseline is taken."""
     from tether_lsp.watching import read_text
 
@@ -191,7 +198,7 @@ def fix_touches(sup: Any, args: FixArgs) -> list[str]:
     return [args.file]
 
 
-async def fix_handler(sup: Any, ctx: Any, args: FixArgs) -> ToolResult:
+async def fix_handler(sup: Supervisor, ctx: CallContext, args: FixArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import Snapshot
 
@@ -206,7 +213,7 @@ async def fix_handler(sup: Any, ctx: Any, args: FixArgs) -> ToolResult:
     n, chosen = pick(sup, args, rel, text)
     shown = f"'{chosen.title}' ({chosen.server})"
 
-    async def fix(conn: Any, doc: Any) -> ToolResult:
+    async def fix(conn: Connection, doc: Doc) -> ToolResult:
         if conn is not chosen.conn:
             raise ToolError(
                 f"{chosen.server} restarted since it offered {shown}; nothing was applied: ask code_actions "
@@ -286,7 +293,7 @@ async def fix_handler(sup: Any, ctx: Any, args: FixArgs) -> ToolResult:
 
 
 async def run_command(
-    sup: Any, conn: Any, run: Any, command: Any, expect: list[Any]
+    sup: Supervisor, conn: Connection, run: Run, command: Any, expect: list[Any]
 ) -> list[tuple[Any, set[Path]]]:
     """Run a code action's command (`workspace/executeCommand`); the edits the server sends back meanwhile
     (`workspace/applyEdit`) are written through the family's write path, each all or nothing, in this

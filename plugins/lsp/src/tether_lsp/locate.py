@@ -4,7 +4,7 @@ in a given file through its document symbols. Several matches are listed, nothin
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.files import split_lines
@@ -12,6 +12,13 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.positions import from_units
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.common import LspArgs
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 QUALIFIER = re.compile(r"\.|::")  # Context.invoke, FlagSet.VarP, Ky.#options, ns::f
 LISTED = 20
@@ -47,10 +54,11 @@ def _contained(container: str, qualifier: str) -> bool:
     return container == qualifier or container.endswith("." + qualifier)
 
 
-async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
+async def locate(run: Run, sup: Supervisor, args: LspArgs) -> tuple[LspArgs, str]:
     """``args`` with file, line and occurrence of its symbol found (and the line said in the answer), or a
     ToolError: the matches when there are several, that there is none, or what to give."""
     symbol = args.symbol
+    assert symbol is not None  # asked only for a symbol given without its line
     qualifier, name = split(symbol)
     if args.file is None and not qualifier:
         raise ToolError(
@@ -106,7 +114,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
     return resolved, said
 
 
-async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[Found]:
+async def _in_workspace(run: Run, sup: Supervisor, qualifier: str, name: str) -> list[Found]:
     from tether_lsp.symbols import workspace_symbols
 
     result = await workspace_symbols(run, sup, name)
@@ -121,13 +129,13 @@ async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[F
     return sorted(set(found), key=lambda f: (f.file, f.line, f.column))
 
 
-async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> list[Found]:
+async def _in_file(run: Run, sup: Supervisor, file: str, qualifier: str, name: str) -> list[Found]:
     from tether_lsp.common import source_file
     from tether_lsp.symbols import document_symbols, symbol_kind
 
     path, rel, _ = source_file(run, file)
 
-    async def outline(conn: Any, doc: Any) -> list[Found]:
+    async def outline(conn: Connection, doc: Doc) -> list[Found]:
         result = await document_symbols(sup, conn, doc)
         lines = render.Lines({doc.path: doc.text})
         found: list[Found] = []

@@ -11,13 +11,20 @@ new one opened). A server that cannot update imports moves nothing, unless ``for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 MOVE_DESCRIPTION = (
     "Move (or rename) one file and update the imports of it in the files that import it, through the "
@@ -42,7 +49,7 @@ class MoveArgs:
     )
 
 
-def checked_paths(run: Any, args: MoveArgs) -> tuple[Path, Path]:
+def checked_paths(run: Run, args: MoveArgs) -> tuple[Path, Path]:
     """The source and destination, absolute; or one clear error (before anything is asked or written)."""
     src = run.resolve_path(args.file, must_exist=True)
     if src.is_dir():
@@ -67,14 +74,14 @@ def checked_paths(run: Any, args: MoveArgs) -> tuple[Path, Path]:
     return src, dst
 
 
-def move_touches(run: Any, args: MoveArgs) -> list[str]:
+def move_touches(run: Run, args: MoveArgs) -> list[str]:
     """The files a move writes for sure (its approval sees them; the importers are approved when known):
     a bad input is refused here, before any server is asked for a baseline."""
     src, dst = checked_paths(run, args)
     return [run.relpath(src), run.relpath(dst)]
 
 
-async def move_handler(sup: Any, ctx: Any, args: MoveArgs) -> ToolResult:
+async def move_handler(sup: Supervisor, ctx: CallContext, args: MoveArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness
     from tether_lsp.supervisor import NotAnswered
@@ -85,7 +92,7 @@ async def move_handler(sup: Any, ctx: Any, args: MoveArgs) -> ToolResult:
 
     from tether_lsp.edits import renames_offered
 
-    async def move(conn: Any, doc: Any) -> ToolResult:
+    async def move(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         if not renames_offered(conn, "will"):
             raise NotAnswered(
@@ -147,7 +154,7 @@ async def move_handler(sup: Any, ctx: Any, args: MoveArgs) -> ToolResult:
 
 
 async def apply(
-    ctx: Any, conns: list[Any], edit: Any, encoding: str, src: Path, dst: Path, updated_by: str | None
+    ctx: CallContext, conns: list[Any], edit: Any, encoding: str, src: Path, dst: Path, updated_by: str | None
 ) -> ToolResult:
     """The server's edit and the move, written all at once; the servers told; the answer."""
     from lsprotocol import types as lsp

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tether.output import cap_text
 from tether.tools import ToolError, ToolResult
@@ -26,6 +26,12 @@ from tether_lsp.common import (
 )
 from tether_lsp.positions import find_symbol, text_lines
 from tether_lsp.supervisor import NotAnswered
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 NAVIGATION = {
     "definition": ("textDocument/definition", "DefinitionParams", "definition_provider", "definition"),
@@ -49,7 +55,7 @@ REFERENCES_CAP = 50
 HOVER_CHARS = 6000
 
 
-async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+async def navigate(run: Run, sup: Supervisor, args: LspArgs) -> ToolResult:
     if args.line is None and args.symbol is not None:
         # a qualified name, or a name declared once in the file: its line is found, nothing is guessed
         from tether_lsp.locate import locate
@@ -87,7 +93,7 @@ async def navigate(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     method, params_name, capability, noun = NAVIGATION[args.action]
     in_rel = run.relpath(run.resolve_path(args.in_file)) if args.in_file is not None else None
 
-    async def ask(conn: Any, doc: Any) -> ToolResult:
+    async def ask(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, capability, None):
             raise NotAnswered(

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.diagnostics import PreviewDiagnostics
 from tether.options import CoreOptions
@@ -34,6 +34,11 @@ from tether_lsp.connection import Connection
 from tether_lsp.options import LspOptions
 from tether_lsp.rounds import budget, wait_round
 from tether_lsp.write_diagnostics import before_write, with_change
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.supervisor import Supervisor
 
 DELETED = "a deletion is not previewed; the write reports what it breaks"
 OFF = "previews are off in this run: run option lsp_previews"
@@ -47,7 +52,7 @@ def why_late(conn: Connection, timeout: float) -> str:
 
 
 async def preview(
-    run: Any, sup: Any, contents: Mapping[str, str | None], call_id: str
+    run: Run, sup: Supervisor, contents: Mapping[str, str | None], call_id: str
 ) -> PreviewDiagnostics | None:
     served = []
     for rel in sorted(contents):
@@ -101,7 +106,7 @@ async def preview(
 
 
 def put_back(
-    sup: Any,
+    sup: Supervisor,
     held: list[tuple[Connection, Callable[[], None]]],
     dependents: Iterable[tuple[str, Path, Connection]] = (),
 ) -> None:
@@ -119,7 +124,7 @@ def put_back(
     sup.putting_back = asyncio.create_task(_settle(sup, marks, time.monotonic()))
 
 
-async def _settle(sup: Any, marks: list[tuple[Connection, Any]], began: float) -> float:
+async def _settle(sup: Supervisor, marks: list[tuple[Connection, Any]], began: float) -> float:
     """The servers' round after the putting back, waited for (bounded); the gate released after it. The seconds
     it took."""
     cap = sup.run.options.of(CoreOptions).diagnostics_timeout

@@ -4,7 +4,7 @@ line each answer says per server that was not ready when asked (`tether_lsp.read
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tether.tools import ToolError, ToolResult
 
@@ -15,8 +15,13 @@ from tether_lsp.navigation import navigate
 from tether_lsp.status import status
 from tether_lsp.symbols import symbols
 
+if TYPE_CHECKING:
+    from tether.tools import CallContext
 
-async def answer(sup: Any, ctx: Any, args: LspArgs) -> ToolResult:
+    from tether_lsp.supervisor import Supervisor
+
+
+async def answer(sup: Supervisor, ctx: CallContext, args: LspArgs) -> ToolResult:
     """The action's answer, with one line per server that was not ready when asked, and ``ready`` in its data
     (every action that asked a server; `status` says it per server)."""
     token = readiness.ASKED.set({})
@@ -38,7 +43,7 @@ async def answer(sup: Any, ctx: Any, args: LspArgs) -> ToolResult:
         readiness.ASKED.reset(token)
 
 
-async def _answer(sup: Any, ctx: Any, args: LspArgs) -> ToolResult:
+async def _answer(sup: Supervisor, ctx: CallContext, args: LspArgs) -> ToolResult:
     run = ctx.run
     action = args.action
     if action == "status":

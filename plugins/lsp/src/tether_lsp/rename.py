@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.edits import PlannedEdit
+    from tether_lsp.supervisor import Supervisor
 
 RENAME_DESCRIPTION = (
     "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
@@ -46,7 +54,7 @@ class RenameArgs:
     )
 
 
-async def rename_handler(sup: Any, ctx: Any, args: RenameArgs) -> ToolResult:
+async def rename_handler(sup: Supervisor, ctx: CallContext, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness, render
     from tether_lsp.common import (
@@ -65,7 +73,7 @@ async def rename_handler(sup: Any, ctx: Any, args: RenameArgs) -> ToolResult:
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
     planned: list[Any] = []  # with preview: the plan, staged once the servers are free again
 
-    async def rename(conn: Any, doc: Any) -> ToolResult:
+    async def rename(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
             raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", code="unsupported"))
@@ -160,7 +168,7 @@ async def rename_handler(sup: Any, ctx: Any, args: RenameArgs) -> ToolResult:
     return await _staged(run, planned[0], answer)
 
 
-async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
+async def _staged(run: Run, plan: PlannedEdit, answer: ToolResult) -> ToolResult:
     """A previewed rename: staged through the run's one door (its drift check and all-or-nothing `resolve`),
     with what it would introduce (the servers are free again: the preview holds them alone)."""
     from tether.staging import diff_lines, preview
@@ -186,7 +194,7 @@ async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
 OPEN_CAP = 50  # files outside the program opened for one rename; the rest is listed as not renamed
 
 
-async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
+async def open_mentions(conn: Connection, run: Run, name: str) -> list[Any]:
     """Open the files outside the server's program (of a server that publishes its whole program) that write
     ``name`` as a whole word; the documents opened."""
     from tether_lsp.common import occurrences
@@ -204,7 +212,7 @@ async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
     return opened
 
 
-def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
+def kept_names(edit: Any, run: Run, old: str, new: str) -> list[tuple[str, int, str]]:
     """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
     an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
     from tether_lsp.render import uri_to_path

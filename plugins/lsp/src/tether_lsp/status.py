@@ -3,15 +3,21 @@ defined, with whether it is enabled and available at the root and why not."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tether.tools import ToolResult
 
 from tether_lsp import readiness
 from tether_lsp.watching import POLL_INTERVAL, SCAN_CAP
 
+if TYPE_CHECKING:
+    from tether.run import Run
 
-async def status(run: Any, sup: Any) -> ToolResult:
+    from tether_lsp.connection import Connection
+    from tether_lsp.supervisor import Supervisor
+
+
+async def status(run: Run, sup: Supervisor) -> ToolResult:
     running = []
     alive = [conn for conn in sup.connections.values() if conn.alive]
     for conn in alive:
@@ -78,7 +84,7 @@ async def status(run: Any, sup: Any) -> ToolResult:
     return ToolResult.text("\n".join(lines), {"running": running, "servers": servers})
 
 
-def _rounds_note(conn: Any) -> str:
+def _rounds_note(conn: Connection) -> str:
     """Said of a server read by another round rule than its definition's (`ServerDef.round_titles`)."""
     if conn.rounds == conn.server.rounds:
         return ""

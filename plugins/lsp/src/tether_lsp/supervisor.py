@@ -19,8 +19,11 @@ from tether_lsp.options import LspOptions
 
 # created when the run lists its tools: the servers' machinery loads at the first query
 if TYPE_CHECKING:
+    from tether.run import Run
+
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.servers import Availability, ServerDef
+    from tether_lsp.write_diagnostics import Baseline
 
 log = logging.getLogger("tether.lsp")
 
@@ -99,14 +102,14 @@ class Gate:
 class Supervisor:
     """One per run. Cheap to create: nothing starts before the first query."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
         self.connections: dict[tuple[str, Path], Connection] = {}
         self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
         self._versions: dict[str, str | None] = {}
         self._definitions: list[ServerDef] | None = None
         # per write (call id): known diagnostics before it
-        self.baselines: dict[str, dict[str, list[Any]]] = {}
+        self.baselines: dict[str, Baseline] = {}
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         # the last code_actions list of each place, for lsp_fix (tether_lsp.fix.remember)
         self.offers: OrderedDict[tuple[str, int, str, int | None], list[Any]] = OrderedDict()

@@ -3,7 +3,7 @@ the servers at the root, merged; `tether_lsp.locate` finds a symbol given withou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.output import cap_items
 from tether.tools import ToolError, ToolResult
@@ -15,6 +15,12 @@ from tether_lsp.options import LspOptions
 from tether_lsp.positions import from_units
 from tether_lsp.rounds import wait_round
 from tether_lsp.supervisor import NotAnswered
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
@@ -29,14 +35,14 @@ OUTLINE_KINDS = LOCAL_SCOPES | {
 }  # kept over the cap
 
 
-def symbol_kind(conn: Any, kind: Any) -> str:
+def symbol_kind(conn: Connection, kind: Any) -> str:
     try:
         return conn.lsp.SymbolKind(kind).name.lower()
     except ValueError:
         return "symbol"
 
 
-async def document_symbols(sup: Any, conn: Any, doc: Any) -> Any:
+async def document_symbols(sup: Supervisor, conn: Connection, doc: Doc) -> Any:
     """The server's ``textDocument/documentSymbol`` answer for an open document; refused when it has none."""
     lsp = conn.lsp
     if not getattr(conn.capabilities, "document_symbol_provider", None):
@@ -45,11 +51,11 @@ async def document_symbols(sup: Any, conn: Any, doc: Any) -> Any:
     return await sup.request(conn, "textDocument/documentSymbol", params)
 
 
-async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
+async def symbols(run: Run, sup: Supervisor, args: LspArgs) -> ToolResult:
     if args.file is not None and args.file != "*":
         path, rel, _ = source_file(run, args.file)
 
-        async def outline(conn: Any, doc: Any) -> ToolResult:
+        async def outline(conn: Connection, doc: Doc) -> ToolResult:
             result = await document_symbols(sup, conn, doc)
             lines = render.Lines({doc.path: doc.text})
             # (line, data, tier): 0 top-level symbols, classes, functions and methods; 1 other members of a
@@ -109,7 +115,7 @@ async def symbols(run: Any, sup: Any, args: LspArgs) -> ToolResult:
     return await workspace_symbols(run, sup, args.query)
 
 
-async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
+async def workspace_symbols(run: Run, sup: Supervisor, query: str) -> ToolResult:
     # the servers to ask, in the order of lsp_servers (else of the definitions): those running, and when none of
     # them searches the workspace, the first usable one at the root that does
     enabled = sup.in_order([d for d in sup.definitions() if sup.enabled(d)])
@@ -213,7 +219,7 @@ async def workspace_symbols(run: Any, sup: Any, query: str) -> ToolResult:
     )
 
 
-async def outside_changes_seen(run: Any, sup: Any, conn: Any) -> None:
+async def outside_changes_seen(run: Run, sup: Supervisor, conn: Connection) -> None:
     """Wait (at most lsp_ready_wait) for the server's round after the files a shell changed (found by the
     query's refresh): basedpyright adds a new file to its program a moment after it is told, and a search
     asked before then missed its symbols. A round that does not come makes the answer say it may be
@@ -229,11 +235,11 @@ async def outside_changes_seen(run: Any, sup: Any, conn: Any) -> None:
     readiness.pending(conn, f"analysing the change to {names} made outside tether")
 
 
-def _searches(conn: Any) -> bool:
+def _searches(conn: Connection) -> bool:
     return bool(getattr(conn.capabilities, "workspace_symbol_provider", None))
 
 
-def open_some_file(conn: Any) -> Any:
+def open_some_file(conn: Connection) -> Doc | None:
     """Open the source file nearest to the server's root (its first extension first, e.g. src/index.ts) so
     that a server which searches only the projects of open files (tsserver: "No Project") has one. The
     files are the watcher's, scanned at the server's start and by the query's refresh (off the loop)."""

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.diagnostics import Diagnostic, WriteDiagnostics
@@ -35,6 +35,11 @@ from tether_lsp.connection import Connection, Mark, RequestTimeout, ServerDied, 
 from tether_lsp.dependents import Importers, importers, importers_checked, importers_note, open_dependents
 from tether_lsp.options import LspOptions
 from tether_lsp.rounds import budget, document_diagnostics, wait_round
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.supervisor import Supervisor
 
 
 @attrs.define
@@ -62,7 +67,7 @@ def _convert(conn: Connection, path: Path, items: list[Any]) -> list[Diagnostic]
     return render.diagnostics(items, path, conn.run, conn.encoding, lines, source=conn.server.id)
 
 
-def _published(sup: Any, conn: Connection) -> dict[str, list[Diagnostic]]:
+def _published(sup: Supervisor, conn: Connection) -> dict[str, list[Diagnostic]]:
     """The connection's last published diagnostics per file under the root."""
     out: dict[str, list[Diagnostic]] = {}
     for uri, pub in list(conn.published.items()):
@@ -72,7 +77,7 @@ def _published(sup: Any, conn: Connection) -> dict[str, list[Diagnostic]]:
     return out
 
 
-def _published_since(sup: Any, conn: Connection, mark: Mark) -> set[str]:
+def _published_since(sup: Supervisor, conn: Connection, mark: Mark) -> set[str]:
     """The files the connection published after ``mark``."""
     paths = (render.uri_to_path(uri) for uri, pub in list(conn.published.items()) if pub.seq > mark.seq)
     return {sup.run.relpath(p) for p in paths if p is not None and p.is_relative_to(sup.run.root)}
@@ -82,7 +87,7 @@ def _errors(diags: list[Diagnostic]) -> int:
     return sum(d.severity == "error" for d in diags)
 
 
-async def _connections_for(sup: Any, path: Path) -> list[Connection]:
+async def _connections_for(sup: Supervisor, path: Path) -> list[Connection]:
     """The running servers of a file, every one that serves it (a server whose start fails is left out)."""
     try:
         avails = await sup.serving(path)
@@ -98,7 +103,7 @@ async def _connections_for(sup: Any, path: Path) -> list[Connection]:
 
 
 async def _current(
-    sup: Any, conn: Connection, path: Path, deadline: float, quiet: float, after: Mark | None = None
+    sup: Supervisor, conn: Connection, path: Path, deadline: float, quiet: float, after: Mark | None = None
 ) -> list[Any] | None:
     """The file's diagnostics from a complete round after its current content (and after ``after``: see
     `document_diagnostics`); None when not in time."""
@@ -120,7 +125,7 @@ async def _current(
         return None
 
 
-async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path, Connection]]:
+async def _files_and_servers(sup: Supervisor, paths: list[str]) -> list[tuple[str, Path, Connection]]:
     """(file, path, server) for every written file and each of its servers."""
     out = []
     for rel in paths:
@@ -130,7 +135,7 @@ async def _files_and_servers(sup: Any, paths: list[str]) -> list[tuple[str, Path
 
 
 async def _pull_others(
-    sup: Any, conn: Connection, mine: list[Path], written: set[Path], deadline: float, quiet: float
+    sup: Supervisor, conn: Connection, mine: list[Path], written: set[Path], deadline: float, quiet: float
 ) -> tuple[Importers | None, list[Path]]:
     """A server whose diagnostics are asked for is asked for its other open documents too, and for the files
     importing ``mine``, its written files (before and after the write alike, so both sides are of the same
@@ -167,13 +172,15 @@ def _shown(rel: str, conn: Connection, targets: list[tuple[str, Path, Connection
     return f"{rel} ({conn.server.id})" if several else rel
 
 
-def _quiet(sup: Any, conns: list[Connection]) -> dict[int, float]:
+def _quiet(sup: Supervisor, conns: list[Connection]) -> dict[int, float]:
     """How long each server may show no sign of work before the wait for it ends: its budget from its
     measured rounds (a working server is waited for up to diagnostics_timeout)."""
     return {id(c): budget(c, sup.run.options.of(CoreOptions).diagnostics_timeout) for c in conns}
 
 
-async def before_write(run: Any, sup: Any, paths: list[str], call_id: str) -> dict[str, list[Diagnostic]]:
+async def before_write(
+    run: Run, sup: Supervisor, paths: list[str], call_id: str
+) -> dict[str, list[Diagnostic]]:
     deadline = time.monotonic() + sup.run.options.of(CoreOptions).diagnostics_timeout
     targets = await _files_and_servers(sup, paths)
     quiet = _quiet(sup, [c for _, _, c in targets])
@@ -266,15 +273,15 @@ def told_from_disk(conn: Connection, path: Path) -> None:
     conn.watcher.files_changed([path])
 
 
-async def after_write(run: Any, sup: Any, paths: list[str], call_id: str) -> WriteDiagnostics:
+async def after_write(run: Run, sup: Supervisor, paths: list[str], call_id: str) -> WriteDiagnostics:
     """Each file's latest set, merged over its servers: the written files, and every other file whose
     diagnostics changed at a server that has a "before" for it."""
     return (await with_change(run, sup, paths, call_id, told_from_disk)).diagnostics
 
 
 async def with_change(
-    run: Any,
-    sup: Any,
+    run: Run,
+    sup: Supervisor,
     paths: list[str],
     call_id: str,
     tell: Callable[[Connection, Path], None],
