@@ -163,7 +163,10 @@ async def test_a_header_preview_on_a_clangd_that_reads_headers_from_disk_says_it
     cannot see what it breaks there, and says so instead of answering "nothing would be introduced"."""
     import tether_lsp.servers
 
-    monkeypatch.setattr(tether_lsp.servers, "supported_args", lambda server, binary: ())
+    async def knows_none(run, server, binary):
+        return ()
+
+    monkeypatch.setattr(tether_lsp.servers, "supported_args", knows_none)
     text = (cjson_root / "cJSON.h").read_text()
     async with tether.open_run(cjson_root, plugins=[tether.files]) as run:
         r = await run.call("write", {"path": "cJSON.h", "content": text.replace(*PROTOTYPE), "dry_run": True})

@@ -203,7 +203,7 @@ async def test_code_actions_are_bounded_and_one_servers_crash_waits_for_the_othe
     unexpected error of one server is raised only once the other server's request is done: nothing of
     the call is left running behind its answer."""
     from tether.tools import ToolError
-    from tether_lsp import queries
+    from tether_lsp import code_actions
     from tether_lsp.supervisor import Supervisor
 
     (py_root / "pkg/extra.py").write_text(
@@ -222,7 +222,7 @@ async def test_code_actions_are_bounded_and_one_servers_crash_waits_for_the_othe
         return answer
 
     monkeypatch.setattr(Supervisor, "_on", spy)
-    monkeypatch.setattr(queries, "CODE_ACTIONS_CAP", 2)
+    monkeypatch.setattr(code_actions, "CODE_ACTIONS_CAP", 2)
     async with tether.open_run(py_root, options=BOTH) as run:
         r = await run.call("lsp", ask)
         assert not r.is_error, r.plain

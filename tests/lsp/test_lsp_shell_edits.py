@@ -141,7 +141,7 @@ async def test_a_shell_edit_of_a_file_the_asked_one_cannot_import_is_not_waited_
     """basedpyright starts no round for a change of a file nothing open imports: a wait for one would end
     only on the fallback's quiet (made to outlast diagnostics_timeout here, once the first answer is in),
     and then blame the change. The file read shows a cannot import it, so the answer is given at once."""
-    from tether_lsp import write_diagnostics
+    from tether_lsp import rounds
 
     root = project_py
     (root / "pkg" / "unrelated.py").write_text("u = 1\n")
@@ -149,7 +149,7 @@ async def test_a_shell_edit_of_a_file_the_asked_one_cannot_import_is_not_waited_
         diagnose = {"action": "diagnostics", "file": "pkg/a.py"}
         first = await run.call("lsp", diagnose)
         assert first.plain == "no errors or warnings in pkg/a.py", first.plain
-        monkeypatch.setattr(write_diagnostics, "PROGRESS_FALLBACK_SEEN", 600.0)
+        monkeypatch.setattr(rounds, "PROGRESS_FALLBACK_SEEN", 600.0)
         (root / "pkg" / "unrelated.py").write_text("u = 2\n")  # a shell's edit (`sed -i`)
         started = time.monotonic()
         answer = await run.call("lsp", diagnose)

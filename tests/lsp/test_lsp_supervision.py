@@ -12,6 +12,8 @@ import attrs
 import psutil
 import tether
 from tether.hookspecs import hookimpl
+from tether.options import CoreOptions
+from tether_lsp.options import LspOptions
 from tether_lsp.servers import BUILTIN_SERVERS, PY_MARKERS
 
 
@@ -83,7 +85,8 @@ async def test_files_changed_on_disk_behind_the_servers_back_are_seen(py_root):
 
 def set_options(run, **changes):
     """Options are structured once at open; a test that changes one mid-run structures them again."""
-    run.options = run.option_registry.structure({**run.options, **changes}, run.root, set())
+    given = {**attrs.asdict(run.options.of(CoreOptions)), **attrs.asdict(run.options.of(LspOptions))}
+    run.options = run.option_registry.structure({**given, **changes}, run.root, set())
 
 
 async def test_a_request_that_times_out_says_so_and_the_server_stays_usable(py_root):
@@ -374,7 +377,7 @@ async def test_a_missing_typescript_server_says_how_to_install_it(tmp_path, monk
         )
 
 
-def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
+async def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
     """clangd's --use-dirty-headers (a preview's header read from its unsaved contents by the includers) is
     hidden and not in every clangd: one that does not list it would refuse to start with it."""
     from tether_lsp.servers import BUILTIN_SERVERS, supported_args
@@ -387,8 +390,9 @@ def test_an_optional_argument_is_given_only_to_a_binary_that_knows_it(tmp_path):
     )
     for script in (older, newer):
         script.chmod(0o755)
-    assert supported_args(clangd, str(older)) == ()
-    assert supported_args(clangd, str(newer)) == ("--use-dirty-headers",)
-    assert supported_args(clangd, str(tmp_path / "missing")) == ()
-    if (real := shutil.which("clangd")) is not None:  # Debian's clangd 14 knows it
-        assert supported_args(clangd, real) == ("--use-dirty-headers",)
+    async with tether.open_run(tmp_path) as run:
+        assert await supported_args(run, clangd, str(older)) == ()
+        assert await supported_args(run, clangd, str(newer)) == ("--use-dirty-headers",)
+        assert await supported_args(run, clangd, str(tmp_path / "missing")) == ()
+        if (real := shutil.which("clangd")) is not None:  # Debian's clangd 14 knows it
+            assert await supported_args(run, clangd, real) == ("--use-dirty-headers",)

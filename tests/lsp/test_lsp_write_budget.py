@@ -8,8 +8,8 @@ import time
 
 import tether
 import tether.files
-from tether_lsp import write_diagnostics
-from tether_lsp.write_diagnostics import ROUND_FLOOR
+from tether_lsp import rounds
+from tether_lsp.rounds import ROUND_FLOOR
 
 
 def basedpyright(run):
@@ -24,12 +24,12 @@ async def test_a_write_waits_for_what_the_servers_rounds_take_not_the_whole_time
         r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})
         assert not r.is_error, r.plain
         conn = basedpyright(run)
-        assert write_diagnostics.budget(conn, 90) == 90  # nothing measured yet: the whole bound
+        assert rounds.budget(conn, 90) == 90  # nothing measured yet: the whole bound
         for i in range(3):
             r = await run.call("write", {"path": "pkg/util.py", "content": samples.UTIL + f"\nX{i} = {i}\n"})
             assert not r.is_error and "pending" not in r.plain, r.plain
         assert conn.round_times and all(0 < t < 90 for t in conn.round_times), conn.round_times
-        budget = write_diagnostics.budget(conn, 90)
+        budget = rounds.budget(conn, 90)
         assert ROUND_FLOOR <= budget < 90, conn.round_times
         # a server that stops answering (no publish, no progress) costs the write its budget, not the 90 s
         # of diagnostics_timeout; one that is working gets the whole bound
@@ -63,7 +63,7 @@ async def test_a_server_computing_without_a_word_is_working_and_its_quiet_counts
     from tether_lsp.connection import Connection
     from tether_lsp.servers import BUILTIN_SERVERS
 
-    monkeypatch.setattr(write_diagnostics, "PROGRESS_FALLBACK_SEEN", 1.0)
+    monkeypatch.setattr(rounds, "PROGRESS_FALLBACK_SEEN", 1.0)
     server = next(d for d in BUILTIN_SERVERS if d.id == "basedpyright")
     # the server's process, as the connection sees it: one that computes and sends nothing
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -73,14 +73,14 @@ async def test_a_server_computing_without_a_word_is_working_and_its_quiet_counts
             conn.proc = burner
             conn.begins = 1  # rounds were seen: a change with no round of its own waits the fallback quiet
             mark = conn.mark()
-            done = await write_diagnostics.wait_round(conn, mark, 4.0)
+            done = await rounds.wait_round(conn, mark, 4.0)
             assert done is not counts, (definition.cpu_is_work, done)
         os.kill(burner.pid, signal.SIGSTOP)  # it stops computing: the quiet counts from its last use
         conn = Connection(server, "basedpyright-langserver", tmp_path, None)
         conn.proc, conn.begins = burner, 1
         await asyncio.sleep(0.3)
         mark = conn.mark()
-        assert await write_diagnostics.wait_round(conn, mark, 60.0)
+        assert await rounds.wait_round(conn, mark, 60.0)
     finally:
         burner.kill()
         burner.wait()

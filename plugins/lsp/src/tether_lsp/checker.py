@@ -8,12 +8,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tether.diagnostics import Diagnostic
 from tether.tools import ToolError
 
 from tether_lsp.servers import ServerDef, find_binary
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 TSC = re.compile(
     r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|warning|message) (?P<code>TS\d+): (?P<msg>.*)$"
@@ -27,13 +30,13 @@ SEV = re.compile(
 )
 
 
-def _rel(run: Any, cwd: Path, file: str) -> str:
+def _rel(run: Run, cwd: Path, file: str) -> str:
     path = Path(file)
     return run.relpath(path if path.is_absolute() else cwd / path)
 
 
 def parse(
-    fmt: str, out: str, run: Any, cwd: Path, server: ServerDef | None = None
+    fmt: str, out: str, run: Run, cwd: Path, server: ServerDef | None = None
 ) -> tuple[list[Diagnostic], list[str]]:
     """The checker's diagnostics, and where it says it stopped reporting (file:line of the Go compiler's
     "too many errors" after its first 10 errors of a package: a cut, not an error). ``server`` gives a
@@ -120,23 +123,21 @@ def parse(
 
 
 async def run_checker(
-    server: ServerDef, root: Path, run: Any, timeout: float
+    server: ServerDef, root: Path, run: Run, timeout: float
 ) -> tuple[list[Diagnostic], str, list[str]]:
     """Run the server's project checker in ``root``; (diagnostics, the command as shown, where it
     stopped reporting)."""
-    from tether.procs import kill_tree
-
     if not server.checker or not server.checker_format:
         raise ToolError(
             f"{server.id} has no project checker; ask for diagnostics of one file at a time (file: 'path/to/file')",
-            {"error": "no_checker"},
+            code="no_checker",
         )
     binary = find_binary(server.checker[0], [root, run.root], trusted=run.trusted)
     if binary is None:
         raise ToolError(
             f"the project checker `{server.checker[0]}` of {server.id} is not installed; install it or ask for "
             "diagnostics of one file at a time",
-            {"error": "checker_missing"},
+            code="checker_missing",
         )
     shown = " ".join(server.checker)
     proc = await asyncio.create_subprocess_exec(
@@ -153,11 +154,11 @@ async def run_checker(
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
-        await asyncio.to_thread(kill_tree, proc.pid, 0.5)
+        await run.stop_process(proc, 0.5)
         raise ToolError(
             f"`{shown}` did not finish within {timeout:g} s and was stopped; raise the run option lsp_checker_timeout "
             "or ask for diagnostics of one file",
-            {"error": "timeout"},
+            code="timeout",
         ) from None
     text = out.decode(errors="replace") + "\n" + err.decode(errors="replace")
     try:
@@ -172,6 +173,6 @@ async def run_checker(
         tail = text.strip()[-500:]
         raise ToolError(
             f"could not read the output of `{shown}` (exit {proc.returncode}): {tail}",
-            {"error": "checker_output"},
+            code="checker_output",
         ) from None
     return diags, shown, stopped

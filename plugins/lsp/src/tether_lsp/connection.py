@@ -3,7 +3,8 @@
 pygls' LanguageClient does the JSON-RPC over the pipes of a process started here (`tether_lsp.client`);
 this wraps its known traps: nobody reads the server's stderr (a chatty server stalls once the pipe
 fills), a request has no timeout of its own, and a server that dies leaves its requests waiting (each
-request here also waits for the process's exit). Every wait here has a bound.
+request here also waits for the process's exit). Every wait here has a bound. What the server sends on
+its own (publishes, progress, settings asked for) is answered in `tether_lsp.messages`.
 """
 
 from __future__ import annotations
@@ -11,34 +12,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import tracing
 
+from tether_lsp.messages import OWN_PROGRESS, client_capabilities, message_field, register_handlers
+from tether_lsp.options import LspOptions
+from tether_lsp.rounds import BUSY_SAMPLE, BUSY_SHARE, next_check, round_done
 from tether_lsp.servers import ServerDef
 from tether_lsp.watching import SCAN_CAP, Watcher, file_stat, read_text
 
-log = logging.getLogger("tether.lsp")
+if TYPE_CHECKING:
+    from tether.run import Run
 
 # tsserver's own answers for one open file's current text (the kinds tether shows: errors and warnings)
 TSSERVER_PULLS = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
-ROUNDS_KEPT = 8  # round times kept per server, for the budget of a write (write_diagnostics.budget)
-# A server whose CPU use counts as work (ServerDef.cpu_is_work) is sampled at most every BUSY_SAMPLE s while
-# a wait goes on; a share of one core of at least BUSY_SHARE between two samples is work. Measured on
-# click: basedpyright's processes use 0.000 of a core once a round is over, and on a loaded machine a
-# starved one can compute for seconds between its publishes and its round's progress begin.
-BUSY_SAMPLE = 0.25
-BUSY_SHARE = 0.02
-
-
-OWN_PROGRESS = "tether-progress-"  # the prefix of the work-done tokens tether gives its requests
+ROUNDS_KEPT = 8  # round times kept per server, for the budget of a write (rounds.budget)
 
 
 class ServerDied(Exception):
@@ -90,13 +85,6 @@ class Published:
     seq: int
 
 
-def message_field(obj: Any, name: str, default: Any = None) -> Any:
-    """A field of a message whose params pygls may hand over as an object or as a plain dict."""
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
 def tsserver_diagnostic(lsp: Any, d: Mapping[str, Any]) -> Any:
     """A tsserver diagnostic (1-based line and UTF-16 offset) as typescript-language-server publishes it."""
 
@@ -116,7 +104,7 @@ def tsserver_diagnostic(lsp: Any, d: Mapping[str, Any]) -> Any:
 class Connection:
     """A started server; create with `Connection.start`, end with `close`."""
 
-    def __init__(self, server: ServerDef, binary: str, root: Path, run: Any) -> None:
+    def __init__(self, server: ServerDef, binary: str, root: Path, run: Run) -> None:
         from lsprotocol import types as lsp
 
         self.lsp = lsp
@@ -208,7 +196,7 @@ class Connection:
         """When the server was last seen working: its last publish or progress event or, for a server whose
         CPU use counts as work (ServerDef.cpu_is_work), the last sample that found its processes using at least
         BUSY_SHARE of a core since the one before (sampled here, at most every BUSY_SAMPLE s: a wait that
-        relies on this wakes that often, see `write_diagnostics.next_check`)."""
+        relies on this wakes that often, see `rounds.next_check`)."""
         if not self.server.cpu_is_work or self.pid is None:
             return self.last_event
         now = time.monotonic()
@@ -247,15 +235,11 @@ class Connection:
         if grace is not None and opened is not None and self.first_end is None:
             # the project's load (tsserver: from the first open document) has not ended
             return bool(self.begins) or time.monotonic() - opened < grace
-        from tether_lsp.write_diagnostics import round_done  # the round rule is diagnostics on write's
-
         return self.rounds == "progress" and self.begins == 0 and not round_done(self, self.start_mark)
 
     async def first_round(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) for the end of the server's first analysis of the project; False
         when it has not ended. Later rounds are not waited for: their answers say they may be incomplete."""
-        from tether_lsp.write_diagnostics import next_check
-
         deadline = time.monotonic() + timeout
         while not self.analysed:
             if not self.indexing:
@@ -274,7 +258,7 @@ class Connection:
 
         lsp = self.lsp
         self.client = Client(self.log_tail.append)
-        self._register_handlers()
+        register_handlers(self)
         env = dict(os.environ)
         if not self.run.trusted:
             env.update(self.server.untrusted_env)
@@ -283,7 +267,7 @@ class Connection:
         pipe = asyncio.subprocess.PIPE
         from tether_lsp.servers import supported_args
 
-        optional = self.optional_args = await asyncio.to_thread(supported_args, self.server, self.binary)
+        optional = self.optional_args = await supported_args(self.run, self.server, self.binary)
         try:  # its own session: its whole tree is killed at close
             self.proc = await asyncio.create_subprocess_exec(
                 self.binary,
@@ -303,11 +287,11 @@ class Connection:
         self._exited = asyncio.create_task(self.proc.wait())
         self.tasks += [self._exited, asyncio.create_task(self._drain_stderr())]
         self.watcher.files = await asyncio.to_thread(self.watcher.scan)  # a big tree must not stall the loop
-        above = self.run.options.get("lsp_open_files_above", SCAN_CAP)
+        above = self.run.options.of(LspOptions).lsp_open_files_above
         self.open_files = self.server.open_files_settings is not None and (
             len(self.watcher.files) > above or (self.watcher.truncated and above < SCAN_CAP)
         )
-        caps = self._client_capabilities()
+        caps = client_capabilities(lsp)
         folder = lsp.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name or "root")
         params = lsp.InitializeParams(
             process_id=os.getpid(),
@@ -343,174 +327,6 @@ class Connection:
         # no workspace/didChangeConfiguration: settings are answered when the server asks
         # (workspace/configuration), and pyright-based servers re-analyse everything on that notification
 
-    def _client_capabilities(self) -> Any:
-        lsp = self.lsp
-        return lsp.ClientCapabilities(
-            general=lsp.GeneralClientCapabilities(
-                position_encodings=[lsp.PositionEncodingKind.Utf16, lsp.PositionEncodingKind.Utf8],
-            ),
-            window=lsp.WindowClientCapabilities(work_done_progress=True),
-            workspace=lsp.WorkspaceClientCapabilities(
-                configuration=True,
-                workspace_folders=True,
-                apply_edit=True,  # honoured only while lsp_fix runs a command (see _apply)
-                did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
-                    dynamic_registration=True
-                ),
-                workspace_edit=lsp.WorkspaceEditClientCapabilities(
-                    document_changes=True,
-                    resource_operations=[
-                        lsp.ResourceOperationKind.Create,
-                        lsp.ResourceOperationKind.Rename,
-                        lsp.ResourceOperationKind.Delete,
-                    ],
-                ),
-                symbol=lsp.WorkspaceSymbolClientCapabilities(),
-                # lsp_move asks willRenameFiles for the importers' edits and sends didRenameFiles after
-                file_operations=lsp.FileOperationClientCapabilities(will_rename=True, did_rename=True),
-            ),
-            text_document=lsp.TextDocumentClientCapabilities(
-                synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
-                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
-                    version_support=True, related_information=False
-                ),
-                hover=lsp.HoverClientCapabilities(
-                    content_format=[lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText]
-                ),
-                definition=lsp.DefinitionClientCapabilities(link_support=True),
-                type_definition=lsp.TypeDefinitionClientCapabilities(link_support=True),
-                implementation=lsp.ImplementationClientCapabilities(link_support=True),
-                references=lsp.ReferenceClientCapabilities(),
-                document_symbol=lsp.DocumentSymbolClientCapabilities(
-                    hierarchical_document_symbol_support=True
-                ),
-                code_action=lsp.CodeActionClientCapabilities(
-                    code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
-                        code_action_kind=lsp.ClientCodeActionKindOptions(value_set=list(lsp.CodeActionKind))
-                    )
-                ),
-                rename=lsp.RenameClientCapabilities(prepare_support=False),
-                call_hierarchy=lsp.CallHierarchyClientCapabilities(),
-                type_hierarchy=lsp.TypeHierarchyClientCapabilities(),
-            ),
-            experimental={"serverStatusNotification": True},
-        )
-
-    def _register_handlers(self) -> None:
-        lsp = self.lsp
-        client = self.client
-        conn = self
-
-        @client.feature("textDocument/publishDiagnostics")
-        def _publish(params: Any) -> None:
-            if conn.server.rounds == "tsserver":
-                return  # its pushes can be a half round (see write_diagnostics.round_done); tsserver is asked instead
-            if conn.open_files and params.uri not in conn.docs:
-                return  # the clearing of a document closed in open-files mode: its errors are not known now
-            conn._seq += 1
-            if params.version is not None:
-                conn.versioned = True
-            if conn.server.round_titles and not conn.round_seen and conn.rounds == "progress":
-                # a diagnosis that reported no round: every later one would wait PROGRESS_FALLBACK_SEEN
-                conn.rounds = "document"
-                log.warning(
-                    "%s published diagnostics outside any %s progress: its rounds are read from its publishes",
-                    conn.server.id,
-                    "/".join(conn.server.round_titles),
-                )
-            conn.last_event = time.monotonic()
-            conn.published[params.uri] = Published(
-                params.version, list(params.diagnostics), conn.last_event, conn._seq
-            )
-            conn._wake()
-
-        @client.feature("workspace/configuration")
-        def _configuration(params: Any) -> list[Any]:
-            return [conn.server.setting(item.section, conn.open_files) for item in params.items]
-
-        @client.feature("workspace/workspaceFolders")
-        def _folders(params: Any) -> list[Any]:
-            return [lsp.WorkspaceFolder(uri=conn.root.as_uri(), name=conn.root.name or "root")]
-
-        @client.feature("window/workDoneProgress/create")
-        def _progress_create(params: Any) -> None:
-            conn.last_create = time.monotonic()  # a round may begin (see write_diagnostics.round_done)
-            return None
-
-        @client.feature("$/progress")
-        def _progress(params: Any) -> None:
-            token = str(message_field(params, "token"))
-            if token.startswith(OWN_PROGRESS):
-                return  # a request's own progress (see own_token), not an analysis round
-            value = message_field(params, "value")
-            kind = message_field(value, "kind")
-            if kind == "begin":
-                title = str(message_field(value, "title", "") or "")
-                if conn.server.round_titles and title.startswith(conn.server.round_titles):
-                    conn.round_seen = True
-                    if conn.rounds != conn.server.rounds:
-                        # its first publish came before its first round's begin: it does report rounds
-                        conn.rounds = conn.server.rounds
-                        log.warning(
-                            "%s began a %s round: its rounds are read from its progress again",
-                            conn.server.id,
-                            title,
-                        )
-                conn.progress_tokens.add(token)
-                conn.begins += 1
-                conn.last_event = time.monotonic()
-                conn.progress_titles[token] = (title, conn.last_event)
-            elif kind == "end":
-                conn.progress_tokens.discard(token)
-                conn.progress_titles.pop(token, None)
-                conn.last_event = time.monotonic()
-                if not conn.progress_tokens and conn.first_end is None:
-                    conn.first_end = conn.last_event
-                conn._wake()
-
-        @client.feature("experimental/serverStatus")
-        def _status(params: Any) -> None:
-            conn.quiescent = bool(message_field(params, "quiescent", True))
-            conn._wake()
-
-        @client.feature("client/registerCapability")
-        def _register(params: Any) -> None:
-            return None
-
-        @client.feature("client/unregisterCapability")
-        def _unregister(params: Any) -> None:
-            return None
-
-        @client.feature("window/showMessageRequest")
-        def _show_request(params: Any) -> None:
-            return None
-
-        @client.feature("workspace/applyEdit")
-        async def _apply(params: Any) -> Any:
-            # honoured only while `lsp_fix` runs a command of this server (`apply_edit`, through its write path)
-            if conn.apply_edit is None:
-                return lsp.ApplyWorkspaceEditResult(
-                    applied=False,
-                    failure_reason="tether applies a server's edit only while lsp_fix runs one of its commands",
-                )
-            return await conn.apply_edit(message_field(params, "edit"))
-
-        for method in ("window/logMessage", "window/showMessage", "telemetry/event", "$/logTrace"):
-            client.feature(method)(
-                lambda params, m=method: conn.log_tail.append(
-                    f"{m}: {str(message_field(params, 'message', ''))[:200]}"
-                )
-            )
-        for method in (
-            "workspace/semanticTokens/refresh",
-            "workspace/inlayHint/refresh",
-            "workspace/codeLens/refresh",
-            "workspace/diagnostic/refresh",
-            "workspace/inlineValue/refresh",
-            "workspace/foldingRange/refresh",
-        ):
-            client.feature(method)(lambda params: None)
-
     async def _drain_stderr(self) -> None:
         # read chunks, not lines: readline() gives up on a line longer than 64 KB, and a drain that
         # stops lets the pipe fill until the server blocks writing to it
@@ -530,14 +346,12 @@ class Connection:
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - a closed pipe ends the drain
             return
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
     async def close(self, grace: float) -> None:
         """shutdown + exit, then kill the tree after ``grace``; never raises, never hangs."""
-        from tether.procs import kill_tree
-
         if self.proc is None:
             return
         if self.proc.returncode is None:
@@ -547,7 +361,7 @@ class Connection:
         self.closing = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.proc.wait(), grace)
-        await asyncio.to_thread(kill_tree, self.proc.pid, 0.5)
+        await self.run.stop_process(self.proc, 0.5)
         if self.client is not None:
             await self.client.disconnect(grace)
         for task in self.tasks:
@@ -785,10 +599,10 @@ class Connection:
         if items is None:  # "unchanged": the last full report still holds
             prev = self.published.get(doc.uri)
             items = prev.items if prev else []
-        self._keep(doc.uri, doc.version, items, asked)
+        self.keep(doc.uri, doc.version, items, asked)
         return items
 
-    def _keep(self, uri: str, version: int | None, items: list[Any], asked: float) -> None:
+    def keep(self, uri: str, version: int | None, items: list[Any], asked: float) -> None:
         """A pulled answer, kept as the file's publish with the time it was asked (one answered again from the
         kept one stays as it is)."""
         pub = self.published.get(uri)
@@ -841,5 +655,5 @@ class Connection:
             items = await self._ask_tsserver(path, timeout, deadline)
         except (RequestTimeout, ServerError):
             return None
-        self._keep(path.as_uri(), None, items, asked)
+        self.keep(path.as_uri(), None, items, asked)
         return items

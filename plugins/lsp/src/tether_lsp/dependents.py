@@ -35,13 +35,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from tether_lsp import render
-from tether_lsp.connection import Connection, RequestTimeout, ServerError, message_field
+from tether_lsp.connection import Connection, RequestTimeout, ServerError
+from tether_lsp.messages import message_field
+from tether_lsp.options import LspOptions
 from tether_lsp.watching import SCAN_CAP
+
+if TYPE_CHECKING:
+    from tether_lsp.supervisor import Supervisor
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 OPEN_CAP = 20  # dependents opened for one write; the rest are named as not checked
@@ -121,7 +126,7 @@ def includers(conn: Connection, header: Path) -> Includers:
 
 
 async def open_dependents(
-    sup: Any, targets: list[tuple[str, Path, Connection]]
+    sup: Supervisor, targets: list[tuple[str, Path, Connection]]
 ) -> tuple[list[tuple[str, Path, Connection]], list[str]]:
     """The files including the written headers of a server that checks only open documents, opened
     (rel, path, connection); and a one-line note for each way a header's includers were not all checked."""
@@ -173,10 +178,10 @@ async def open_dependents(
     return list(out.values()), notes
 
 
-def importers_checked(sup: Any, conn: Connection) -> int:
+def importers_checked(sup: Supervisor, conn: Connection) -> int:
     """How many files importing a written one a write checks on this server: the run option
     lsp_importers_checked, else the server's own number (`ServerDef.importers_checked`)."""
-    said = sup.option("lsp_importers_checked")
+    said = sup.run.options.of(LspOptions).lsp_importers_checked
     return int(conn.server.importers_checked if said is None else said)
 
 
@@ -196,7 +201,7 @@ def importers_note(server: str, why: str, rel: str, checked: int, more: list[str
 
 
 async def _open_importers(
-    sup: Any, conn: Connection, rel: str, path: Path, written: set[Path]
+    sup: Supervisor, conn: Connection, rel: str, path: Path, written: set[Path]
 ) -> tuple[list[Path], str | None]:
     """The files importing ``path`` opened in an open-files server (at most `importers_checked`, nearest
     first), and the note saying how many were checked and how many were not."""

@@ -11,7 +11,7 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.atomic import Snapshot
@@ -21,6 +21,11 @@ from tether.tools import ToolError
 from tether_lsp.positions import from_units
 from tether_lsp.render import uri_to_path
 from tether_lsp.watching import too_large
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.connection import Connection
 
 
 @attrs.define
@@ -70,7 +75,7 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
         if b[0] < a[1]:
             raise ToolError(
                 "the server's edit has overlapping changes in one file; nothing was written",
-                {"error": "bad_edit"},
+                code="bad_edit",
             )
     for start, end, _, new_text in reversed(spans):
         text = text[:start] + new_text + text[end:]
@@ -78,7 +83,7 @@ def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
 
 
 class Planner:
-    def __init__(self, run: Any, encoding: str) -> None:
+    def __init__(self, run: Run, encoding: str) -> None:
         self.run = run
         self.encoding = encoding
         self.plan = PlannedEdit()
@@ -91,7 +96,8 @@ class Planner:
             raise ToolError(
                 f"the server's edit touches '{shown}', which is outside the root; nothing was written. "
                 "Rename symbols defined inside the project only.",
-                {"error": "edit_outside_root", "path": str(shown)},
+                code="edit_outside_root",
+                path=str(shown),
             )
         return resolved
 
@@ -110,7 +116,7 @@ class Planner:
             except (OSError, UnicodeDecodeError):
                 raise ToolError(
                     f"'{self.run.relpath(path)}' is not UTF-8 text; nothing was written",
-                    {"error": "unreadable"},
+                    code="unreadable",
                 ) from None
             self.plan.originals[path] = Snapshot.of(path, data)
             self.plan.contents[path] = text
@@ -122,7 +128,7 @@ class Planner:
         if text is None:
             raise ToolError(
                 f"the server's edit changes '{self.run.relpath(path)}', which does not exist; nothing was written",
-                {"error": "bad_edit"},
+                code="bad_edit",
             )
         self.plan.contents[path] = apply_text_edits(text, list(edits), self.encoding)
         self.plan.edits[path] += len(edits)
@@ -140,7 +146,7 @@ class Planner:
                 if not ignore:
                     raise ToolError(
                         f"the server's edit creates '{self.run.relpath(path)}', which exists; nothing was written",
-                        {"error": "bad_edit"},
+                        code="bad_edit",
                     )
                 return
             self.plan.contents[path] = ""
@@ -155,14 +161,14 @@ class Planner:
                     return
                 raise ToolError(
                     f"the server's edit renames '{self.run.relpath(old)}', which does not exist; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             if self._load(new) is not None and not overwrite:
                 if ignore:
                     return
                 raise ToolError(
                     f"the server's edit renames onto '{self.run.relpath(new)}', which exists; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             self.plan.contents[new] = text
             self.plan.contents[old] = None
@@ -173,20 +179,20 @@ class Planner:
             if path.is_dir():
                 raise ToolError(
                     f"the server's edit deletes the directory '{self.run.relpath(path)}'; refused, nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             if self._load(path) is None:
                 if ignore:
                     return
                 raise ToolError(
                     f"the server's edit deletes '{self.run.relpath(path)}', which does not exist; nothing was written",
-                    {"error": "bad_edit"},
+                    code="bad_edit",
                 )
             self.plan.contents[path] = None
             self.plan.operations.append(f"deleted {self.run.relpath(path)}")
 
 
-def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] = ()) -> PlannedEdit:
+def plan_workspace_edit(edit: Any, run: Run, encoding: str, then: Sequence[Any] = ()) -> PlannedEdit:
     """The edit planned in memory; ``then``: file operations of our own applied after it (`lsp_move`'s
     rename of the moved file, whose own edits the server wrote against its old path)."""
     planner = Planner(run, encoding)
@@ -205,7 +211,7 @@ def plan_workspace_edit(edit: Any, run: Any, encoding: str, then: Sequence[Any] 
 
 
 async def write_planned(
-    conns: list[Any], run: Any, plan: PlannedEdit, what: str, expect: Any = ()
+    conns: list[Connection], run: Run, plan: PlannedEdit, what: str, expect: Any = ()
 ) -> dict[Path, Any]:
     """Write a planned WorkspaceEdit, every file or none, and tell the servers ``conns``: the one door of
     the family's writes (`lsp_rename`, `lsp_fix`, `lsp_move`). The originals read for the plan (and
@@ -223,26 +229,26 @@ async def write_planned(
         raise ToolError(
             f"{', '.join(run.relpath(p) for p in exc.paths)} changed while {what} was computed; nothing was "
             "written, retry",
-            {"error": "changed_meanwhile"},
+            code="changed_meanwhile",
         ) from None
     except OSError as exc:
         raise ToolError(
             f"could not write {what} ({exc.strerror or exc} on {run.relpath(exc.filename or '?')}); "
             "nothing was written: every file was restored",
-            {"error": "write_failed"},
+            code="write_failed",
         ) from None
     for conn in conns:
         _tell(conn, plan, writes)
     return writes
 
 
-def renames_offered(conn: Any, operation: str) -> bool:
+def renames_offered(conn: Connection, operation: str) -> bool:
     """Whether the server asked for ``workspace/<operation>RenameFiles`` (its fileOperations capability)."""
     ops = getattr(getattr(conn.capabilities, "workspace", None), "file_operations", None)
     return getattr(ops, f"{operation}_rename", None) is not None
 
 
-def _tell(conn: Any, plan: PlannedEdit, writes: dict[Path, Any]) -> None:
+def _tell(conn: Connection, plan: PlannedEdit, writes: dict[Path, Any]) -> None:
     """A server after a write of ours: open documents get their new text; a renamed file's document is
     closed, the rename notified where the server asked for it (didRenameFiles), the new path opened."""
     from lsprotocol import types as lsp

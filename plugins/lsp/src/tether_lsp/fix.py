@@ -14,11 +14,20 @@ import asyncio
 import contextvars
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
+
+from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 FIX_DESCRIPTION = (
     "Apply one of the code actions (quick fixes, organize imports, ...) that `lsp` code_actions listed for a "
@@ -53,13 +62,13 @@ class Offered:
     title: str
     server: str
     raw: Any  # the CodeAction or Command
-    conn: Any  # the connection that offered it (a restarted server's data would be stale)
+    conn: Connection  # the connection that offered it (a restarted server's data would be stale)
     text: str  # the document's text the server computed it on
     how: str | None  # "edit", "resolve", "command": how lsp_fix applies it; None: it cannot
     why: str  # when it cannot: why
 
 
-def applicability(conn: Any, item: Any) -> tuple[str | None, str]:
+def applicability(conn: Connection, item: Any) -> tuple[str | None, str]:
     """How `lsp_fix` can apply a code action item (a CodeAction, or a bare Command), or why it cannot."""
     disabled = getattr(item, "disabled", None)
     if disabled is not None:
@@ -94,7 +103,7 @@ def place(rel: str, line: int, symbol: str, occurrence: int | None) -> tuple[str
     return (rel, line, symbol, occurrence)
 
 
-def remember(sup: Any, key: tuple[str, int, str, int | None], offered: list[Offered]) -> None:
+def remember(sup: Supervisor, key: tuple[str, int, str, int | None], offered: list[Offered]) -> None:
     """Keep a place's list (the newest replaces the one before), for the last OFFERS_KEPT places."""
     offers: OrderedDict[Any, list[Offered]] = sup.offers
     offers.pop(key, None)
@@ -109,7 +118,7 @@ def listed(offered: list[Offered]) -> str:
     return "; ".join(shown) + more
 
 
-def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
+def pick(sup: Supervisor, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
     """The action asked for, from the place's last list; refused with the fix when there is none, the
     file changed since, or the title or number is not in it."""
     where = f"'{args.symbol}' at {rel}:{args.line}"
@@ -117,7 +126,7 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
         raise ToolError(
             "give either title (the action's title as code_actions listed it) or number (its number in that list)"
             + (", not both" if args.title is not None else ""),
-            {"error": "bad_argument"},
+            code="bad_argument",
         )
     offered = sup.offers.get(place(rel, args.line, args.symbol, args.occurrence))
     if offered is None:
@@ -126,24 +135,25 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
             f"no code actions were listed for {where}{occ} in this run; ask `lsp` with action code_actions "
             f"(file '{rel}', line {args.line}, symbol '{args.symbol}'{occ}) first, then give lsp_fix one of its "
             "titles or numbers",
-            {"error": "no_list"},
+            code="no_list",
         )
     if not offered:
         raise ToolError(
-            f"no code actions were offered for {where}; there is nothing to apply", {"error": "no_list"}
+            f"no code actions were offered for {where}; there is nothing to apply", code="no_list"
         )
     if any(o.text != text for o in offered):
         raise ToolError(
             f"{rel} changed since its code actions were listed for {where}; nothing was applied: ask "
             "code_actions there again and pick from the new list",
-            {"error": "changed_since"},
+            code="changed_since",
         )
     if args.number is not None:
         if args.number > len(offered):
             raise ToolError(
                 f"there is no code action {args.number} for {where}: the list has {len(offered)} "
                 f"({listed(offered)}); give one of these numbers or titles",
-                {"error": "unknown_action", "total": len(offered)},
+                code="unknown_action",
+                total=len(offered),
             )
         n = args.number
     else:
@@ -155,13 +165,14 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
             raise ToolError(
                 f"'{title[:TITLE_CHARS]}' is not among the code actions listed for {where} ({listed(offered)}); "
                 "give one of these titles exactly, or its number",
-                {"error": "unknown_action", "titles": [o.title for o in offered[:TITLES_SHOWN]]},
+                code="unknown_action",
+                titles=[o.title for o in offered[:TITLES_SHOWN]],
             )
         if len(found) > 1:
             servers = ", ".join(f"{n} ({offered[n - 1].server})" for n in found)
             raise ToolError(
                 f"'{title[:TITLE_CHARS]}' is offered more than once for {where}: {servers}; give its number",
-                {"error": "ambiguous_action"},
+                code="ambiguous_action",
             )
         n = found[0]
     chosen = offered[n - 1]
@@ -169,56 +180,54 @@ def pick(sup: Any, args: FixArgs, rel: str, text: str) -> tuple[int, Offered]:
         raise ToolError(
             f"code action {n}, '{chosen.title[:TITLE_CHARS]}' ({chosen.server}), cannot be applied: {chosen.why}; "
             "nothing was applied",
-            {"error": "not_applicable"},
+            code="not_applicable",
         )
     return n, chosen
 
 
-def fix_touches(run: Any, args: FixArgs) -> list[str]:
+def fix_touches(sup: Supervisor, args: FixArgs) -> list[str]:
     """The file the action was listed for; a bad pick is refused here, before any baseline is taken."""
-    if run is not None:
-        from tether_lsp.hookspecs import tether_lsp_supervisor
-        from tether_lsp.watching import read_text
+    from tether_lsp.watching import read_text
 
-        sup = run.resource(tether_lsp_supervisor)
-        path = run.resolve_path(args.file)
-        # bounded, never a FIFO: a file it cannot read is refused by the handler, in its words
-        text = read_text(path) if sup is not None else None
-        if text is not None:
-            pick(sup, args, run.relpath(path), text)
+    run = sup.run
+    path = run.resolve_path(args.file)
+    # bounded, never a FIFO: a file it cannot read is refused by the handler, in its words
+    text = read_text(path)
+    if text is not None:
+        pick(sup, args, run.relpath(path), text)
     return [args.file]
 
 
-async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
+async def fix_handler(sup: Supervisor, ctx: CallContext, args: FixArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether.atomic import Snapshot
 
     from tether_lsp import readiness
+    from tether_lsp.common import source_file
     from tether_lsp.edits import PlannedEdit, plan_workspace_edit, write_planned
     from tether_lsp.positions import find_symbol
-    from tether_lsp.queries import source_file, supervisor
 
     run = ctx.run
-    sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
     n, chosen = pick(sup, args, rel, text)
     shown = f"'{chosen.title}' ({chosen.server})"
 
-    async def fix(conn: Any, doc: Any) -> ToolResult:
+    async def fix(conn: Connection, doc: Doc) -> ToolResult:
         if conn is not chosen.conn:
             raise ToolError(
                 f"{chosen.server} restarted since it offered {shown}; nothing was applied: ask code_actions "
                 "again and pick from the new list",
-                {"error": "changed_since"},
+                code="changed_since",
             )
         # an edit computed while the server still analyses the project could be partial: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was applied: {conn.server.id} still {state}; ask again in a few seconds (or raise the "
                 "run option lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         item = chosen.raw
         if chosen.how == "resolve":
@@ -228,7 +237,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
         if edit is None and command is None:
             raise ToolError(
                 f"{conn.server.id} resolved {shown} to no edit and no command; nothing was applied",
-                {"error": "nothing_to_apply"},
+                code="nothing_to_apply",
             )
         executes = (
             getattr(getattr(conn.capabilities, "execute_command_provider", None), "commands", None) or ()
@@ -237,7 +246,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
             raise ToolError(
                 f"{shown} runs the command {command.command}, which {conn.server.id} does not execute; nothing "
                 "was applied",
-                {"error": "not_applicable"},
+                code="not_applicable",
             )
         listed_text = [Snapshot.of(path, chosen.text.encode("utf-8"))]  # drift: since it was listed
         plans: list[PlannedEdit] = []
@@ -256,7 +265,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
                 if command is not None and edit is None
                 else "its edit changes nothing"
             )
-            raise ToolError(f"{shown}: {how}; nothing was written", {"error": "nothing_to_apply"})
+            raise ToolError(f"{shown}: {how}; nothing was written", code="nothing_to_apply")
         edits: dict[str, int] = {}
         operations: list[str] = []
         for plan in plans:
@@ -284,7 +293,7 @@ async def fix_handler(ctx: Any, args: FixArgs) -> ToolResult:
 
 
 async def run_command(
-    sup: Any, conn: Any, run: Any, command: Any, expect: list[Any]
+    sup: Supervisor, conn: Connection, run: Run, command: Any, expect: list[Any]
 ) -> list[tuple[Any, set[Path]]]:
     """Run a code action's command (`workspace/executeCommand`); the edits the server sends back meanwhile
     (`workspace/applyEdit`) are written through the family's write path, each all or nothing, in this
@@ -319,5 +328,5 @@ async def run_command(
             if done
             else ""
         )
-        raise ToolError(failed[0].message + wrote, failed[0].data)
+        raise ToolError(failed[0].message + wrote, **(failed[0].data or {}))
     return done

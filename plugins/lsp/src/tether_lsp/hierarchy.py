@@ -11,7 +11,7 @@ empty list that reads as "no callers".
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 from tether.tools import ToolError, ToolResult
@@ -19,6 +19,13 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp import readiness, render
 from tether_lsp.positions import find_symbol
 from tether_lsp.supervisor import NotAnswered
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tether_lsp.common import LspArgs
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 HIERARCHY_CAP = 50  # entries shown, over every level
 MAX_DEPTH = 3
@@ -84,14 +91,16 @@ class Found(NamedTuple):
     shown: str  # its file as shown
 
 
-def lacks(conn: Any, action: str, why: str = "") -> ToolError:
+def lacks(conn: Connection, action: str, why: str = "") -> ToolError:
     """The refusal of a server without the request (``why``: which part it lacks; default: the whole hierarchy)."""
     kind, _, noun, instead = ACTIONS[action]
     why = why or f"it offers no {kind} hierarchy"
     return ToolError(
         f"{conn.server.id} does not answer {noun} ({why}): this is not an answer that there are none. "
         f"Ask {instead} instead",
-        {"error": "unsupported", "server": conn.server.id, "action": action},
+        code="unsupported",
+        server=conn.server.id,
+        action=action,
     )
 
 
@@ -113,18 +122,19 @@ def _start(item: Any) -> tuple[int, int]:
     return int(_field(start, "line", 0)), int(_field(start, "character", 0))
 
 
-async def hierarchy(sup: Any, path: Any, rel: str, args: Any) -> ToolResult:
+async def hierarchy(sup: Supervisor, path: Path, rel: str, args: LspArgs) -> ToolResult:
     """The answer of callers, callees, supertypes or subtypes for the symbol at ``rel``:``args.line``."""
+    from tether_lsp.common import position, still_indexing
     from tether_lsp.connection import ServerError
-    from tether_lsp.queries import position, still_indexing
 
     action = args.action
     kind, method, noun, _ = ACTIONS[action]
     depth = args.depth or 1
     line, symbol = args.line, args.symbol
+    assert line is not None and symbol is not None  # `navigation.navigate` refused an action without them
     where = f"'{symbol}' at {rel}:{line}"
 
-    async def ask(conn: Any, doc: Any) -> ToolResult:
+    async def ask(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         run = conn.run
         if not getattr(conn.capabilities, CAPABILITY[kind], None):

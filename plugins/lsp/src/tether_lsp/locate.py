@@ -4,7 +4,7 @@ in a given file through its document symbols. Several matches are listed, nothin
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.files import split_lines
@@ -12,6 +12,13 @@ from tether.tools import ToolError
 
 from tether_lsp import render
 from tether_lsp.positions import from_units
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.common import LspArgs
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 QUALIFIER = re.compile(r"\.|::")  # Context.invoke, FlagSet.VarP, Ky.#options, ns::f
 LISTED = 20
@@ -47,16 +54,18 @@ def _contained(container: str, qualifier: str) -> bool:
     return container == qualifier or container.endswith("." + qualifier)
 
 
-async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
+async def locate(run: Run, sup: Supervisor, args: LspArgs) -> tuple[LspArgs, str]:
     """``args`` with file, line and occurrence of its symbol found (and the line said in the answer), or a
     ToolError: the matches when there are several, that there is none, or what to give."""
     symbol = args.symbol
+    assert symbol is not None  # asked only for a symbol given without its line
     qualifier, name = split(symbol)
     if args.file is None and not qualifier:
         raise ToolError(
             f"action {args.action} needs line (the line on which '{symbol}' is written), or file (a file that "
             f"declares '{symbol}' once), or a qualified name (e.g. Class.method) to find it by",
-            {"error": "missing_argument", "missing": ["line"]},
+            code="missing_argument",
+            missing=["line"],
         )
     if args.file is not None:
         found = await _in_file(run, sup, args.file, qualifier, name)
@@ -69,7 +78,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
         raise ToolError(
             f"no symbol named '{symbol}' {where} (exact name{' and container' if qualifier else ''}); give the "
             "line where it is written, or search with action symbols and a query",
-            {"error": "symbol_not_found"},
+            code="symbol_not_found",
         )
     if len(found) > 1:
         lines = [
@@ -80,7 +89,8 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
             lines.append(f"  ... {len(found) - LISTED} more")
         raise ToolError(
             "\n".join(lines),
-            {"error": "ambiguous_symbol", "matches": [attrs.asdict(f) for f in found[:LISTED]]},
+            code="ambiguous_symbol",
+            matches=[attrs.asdict(f) for f in found[:LISTED]],
         )
     (hit,) = found
     path = run.resolve_path(hit.file, must_exist=True)
@@ -91,7 +101,7 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
         raise ToolError(
             f"the server places '{symbol}' at {hit.file}:{hit.line}:{hit.column}, where it is not written; give the "
             "line where it is written",
-            {"error": "symbol_not_on_line"},
+            code="symbol_not_on_line",
         )
     said = f"'{symbol}' is at {hit.file}:{hit.line} ({hit.kind}{', ' + how})"
     resolved = attrs.evolve(
@@ -104,8 +114,8 @@ async def locate(run: Any, sup: Any, args: Any) -> tuple[Any, str]:
     return resolved, said
 
 
-async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[Found]:
-    from tether_lsp.queries import workspace_symbols
+async def _in_workspace(run: Run, sup: Supervisor, qualifier: str, name: str) -> list[Found]:
+    from tether_lsp.symbols import workspace_symbols
 
     result = await workspace_symbols(run, sup, name)
     found = []
@@ -119,12 +129,13 @@ async def _in_workspace(run: Any, sup: Any, qualifier: str, name: str) -> list[F
     return sorted(set(found), key=lambda f: (f.file, f.line, f.column))
 
 
-async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> list[Found]:
-    from tether_lsp.queries import _symbol_kind, document_symbols, source_file
+async def _in_file(run: Run, sup: Supervisor, file: str, qualifier: str, name: str) -> list[Found]:
+    from tether_lsp.common import source_file
+    from tether_lsp.symbols import document_symbols, symbol_kind
 
     path, rel, _ = source_file(run, file)
 
-    async def outline(conn: Any, doc: Any) -> list[Found]:
+    async def outline(conn: Connection, doc: Doc) -> list[Found]:
         result = await document_symbols(sup, conn, doc)
         lines = render.Lines({doc.path: doc.text})
         found: list[Found] = []
@@ -139,7 +150,7 @@ async def _in_file(run: Any, sup: Any, file: str, qualifier: str, name: str) -> 
                     rng = getattr(s, "selection_range", None) or s.location.range
                     col = from_units(lines.get(doc.path, rng.start.line), rng.start.character, conn.encoding)
                     found.append(
-                        Found(rel, rng.start.line + 1, col + 1, name, _symbol_kind(conn, s.kind), container)
+                        Found(rel, rng.start.line + 1, col + 1, name, symbol_kind(conn, s.kind), container)
                     )
                 walk(getattr(s, "children", None), (*parents, s.name))
 

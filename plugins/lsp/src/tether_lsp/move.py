@@ -11,11 +11,20 @@ new one opened). A server that cannot update imports moves nothing, unless ``for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
+
+from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.supervisor import Supervisor
 
 MOVE_DESCRIPTION = (
     "Move (or rename) one file and update the imports of it in the files that import it, through the "
@@ -40,52 +49,50 @@ class MoveArgs:
     )
 
 
-def checked_paths(run: Any, args: MoveArgs) -> tuple[Path, Path]:
+def checked_paths(run: Run, args: MoveArgs) -> tuple[Path, Path]:
     """The source and destination, absolute; or one clear error (before anything is asked or written)."""
     src = run.resolve_path(args.file, must_exist=True)
     if src.is_dir():
         raise ToolError(
             f"'{run.relpath(src)}' is a directory; lsp_move moves one file: move its files one by one",
-            {"error": "not_a_file"},
+            code="not_a_file",
         )
     dst = run.resolve_path(args.to)
     if dst == src or dst.exists() or dst.is_symlink():
         raise ToolError(
             f"'{run.relpath(dst)}' exists; nothing was moved: give a path that does not exist yet "
             "(lsp_move never overwrites a file)",
-            {"error": "destination_exists"},
+            code="destination_exists",
         )
     blocking = next((p for p in dst.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise ToolError(
             f"'{run.relpath(blocking)}' is a file, so '{run.relpath(dst)}' cannot be created under it; "
             "nothing was moved: give another destination",
-            {"error": "bad_destination"},
+            code="bad_destination",
         )
     return src, dst
 
 
-def move_touches(run: Any, args: MoveArgs) -> list[str]:
+def move_touches(run: Run, args: MoveArgs) -> list[str]:
     """The files a move writes for sure (its approval sees them; the importers are approved when known):
     a bad input is refused here, before any server is asked for a baseline."""
     src, dst = checked_paths(run, args)
     return [run.relpath(src), run.relpath(dst)]
 
 
-async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
+async def move_handler(sup: Supervisor, ctx: CallContext, args: MoveArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness
-    from tether_lsp.queries import supervisor
     from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
-    sup = supervisor(run)
     src, dst = checked_paths(run, args)
     old, new = run.relpath(src), run.relpath(dst)
 
     from tether_lsp.edits import renames_offered
 
-    async def move(conn: Any, doc: Any) -> ToolResult:
+    async def move(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         if not renames_offered(conn, "will"):
             raise NotAnswered(
@@ -93,7 +100,8 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                     f"nothing was moved: {conn.server.id} cannot update imports on a move (it offers no "
                     "workspace/willRenameFiles). Give force: true to move the file without updating the files "
                     "that import it (the answer lists the errors that introduces), or edit the imports yourself",
-                    {"error": "unsupported", "server": conn.server.id},
+                    code="unsupported",
+                    server=conn.server.id,
                 )
             )
         if conn.server.moves_within_folder and src.parent != dst.parent:
@@ -103,17 +111,19 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                     f"folder (its edits for a move to another folder name the wrong module). Rename it within "
                     f"{run.relpath(src.parent)}/ first, or give force: true to move it without updating the files "
                     "that import it (the answer lists the errors that introduces)",
-                    {"error": "unsupported", "server": conn.server.id},
+                    code="unsupported",
+                    server=conn.server.id,
                 )
             )
         # importers the server has not analysed yet would keep the old path: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was moved: {conn.server.id} still {state}, and the import updates computed now could "
                 "miss importers it has not analysed yet; ask again in a few seconds (or raise the run option "
                 "lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         params = lsp.RenameFilesParams(files=[lsp.FileRename(old_uri=src.as_uri(), new_uri=dst.as_uri())])
         edit = await sup.request(conn, "workspace/willRenameFiles", params)
@@ -127,7 +137,7 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
                 raise ToolError(
                     f"{exc.message}; nothing was moved: no server can update the imports of '{old}'. "
                     "Give force: true to move it without updating them",
-                    exc.data,
+                    **(exc.data or {}),
                 ) from None
             raise
         reason = exc.message.removeprefix("nothing was moved: ").split(". ")[0]
@@ -144,7 +154,7 @@ async def move_handler(ctx: Any, args: MoveArgs) -> ToolResult:
 
 
 async def apply(
-    ctx: Any, conns: list[Any], edit: Any, encoding: str, src: Path, dst: Path, updated_by: str | None
+    ctx: CallContext, conns: list[Any], edit: Any, encoding: str, src: Path, dst: Path, updated_by: str | None
 ) -> ToolResult:
     """The server's edit and the move, written all at once; the servers told; the answer."""
     from lsprotocol import types as lsp

@@ -6,29 +6,40 @@ Imports nothing heavy: the tools are listed without the language-server machiner
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from tether.hookspecs import hookimpl
 
 from tether_lsp import hookspecs
 
+if TYPE_CHECKING:
+    import pluggy
+    from tether.diagnostics import Diagnostic, PreviewDiagnostics, WriteDiagnostics
+    from tether.options import OptionRegistry
+    from tether.plugins import Registrar
+    from tether.run import Run
+
+    from tether_lsp.servers import ServerDef
+    from tether_lsp.supervisor import Supervisor
+
 
 @hookimpl
-def tether_addoptions(register: Any) -> None:
+def tether_addoptions(register: OptionRegistry) -> None:
     from tether_lsp.options import LspOptions
 
     register(LspOptions)
 
 
 @hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     from tether_lsp import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
 
 @hookimpl
-def tether_lsp_supervisor(run: Any) -> Any:
+def tether_lsp_supervisor(run: Run) -> Supervisor | None:
     from tether_lsp.supervisor import Supervisor
 
     if not run.root.is_dir():
@@ -37,24 +48,25 @@ def tether_lsp_supervisor(run: Any) -> Any:
 
 
 @hookimpl(trylast=True)
-def tether_lsp_servers(run: Any) -> list[Any]:
+def tether_lsp_servers(run: Run) -> list[ServerDef]:
     from tether_lsp.servers import BUILTIN_SERVERS
 
     return list(BUILTIN_SERVERS)
 
 
 @hookimpl
-def tether_register_tools(run: Any, register: Any) -> None:
-    from tether_lsp.tools import tools_for
+def tether_register_tools(run: Run, register: Registrar) -> None:
+    from tether_lsp.tools import make_tools
 
-    if run.resource(hookspecs.tether_lsp_supervisor) is None:
+    sup = run.resource(hookspecs.tether_lsp_supervisor)
+    if sup is None:
         register.unavailable("no language-server supervisor for this run (the harness disabled it)")
         return
-    for tool in tools_for(run):
+    for tool in make_tools(sup):
         register(tool)
 
 
-def _supervisor(run: Any) -> Any:
+def _supervisor(run: Run) -> Supervisor | None:
     try:
         return run.resource(hookspecs.tether_lsp_supervisor)
     except LookupError:
@@ -62,7 +74,9 @@ def _supervisor(run: Any) -> Any:
 
 
 @hookimpl
-async def tether_diagnostics_before_write(run: Any, paths: Any, call_id: str) -> Any:
+async def tether_diagnostics_before_write(
+    run: Run, paths: Sequence[str], call_id: str
+) -> dict[str, list[Diagnostic]] | None:
     sup = _supervisor(run)
     if sup is None:
         return None
@@ -73,7 +87,9 @@ async def tether_diagnostics_before_write(run: Any, paths: Any, call_id: str) ->
 
 
 @hookimpl
-async def tether_diagnostics_after_write(run: Any, paths: Any, call_id: str) -> Any:
+async def tether_diagnostics_after_write(
+    run: Run, paths: Sequence[str], call_id: str
+) -> WriteDiagnostics | None:
     sup = _supervisor(run)
     if sup is None:
         return None
@@ -84,7 +100,9 @@ async def tether_diagnostics_after_write(run: Any, paths: Any, call_id: str) -> 
 
 
 @hookimpl
-async def tether_diagnostics_preview(run: Any, contents: Any, call_id: str) -> Any:
+async def tether_diagnostics_preview(
+    run: Run, contents: Mapping[str, str | None], call_id: str
+) -> PreviewDiagnostics | None:
     sup = _supervisor(run)
     if sup is None:
         return None

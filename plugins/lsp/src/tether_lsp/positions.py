@@ -39,7 +39,8 @@ def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: 
     if line > len(lines):
         raise ToolError(
             f"line {line} is beyond the end of '{rel}', which has {len(lines)} line(s); give a line between 1 and {len(lines)}",
-            {"error": "line_out_of_range", "lines": len(lines)},
+            code="line_out_of_range",
+            lines=len(lines),
         )
     source = lines[line - 1]
     starts = []
@@ -51,14 +52,16 @@ def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: 
         raise ToolError(
             f"'{symbol}' does not occur on line {line} of '{rel}', which reads: {source.strip()[:200]!r}. "
             "Give the line where the symbol is written and a substring of it exactly as it appears there.",
-            {"error": "symbol_not_on_line", "line_text": source},
+            code="symbol_not_on_line",
+            line_text=source,
         )
     if occurrence is not None:
         if occurrence > len(starts):
             raise ToolError(
                 f"occurrence {occurrence} asked, but '{symbol}' occurs {len(starts)} time(s) on line {line} of '{rel}'; "
                 f"give occurrence between 1 and {len(starts)}",
-                {"error": "occurrence_out_of_range", "occurrences": len(starts)},
+                code="occurrence_out_of_range",
+                occurrences=len(starts),
             )
         return Spot(line - 1, starts[occurrence - 1])
     if len(starts) == 1:
@@ -80,7 +83,8 @@ def find_symbol(text: str, line: int, symbol: str, occurrence: int | None, rel: 
     raise ToolError(
         f"'{symbol}' occurs {len(starts)} times on line {line} of '{rel}' ({listed}). "
         "Give a longer substring that occurs once, or pass occurrence (1-based) to pick one.",
-        {"error": "ambiguous_symbol", "columns": [s + 1 for s in starts]},
+        code="ambiguous_symbol",
+        columns=[s + 1 for s in starts],
     )
 
 

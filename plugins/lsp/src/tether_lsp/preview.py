@@ -24,13 +24,21 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.diagnostics import PreviewDiagnostics
+from tether.options import CoreOptions
 from tether.tools import ToolError
 
 from tether_lsp.connection import Connection
-from tether_lsp.write_diagnostics import before_write, budget, wait_round, with_change
+from tether_lsp.options import LspOptions
+from tether_lsp.rounds import budget, wait_round
+from tether_lsp.write_diagnostics import before_write, with_change
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+    from tether_lsp.supervisor import Supervisor
 
 DELETED = "a deletion is not previewed; the write reports what it breaks"
 OFF = "previews are off in this run: run option lsp_previews"
@@ -44,7 +52,7 @@ def why_late(conn: Connection, timeout: float) -> str:
 
 
 async def preview(
-    run: Any, sup: Any, contents: Mapping[str, str | None], call_id: str
+    run: Run, sup: Supervisor, contents: Mapping[str, str | None], call_id: str
 ) -> PreviewDiagnostics | None:
     served = []
     for rel in sorted(contents):
@@ -55,7 +63,7 @@ async def preview(
         served.append(rel)
     if not served:
         return None
-    if not run.options["lsp_previews"]:
+    if not run.options.of(LspOptions).lsp_previews:
         return PreviewDiagnostics(covered=served, unchecked=dict.fromkeys(served, OFF))
     unchecked = {rel: DELETED for rel in served if contents[rel] is None}
     paths = [rel for rel in served if contents[rel] is not None]
@@ -78,7 +86,7 @@ async def preview(
         after = await with_change(run, sup, paths, call_id, overlay, "the change", say_unchecked=False)
     finally:
         put_back(sup, held, dependents)
-    timeout = sup.option("diagnostics_timeout")
+    timeout = sup.run.options.of(CoreOptions).diagnostics_timeout
     for rel, _, conn in dependents:
         arg = conn.server.unsaved_headers_arg
         if arg is not None and arg not in conn.optional_args:
@@ -98,7 +106,7 @@ async def preview(
 
 
 def put_back(
-    sup: Any,
+    sup: Supervisor,
     held: list[tuple[Connection, Callable[[], None]]],
     dependents: Iterable[tuple[str, Path, Connection]] = (),
 ) -> None:
@@ -116,10 +124,10 @@ def put_back(
     sup.putting_back = asyncio.create_task(_settle(sup, marks, time.monotonic()))
 
 
-async def _settle(sup: Any, marks: list[tuple[Connection, Any]], began: float) -> float:
+async def _settle(sup: Supervisor, marks: list[tuple[Connection, Any]], began: float) -> float:
     """The servers' round after the putting back, waited for (bounded); the gate released after it. The seconds
     it took."""
-    cap = sup.option("diagnostics_timeout")
+    cap = sup.run.options.of(CoreOptions).diagnostics_timeout
     try:
         # a server that died meanwhile is restarted from the disk
         await asyncio.gather(

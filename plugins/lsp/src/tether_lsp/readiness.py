@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether_lsp.connection import Connection
 
 # per call: server id -> what it was still doing when asked (None: it was ready)
 ASKED: ContextVar[dict[str, str | None] | None] = ContextVar("tether_lsp_asked", default=None)
 
 
-def busy(conn: Any) -> str | None:
+def busy(conn: Connection) -> str | None:
     """What the server is still doing, in the words of the note ("working on 'Setting up workspace' (3 s)"),
     or None when it is ready.
 
@@ -42,7 +45,7 @@ def busy(conn: Any) -> str | None:
     return f"analysing the project ({now - conn.started_at:.0f} s since it started)"
 
 
-def record(conn: Any, again: bool = False) -> str | None:
+def record(conn: Connection, again: bool = False) -> str | None:
     """Record the server's state for the current call's answer: the first question asked of it counts, or
     (``again``) now, for an answer read after a wait for the server's round (diagnostics of a file)."""
     state = busy(conn)
@@ -55,7 +58,7 @@ def record(conn: Any, again: bool = False) -> str | None:
     return state
 
 
-def pending(conn: Any, state: str) -> None:
+def pending(conn: Connection, state: str) -> None:
     """Record for the current call's answer that the server was still ``state`` (a change it was not seen to
     analyse), whatever it reported."""
     asked = ASKED.get()
@@ -63,7 +66,7 @@ def pending(conn: Any, state: str) -> None:
         asked[conn.server.id] = state
 
 
-def was_busy(conn: Any) -> bool:
+def was_busy(conn: Connection) -> bool:
     """Whether the server was not ready when the current call asked it (now, when the call recorded nothing)."""
     asked = ASKED.get()
     if asked is not None and conn.server.id in asked:
@@ -86,9 +89,9 @@ def asked_any() -> bool:
     return bool(ASKED.get())
 
 
-async def wait_ready(conn: Any, timeout: float) -> str | None:
+async def wait_ready(conn: Connection, timeout: float) -> str | None:
     """Wait (at most ``timeout`` s) until the server is ready; what it is still doing when it is not by then."""
-    from tether_lsp.write_diagnostics import next_check
+    from tether_lsp.rounds import next_check
 
     deadline = time.monotonic() + timeout
     while (state := busy(conn)) is not None:

@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.args import arg
 from tether.tools import ToolError, ToolResult
+
+from tether_lsp.options import LspOptions
+
+if TYPE_CHECKING:
+    from tether.run import Run
+    from tether.tools import CallContext
+
+    from tether_lsp.connection import Connection, Doc
+    from tether_lsp.edits import PlannedEdit
+    from tether_lsp.supervisor import Supervisor
 
 RENAME_DESCRIPTION = (
     "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
@@ -44,38 +54,37 @@ class RenameArgs:
     )
 
 
-async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
+async def rename_handler(sup: Supervisor, ctx: CallContext, args: RenameArgs) -> ToolResult:
     # the language-server machinery loads at the first call (see `tether_lsp.tools`)
     from tether_lsp import readiness, render
-    from tether_lsp.edits import plan_workspace_edit, write_planned
-    from tether_lsp.positions import find_symbol, text_lines
-    from tether_lsp.queries import (
+    from tether_lsp.common import (
         identifier_at,
         occurrence_lines,
         occurrences,
         position,
         source_file,
-        supervisor,
     )
+    from tether_lsp.edits import plan_workspace_edit, write_planned
+    from tether_lsp.positions import find_symbol, text_lines
     from tether_lsp.supervisor import NotAnswered
 
     run = ctx.run
-    sup = supervisor(run)
     path, rel, text = source_file(run, args.file)
     find_symbol(text, args.line, args.symbol, args.occurrence, rel)
     planned: list[Any] = []  # with preview: the plan, staged once the servers are free again
 
-    async def rename(conn: Any, doc: Any) -> ToolResult:
+    async def rename(conn: Connection, doc: Doc) -> ToolResult:
         lsp = conn.lsp
         if not getattr(conn.capabilities, "rename_provider", None):
-            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", {"error": "unsupported"}))
+            raise NotAnswered(ToolError(f"{conn.server.id} does not offer rename", code="unsupported"))
         # a rename computed while the server still analyses the project could miss uses: wait, else refuse
-        state = await readiness.wait_ready(conn, sup.option("lsp_ready_wait"))
+        state = await readiness.wait_ready(conn, sup.run.options.of(LspOptions).lsp_ready_wait)
         if state is not None:
             raise ToolError(
                 f"nothing was renamed: {conn.server.id} still {state}, and a rename computed now could miss "
                 "uses it has not analysed yet; ask again in a few seconds (or raise the run option lsp_ready_wait)",
-                {"error": "not_ready", "ready": False},
+                code="not_ready",
+                ready=False,
             )
         spot = find_symbol(doc.text, args.line, args.symbol, args.occurrence, rel)
         old_name = identifier_at(text_lines(doc.text)[spot.line], spot.char, args.symbol)
@@ -100,7 +109,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
                 ToolError(
                     f"{conn.server.id} found nothing to rename for '{args.symbol}' at {rel}:{args.line}; point at the "
                     "symbol's name where it is defined or used",
-                    {"error": "nothing_to_rename"},
+                    code="nothing_to_rename",
                 )
             )
         if args.preview:
@@ -159,7 +168,7 @@ async def rename_handler(ctx: Any, args: RenameArgs) -> ToolResult:
     return await _staged(run, planned[0], answer)
 
 
-async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
+async def _staged(run: Run, plan: PlannedEdit, answer: ToolResult) -> ToolResult:
     """A previewed rename: staged through the run's one door (its drift check and all-or-nothing `resolve`),
     with what it would introduce (the servers are free again: the preview holds them alone)."""
     from tether.staging import diff_lines, preview
@@ -185,10 +194,10 @@ async def _staged(run: Any, plan: Any, answer: ToolResult) -> ToolResult:
 OPEN_CAP = 50  # files outside the program opened for one rename; the rest is listed as not renamed
 
 
-async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
+async def open_mentions(conn: Connection, run: Run, name: str) -> list[Any]:
     """Open the files outside the server's program (of a server that publishes its whole program) that write
     ``name`` as a whole word; the documents opened."""
-    from tether_lsp.queries import occurrences
+    from tether_lsp.common import occurrences
     from tether_lsp.render import uri_to_path
 
     if not conn.server.publishes_program:
@@ -203,7 +212,7 @@ async def open_mentions(conn: Any, run: Any, name: str) -> list[Any]:
     return opened
 
 
-def kept_names(edit: Any, run: Any, old: str, new: str) -> list[tuple[str, int, str]]:
+def kept_names(edit: Any, run: Run, old: str, new: str) -> list[tuple[str, int, str]]:
     """(file, line, new text) of the rename's edits that write the old name next to the new one: tsserver keeps
     an exported name (`isHttpError as isHTTPError`) and a shorthand property (`isHTTPError: isHttpError`)."""
     from tether_lsp.render import uri_to_path
@@ -229,6 +238,6 @@ def rename_touches(args: RenameArgs) -> list[str]:
     """The file a rename starts from; refuses a bad new name before any server is asked for a baseline."""
     if IDENT_BREAK.search(args.new_name):
         raise ToolError(
-            f"new_name {args.new_name!r} contains whitespace; give a single identifier", {"error": "bad_name"}
+            f"new_name {args.new_name!r} contains whitespace; give a single identifier", code="bad_name"
         )
     return [] if args.preview else [args.file]  # a preview writes nothing: no diagnostics of a write

@@ -6,13 +6,16 @@ import html
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether.diagnostics import Diagnostic
 from tether.files import MAX_FILE_BYTES
 
 from tether_lsp.positions import from_units, text_lines
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
@@ -35,7 +38,7 @@ class Lines:
         self._overrides = overrides or {}
         self._uris = {} if uris is None else uris  # may be shared across answers: a uri always shows the same
 
-    def where(self, uri: str, run: Any) -> tuple[Path | None, str]:
+    def where(self, uri: str, run: Run) -> tuple[Path | None, str]:
         """(path, path as shown) of a uri; cached, as resolving a path is syscalls and answers repeat files."""
         hit = self._uris.get(uri)
         if hit is None:
@@ -87,7 +90,7 @@ class Location:
         return attrs.asdict(self)
 
 
-def locations(result: Any, run: Any, encoding: str, lines: Lines) -> list[Location]:
+def locations(result: Any, run: Run, encoding: str, lines: Lines) -> list[Location]:
     """Location | Location[] | LocationLink[] | None -> sorted, deduplicated locations."""
     if result is None:
         return []
@@ -102,11 +105,11 @@ def locations(result: Any, run: Any, encoding: str, lines: Lines) -> list[Locati
     return sorted(out, key=lambda loc: (loc.file, loc.line, loc.column))
 
 
-def location(uri: str, pos: Any, run: Any, encoding: str, lines: Lines) -> Location:
+def location(uri: str, pos: Any, run: Run, encoding: str, lines: Lines) -> Location:
     return location_at(uri, pos.line, pos.character, run, encoding, lines)
 
 
-def location_at(uri: str, line: int, units: int, run: Any, encoding: str, lines: Lines) -> Location:
+def location_at(uri: str, line: int, units: int, run: Run, encoding: str, lines: Lines) -> Location:
     """The location of a server's 0-based line and character offset (in its encoding's units) in a uri."""
     path, shown = lines.where(uri, run)
     if path is None:
@@ -116,7 +119,7 @@ def location_at(uri: str, line: int, units: int, run: Any, encoding: str, lines:
 
 
 def diagnostic(
-    d: Any, path: Path, run: Any, encoding: str, lines: Lines, source: str | None = None
+    d: Any, path: Path, run: Run, encoding: str, lines: Lines, source: str | None = None
 ) -> Diagnostic:
     start = d.range.start
     source = lines.get(path, start.line)
@@ -138,7 +141,7 @@ def diagnostic(
 NOTE = re.compile(r"^(?P<path>/[^\n]*?):(?P<line>\d+):(?P<col>\d+):\s*\n(?P<text>.*)$", re.DOTALL)
 
 
-def one_line(message: str, run: Any) -> str:
+def one_line(message: str, run: Run) -> str:
     """A message with paragraphs (clangd's notes) as one line: "main; note: text (x.h:200:23)", the
     note's path relative to the root. A message without blank lines is kept as it is."""
     if "\n\n" not in message:
@@ -157,7 +160,7 @@ def one_line(message: str, run: Any) -> str:
 
 
 def diagnostics(
-    items: list[Any], path: Path, run: Any, encoding: str, lines: Lines, source: str | None = None
+    items: list[Any], path: Path, run: Run, encoding: str, lines: Lines, source: str | None = None
 ) -> list[Diagnostic]:
     """The errors and warnings among a server's diagnostics of one file (``source``: the server's id,
     for a diagnostic that does not name its source)."""

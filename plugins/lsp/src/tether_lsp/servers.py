@@ -6,17 +6,20 @@ or replace definitions through the `tether_lsp_servers` hook.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether.binaries import GO_UNTRUSTED_ENV, find_project_binary
+
+if TYPE_CHECKING:
+    from tether.run import Run
 
 LANGUAGE_IDS = {
     ".py": "python",
@@ -414,7 +417,7 @@ def find_binary(name: str, dirs: Iterable[Path], *, trusted: bool = True) -> str
     return shutil.which(name)
 
 
-def supported_args(server: ServerDef, binary: str) -> tuple[str, ...]:
+async def supported_args(run: Run, server: ServerDef, binary: str) -> tuple[str, ...]:
     """The definition's ``optional_args`` that ``binary`` knows, by its probe's output (asked once per binary
     file as it is: a binary replaced is asked again; a probe that did not answer in time is asked again)."""
     if not server.optional_args:
@@ -426,7 +429,7 @@ def supported_args(server: ServerDef, binary: str) -> tuple[str, ...]:
     key = (binary, server.optional_args_probe, st.st_mtime_ns, st.st_size)
     if key not in _PROBED:
         try:
-            code, out, err = _ask(binary, server.optional_args_probe)
+            code, out, err = await _ask(run, binary, server.optional_args_probe)
         except OSError:
             return ()
         if code is None:
@@ -439,31 +442,33 @@ def supported_args(server: ServerDef, binary: str) -> tuple[str, ...]:
 _PROBED: dict[tuple[Any, ...], str] = {}  # supported_args' probe outputs, by binary and its stamp
 
 
-def _ask(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> tuple[int | None, str, str]:
-    """``binary args`` run in a session of its own: its exit code, output and errors; the exit code None when
-    it did not finish within ``timeout`` (its whole tree is killed then). OSError when it cannot be started."""
-    from tether.procs import kill_tree
-
-    proc = subprocess.Popen(
-        [binary, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+async def _ask(
+    run: Run, binary: str, args: tuple[str, ...], timeout: float = 10.0
+) -> tuple[int | None, str, str]:
+    """``binary args`` run in a session of its own, tracked by the run: its exit code, output and errors; the
+    exit code None when it did not finish within ``timeout`` (the run stops its whole tree then, as when the
+    caller gives up). OSError when it cannot be started."""
+    pipe = asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(
+        binary, *args, stdin=asyncio.subprocess.DEVNULL, stdout=pipe, stderr=pipe, start_new_session=True
     )
+    run.track_process(proc)
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_tree(proc.pid, 0.5)
-        proc.wait()
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        await run.stop_process(proc, 0.5)
+        await proc.wait()
         return None, "", ""
+    except BaseException:  # cancelled: nothing is left running
+        await asyncio.shield(run.stop_process(proc, 0.5))
+        raise
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-def answers_version(binary: str, args: tuple[str, ...], timeout: float = 10.0) -> str | None:
+async def answers_version(run: Run, binary: str, args: tuple[str, ...], timeout: float = 10.0) -> str | None:
     """None when ``binary args`` exits 0 in time; else why not (a rustup proxy without its component fails here)."""
     try:
-        code, _, err = _ask(binary, args, timeout)
+        code, _, err = await _ask(run, binary, args, timeout)
     except OSError as exc:
         return f"cannot run {binary}: {exc.strerror or exc}"
     if code is None:

@@ -19,8 +19,11 @@ from tether_lsp.options import LspOptions
 
 # created when the run lists its tools: the servers' machinery loads at the first query
 if TYPE_CHECKING:
+    from tether.run import Run
+
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.servers import Availability, ServerDef
+    from tether_lsp.write_diagnostics import Baseline
 
 log = logging.getLogger("tether.lsp")
 
@@ -99,14 +102,14 @@ class Gate:
 class Supervisor:
     """One per run. Cheap to create: nothing starts before the first query."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
         self.connections: dict[tuple[str, Path], Connection] = {}
         self._locks: dict[tuple[str, Path], asyncio.Lock] = {}
         self._versions: dict[str, str | None] = {}
         self._definitions: list[ServerDef] | None = None
         # per write (call id): known diagnostics before it
-        self.baselines: dict[str, dict[str, list[Any]]] = {}
+        self.baselines: dict[str, Baseline] = {}
         self.failed: dict[tuple[str, Path], str] = {}  # servers whose start failed, and why
         # the last code_actions list of each place, for lsp_fix (tether_lsp.fix.remember)
         self.offers: OrderedDict[tuple[str, int, str, int | None], list[Any]] = OrderedDict()
@@ -118,11 +121,7 @@ class Supervisor:
         self.putting_back: asyncio.Task[Any] | None = None
         self._closed = False
 
-    # -- options and definitions ---------------------------------------------------------------
-
-    def option(self, name: str) -> float:
-        """A timeout option (declared in `tether_lsp.options`, structured when the run opened)."""
-        return self.run.options[name]
+    # -- definitions ---------------------------------------------------------------------------
 
     def definitions(self) -> list[ServerDef]:
         if self._definitions is None:
@@ -170,7 +169,7 @@ class Supervisor:
             note = None
         elif server.version_args is not None:
             if binary not in self._versions:
-                self._versions[binary] = await asyncio.to_thread(answers_version, binary, server.version_args)
+                self._versions[binary] = await answers_version(self.run, binary, server.version_args)
             if self._versions[binary]:
                 problems.append(f"binary does not work: {self._versions[binary]}")
         return Availability(server, root, binary, "; ".join(problems) or None, note)
@@ -216,14 +215,14 @@ class Supervisor:
             known = sorted({e for d in self.definitions() for e in d.extensions})
             raise ToolError(
                 f"no language server handles '{path.suffix or path.name}' files; servers are defined for {', '.join(known)}",
-                {"error": "no_server"},
+                code="no_server",
             )
         enabled = self.in_order([d for d in candidates if self.enabled(d)])
         if not enabled:
             ids = ", ".join(d.id for d in candidates)
             raise ToolError(
                 f"the servers for '{path.suffix}' files ({ids}) are not enabled in this run (run option lsp_servers)",
-                {"error": "no_server"},
+                code="no_server",
             )
         usable, reasons = [], []
         for server in enabled:
@@ -237,7 +236,8 @@ class Supervisor:
         raise ToolError(
             f"no language server can serve '{self.run.relpath(path)}': {'; '.join(reasons)}. "
             "Add the missing root marker or install the server; `lsp` with action status shows every server.",
-            {"error": "server_unavailable", "reasons": reasons},
+            code="server_unavailable",
+            reasons=reasons,
         )
 
     # -- connections ---------------------------------------------------------------------------
@@ -260,7 +260,7 @@ class Supervisor:
             if conn is not None and conn.alive:
                 return conn
             if not retry_failed and key in self.failed:
-                raise ToolError(self.failed[key], {"error": "start_failed"})
+                raise ToolError(self.failed[key], code="start_failed")
             if conn is not None:
                 # a restart: the binary is looked for again. ``avail`` may have been asked while the dead
                 # server still looked alive, and so name the binary it started from, gone since
@@ -270,7 +270,8 @@ class Supervisor:
                     raise ToolError(
                         f"{key[0]} died and cannot be started again: {why}. "
                         "`lsp` with action status shows every server.",
-                        {"error": "server_unavailable", "server": key[0]},
+                        code="server_unavailable",
+                        server=key[0],
                     )
                 assert avail.binary is not None
             reopen = [d.path for d in conn.docs.values()] if conn is not None else []
@@ -281,15 +282,13 @@ class Supervisor:
             new = Connection(avail.server, avail.binary, key[1], self.run)
             new.restarts = restarts
             try:
-                await new.start(self.option("lsp_start_timeout"))
+                await new.start(self.run.options.of(LspOptions).lsp_start_timeout)
             except StartFailed as exc:
                 await new.close(0.2)
                 self.failed[key] = (
                     f"{exc}. Check that the server works (`lsp` action status), then retry or reload."
                 )
-                raise ToolError(
-                    self.failed[key], {"error": "start_failed", "server": avail.server.id}
-                ) from None
+                raise ToolError(self.failed[key], code="start_failed", server=avail.server.id) from None
             except (
                 BaseException
             ):  # cancelled mid-start (a bounded caller gave up): leave nothing half-started
@@ -329,7 +328,7 @@ class Supervisor:
                     return exc.stand()
         raise ToolError(
             f"{server_id} no longer serves '{self.run.relpath(path)}' in this run; ask code_actions again",
-            {"error": "server_unavailable"},
+            code="server_unavailable",
         )
 
     async def with_every(
@@ -372,10 +371,10 @@ class Supervisor:
                 if doc is None:
                     raise ToolError(
                         f"'{self.run.relpath(path)}' is not a readable UTF-8 text file",
-                        {"error": "unreadable"},
+                        code="unreadable",
                     )
                 # answers from a half-analysed project are partial: the first analysis is waited for, bounded
-                await conn.first_round(self.option("lsp_ready_wait"))
+                await conn.first_round(self.run.options.of(LspOptions).lsp_ready_wait)
                 readiness.record(conn)  # the answer says whether the server was ready when asked
                 return await fn(conn, doc)
             except ServerDied:
@@ -384,18 +383,20 @@ class Supervisor:
                     raise ToolError(
                         f"{avail.server.id} died again after a restart{': ' + tail if tail else ''}. "
                         "Try `lsp` action reload, or check the server with action status.",
-                        {"error": "server_died"},
+                        code="server_died",
                     ) from None
                 log.warning("%s died; restarting it", avail.server.id)
             except RequestTimeout as exc:
                 raise ToolError(
                     f"{avail.server.id} timed out: {exc}. The server may be busy indexing a large project; "
                     "retry shortly, or raise the run option lsp_request_timeout.",
-                    {"error": "timeout", "method": exc.method, "timeout": exc.timeout},
+                    code="timeout",
+                    method=exc.method,
+                    timeout=exc.timeout,
                 ) from None
             except ServerError as exc:
                 raise ToolError(
-                    f"{avail.server.id} answered with an error: {exc}", {"error": "server_error"}
+                    f"{avail.server.id} answered with an error: {exc}", code="server_error"
                 ) from None
         raise AssertionError("unreachable")
 
@@ -403,7 +404,7 @@ class Supervisor:
         """A query of a tool (never the handshake): its own progress is reported on a token of ours."""
         if hasattr(params, "work_done_token") and params.work_done_token is None:
             params.work_done_token = conn.own_token()
-        return await conn.request(method, params, self.option("lsp_request_timeout"))
+        return await conn.request(method, params, self.run.options.of(LspOptions).lsp_request_timeout)
 
     async def reload(self, root: Path | None = None) -> list[str]:
         """Restart the running servers (for servers rooted under ``root``); return what was restarted."""
@@ -414,7 +415,7 @@ class Supervisor:
                 continue
             paths = [d.path for d in conn.docs.values()]
             self.connections.pop(key, None)
-            await conn.close(self.option("lsp_shutdown_grace"))
+            await conn.close(self.run.options.of(LspOptions).lsp_shutdown_grace)
             avail = await self.availability(conn.server, key[1])
             if avail.ok and avail.root == key[1]:
                 new = await self.connection(avail)
@@ -429,7 +430,7 @@ class Supervisor:
         if self.putting_back is not None:
             self.putting_back.cancel()
             await asyncio.gather(self.putting_back, return_exceptions=True)
-        grace = self.option("lsp_shutdown_grace")
+        grace = self.run.options.of(LspOptions).lsp_shutdown_grace
         conns = list(self.connections.values())
         self.connections.clear()
         await asyncio.gather(*(c.close(grace) for c in conns), return_exceptions=True)

@@ -54,7 +54,8 @@ def too_large(path: Path, rel: str, then: str = "") -> ToolError | None:
     return ToolError(
         f"'{rel}' is {size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB a language server is "
         f"given, so it is not opened{then}; search it with grep in a shell instead",
-        {"error": "too_large", "size": size},
+        code="too_large",
+        size=size,
     )
 
 
