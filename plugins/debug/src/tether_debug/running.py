@@ -15,7 +15,7 @@ from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, hand
 from tether_debug.args import DebugArgs
 from tether_debug.breakpoints import bp_summary
 from tether_debug.dap import DapError
-from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
+from tether_debug.options import DebugOptions
 from tether_debug.render import (
     MAX_VALUE,
     cap_output,
@@ -167,11 +167,19 @@ async def launch(
         stop_on_entry=args.stop_on_entry,
     )
     shown = run.relpath(program) if program is not None else f"-m {args.module}"
-    new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
+    options = run.options.of(DebugOptions)
+    new = Session(
+        adapter,
+        conversation_id=conversation,
+        ttl=options.debug_ttl,
+        request_timeout=options.debug_request_timeout,
+    )
     new.program = shown
     new.root = run.root
     try:
-        bound = LaunchBound(launch_timeout(run))  # one for the build, the start and the configuration
+        bound = LaunchBound(
+            options.debug_launch_timeout
+        )  # one for the build, the start and the configuration
         if adapter.build is not None:
             new.scratch, new.scratch_run = _scratch(run), run
             build = adapter.build(request, new.scratch)
@@ -183,7 +191,7 @@ async def launch(
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), bound
         )
-        outcome = await new.wait_stop(0, stop_timeout(run))
+        outcome = await new.wait_stop(0, options.debug_stop_timeout)
         if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
             # lldb-dap holds a native program at its entry point with a SIGSTOP: that is the entry stop
             outcome = new.stop = attrs.evolve(outcome, reason="entry", description=None, exception=None)
@@ -237,11 +245,17 @@ async def attach(
         problem = ptrace_problem(number)
         if problem:
             raise ToolError(f"cannot attach to process {number}: {problem}", data={"error": "attach_refused"})
-    new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
+    options = run.options.of(DebugOptions)
+    new = Session(
+        adapter,
+        conversation_id=conversation,
+        ttl=options.debug_ttl,
+        request_timeout=options.debug_request_timeout,
+    )
     new.program = f"process {number}" if by_pid else f"process on port {number}"
     new.root = run.root
     try:
-        bound = LaunchBound(launch_timeout(run))
+        bound = LaunchBound(options.debug_launch_timeout)
         if by_pid:
             availability = adapter.availability(run.root)
             if not availability.usable or availability.located is None:
@@ -255,7 +269,7 @@ async def attach(
             await new.connect("127.0.0.1", number, min(bound.seconds, 10.0))
         await new.configure("attach", make(number), supervisor.plan_for(conversation), bound)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
-        waited = min(stop_timeout(run), attach_wait(run))
+        waited = min(options.debug_stop_timeout, options.debug_attach_wait)
         outcome = await new.wait_stop(0, waited)
     except (SessionError, DapError) as exc:
         debugger = new.proc.pid if new.proc is not None and new.proc.returncode is None else None
@@ -396,7 +410,7 @@ async def after_run(
     Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
     """
     if outcome is None:
-        bound = stop_timeout(run) if waited is None else waited
+        bound = run.options.of(DebugOptions).debug_stop_timeout if waited is None else waited
         hint = "" if waited is None else ", run option debug_attach_wait"
         text = (
             prefix
@@ -463,5 +477,5 @@ async def resume(
     session.stop = None
     session.frames = {}
     session.references = set()
-    outcome = await session.wait_stop(after, stop_timeout(run))
+    outcome = await session.wait_stop(after, run.options.of(DebugOptions).debug_stop_timeout)
     return await after_run(run, supervisor, conversation, session, outcome)
