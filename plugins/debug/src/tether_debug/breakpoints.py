@@ -27,7 +27,8 @@ def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[
         raise ToolError(
             f"line(s) {', '.join(map(str, bad_range))} are outside '{run.relpath(path)}', which has {len(source)} lines; "
             "give 1-based line numbers of lines with code.",
-            data={"error": "bad_line", "lines": bad_range},
+            code="bad_line",
+            lines=bad_range,
         )
     empty = []
     for n in lines:
@@ -44,7 +45,8 @@ def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[
         raise ToolError(
             f"no code on line(s) {', '.join(hints)} of '{run.relpath(path)}' (blank or comment): a breakpoint there "
             "would never be hit. Put it on a line with a statement.",
-            data={"error": "no_code", "lines": empty},
+            code="no_code",
+            lines=empty,
         )
 
 
@@ -72,7 +74,7 @@ def check_log_message(message: str) -> None:
         raise ToolError(
             f"log_message {message!r} has an unbalanced brace: each {{expression}} needs its closing brace (and no "
             "brace may stand alone or nest). Write e.g. 'i={i} total={total}'.",
-            data={"error": "bad_log_message"},
+            code="bad_log_message",
         )
 
 

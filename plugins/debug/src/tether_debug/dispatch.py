@@ -66,11 +66,13 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     except DapError as exc:
         raise ToolError(
             f"the {action} request failed in the debug adapter: {exc.message}",
-            data={"error": "adapter", "command": exc.command},
+            code="adapter",
+            command=exc.command,
         ) from None
     except ToolError as exc:
         if note:
-            raise ToolError(f"{note}\n{exc.message}", data=exc.data) from None
+            fields = {k: v for k, v in (exc.data or {}).items() if k != "error"}
+            raise ToolError(f"{note}\n{exc.message}", code=exc.code, **fields) from None
         raise
     if note:
         result = ToolResult(
@@ -148,7 +150,7 @@ async def _in_session(
     if session.stop is None:
         raise ToolError(
             f"'{action}' needs the program to be stopped, and it is running. Use action='pause' first (or set a breakpoint and wait).",
-            data={"error": "running"},
+            code="running",
         )
     if action == "stack":
         return await stack_action(run, session, args.thread_id)

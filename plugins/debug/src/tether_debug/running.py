@@ -42,7 +42,8 @@ def refuse_second(run: Run, session: Session) -> ToolError:
     return ToolError(
         f"a debug session is already running in this conversation ({session.program}, started {age:.1f} min ago{where}); "
         "a second launch/attach does not replace it. End it first with action='terminate', then launch again.",
-        data={"error": "session_exists", "program": session.program},
+        code="session_exists",
+        program=session.program,
     )
 
 
@@ -69,7 +70,8 @@ def pick_adapter(run: Run, program: Path | None, forced: str | None) -> AdapterD
     raise ToolError(
         f"no debug adapter handles {what}. The registered adapters take: {takes}. "
         "Or force one with adapter='<id>'.",
-        data={"error": "no_adapter", "adapters": list(known)},
+        code="no_adapter",
+        adapters=list(known),
     )
 
 
@@ -81,9 +83,7 @@ def _no_program(run: Run, args: DebugArgs) -> ToolError:
             f" To run a Python module or a command installed by one (pytest), give module='{name}' and its "
             "arguments in args."
         )
-    return ToolError(
-        f"no such program: '{name}' (paths are relative to the root).{hint}", data={"error": "no_program"}
-    )
+    return ToolError(f"no such program: '{name}' (paths are relative to the root).{hint}", code="no_program")
 
 
 def _cwd(run: Run, cwd: str | None) -> Path:
@@ -133,7 +133,7 @@ async def launch(
         module = (args.args or ["<module>"])[0]
         raise ToolError(
             f"'-m' is not a program: to run `python -m {module}`, give module='{module}' and the rest in args.",
-            data={"error": "no_program"},
+            code="no_program",
         )
     if args.module and args.program:
         raise ToolError(
@@ -153,7 +153,8 @@ async def launch(
     if not availability.usable or availability.located is None:
         raise ToolError(
             f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
-            data={"error": "adapter_unavailable", "adapter": adapter.id},
+            code="adapter_unavailable",
+            adapter=adapter.id,
         )
     request = LaunchRequest(
         program=program,
@@ -203,7 +204,8 @@ async def launch(
         more = f"\nprogram output:\n{cap_output(output, 0)[0]}" if output.strip() else ""
         raise ToolError(
             f"could not launch {shown} under {adapter.id}: {message}{more}",
-            data={"error": "launch_failed", "adapter": adapter.id},
+            code="launch_failed",
+            adapter=adapter.id,
         ) from None
     except BaseException:
         await asyncio.shield(new.close())
@@ -244,7 +246,7 @@ async def attach(
     if by_pid:
         problem = ptrace_problem(number)
         if problem:
-            raise ToolError(f"cannot attach to process {number}: {problem}", data={"error": "attach_refused"})
+            raise ToolError(f"cannot attach to process {number}: {problem}", code="attach_refused")
     options = run.options.of(DebugOptions)
     new = Session(
         adapter,
@@ -261,7 +263,8 @@ async def attach(
             if not availability.usable or availability.located is None:
                 raise ToolError(
                     f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
-                    data={"error": "adapter_unavailable", "adapter": adapter.id},
+                    code="adapter_unavailable",
+                    adapter=adapter.id,
                 )
             await new.start(availability.located, run.root, run, bound)
             new.attached = True
@@ -279,7 +282,7 @@ async def attach(
         elif by_pid and ("not permitted" in message or "ptrace" in message.lower()):
             message += f". {PTRACE_FORBIDDEN}"
         await new.close()
-        raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
+        raise ToolError(f"could not attach to {target}: {message}", code="attach_failed") from None
     except BaseException:
         await asyncio.shield(new.close())
         raise
@@ -462,7 +465,7 @@ async def resume(
     if need_stop and session.stop is None:
         raise ToolError(
             f"the program is running, so there is nothing to {command}; use action='pause' to stop it first.",
-            data={"error": "running"},
+            code="running",
         )
     if not need_stop and session.stop is not None:
         return stop_result(run, session, session.stop, prefix="already stopped; nothing to pause.\n")

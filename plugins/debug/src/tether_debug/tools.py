@@ -51,7 +51,6 @@ def tools() -> list[Tool]:
             description=DESCRIPTION,
             args=DebugArgs,
             handler=handle,
-            family="debug",
             parallel_safe=False,
         )
     ]
