@@ -28,6 +28,8 @@ from tether import sandbox, tracing
 
 from tether_debug.adapters import AdapterDef, Build, Located
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
+from tether_debug.output import LINE_KEEP as LINE_KEEP  # where benchmarks/debug_output_bench.py imports it
+from tether_debug.output import OutputBuffer
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import Plan
@@ -47,8 +49,6 @@ SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
 LLDB_CONDITION_ERROR = re.compile(
     r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
 )
-OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
-LINE_KEEP = 100_000  # characters kept of one stream's unfinished line; earlier ones are cut, said in the line
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
 
@@ -86,84 +86,6 @@ class Ended:
     exit_code: int | None
     how: str
     signal: int | None = None  # the signal that killed the program, when the adapter's report shows one
-
-
-class OutputBuffer:
-    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted).
-
-    Streams are merged a whole line at a time: an adapter that reads stdout and stderr on two
-    threads (debugpy's launcher) hands over a line in pieces with the other stream's text between
-    them ("done" ... a traceback ... " 90"). A stream's unfinished line waits for its newline (or
-    for the next read, where it is given as a line of its own) before it joins the rest. Lines of
-    two streams may still come in another order than they were written: the adapter reads them
-    apart, and their order is lost there. An unfinished line keeps only its last LINE_KEEP
-    characters; the line says how many before them were cut.
-    """
-
-    def __init__(self) -> None:
-        self._parts: deque[str] = deque()
-        self._size = 0
-        self._unfinished: dict[str, _Line] = {}  # stream -> the start of a line still being written
-        self.dropped = 0
-        self.closed = False  # after `terminated`: lldb-dap floods output while it dies
-
-    def add(self, text: str, stream: str = "") -> None:
-        if self.closed or not text:
-            return
-        text = text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
-        lines, newline, rest = text.rpartition("\n")
-        if newline:
-            started = self._unfinished.pop(stream, None)
-            self._keep((started.text() if started else "") + lines + newline)
-        if rest:
-            self._unfinished.setdefault(stream, _Line()).add(rest)
-
-    def _keep(self, text: str) -> None:
-        self._parts.append(text)
-        self._size += len(text)
-        while self._size > OUTPUT_KEEP and self._parts:
-            old = self._parts.popleft()
-            self._size -= len(old)
-            self.dropped += len(old)
-
-    def take(self) -> tuple[str, int]:
-        for line in self._unfinished.values():  # a prompt without its newline is output too
-            self._keep(line.text() + "\n")  # ended: another stream's piece does not join its line
-        self._unfinished.clear()
-        text = "".join(self._parts)
-        dropped = self.dropped
-        self._parts.clear()
-        self._size = 0
-        self.dropped = 0
-        return text, dropped
-
-
-class _Line:
-    """One stream's line still being written: its pieces, at most LINE_KEEP characters (the latest)."""
-
-    def __init__(self) -> None:
-        self.pieces: deque[str] = deque()
-        self.size = 0
-        self.cut = 0
-
-    def add(self, piece: str) -> None:
-        self.pieces.append(piece)
-        self.size += len(piece)
-        while self.size > LINE_KEEP:
-            excess = self.size - LINE_KEEP
-            first = self.pieces[0]
-            if len(first) <= excess:
-                self.pieces.popleft()
-                self.size -= len(first)
-                self.cut += len(first)
-            else:
-                self.pieces[0] = first[excess:]
-                self.size -= excess
-                self.cut += excess
-
-    def text(self) -> str:
-        said = f"[{self.cut:,} earlier characters of this line cut] " if self.cut else ""
-        return said + "".join(self.pieces)
 
 
 class SessionError(Exception):
