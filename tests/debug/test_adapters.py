@@ -14,7 +14,7 @@ import tether
 from tether import hookimpl
 from tether.testing import assert_light_entry_point
 from tether_debug.adapters import BUILTIN, AdapterDef, Build, LaunchRequest, Located
-from tether_debug.session import build_command
+from tether_debug.build import build_command
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 

@@ -14,6 +14,7 @@ from tether import ToolError, ToolResult
 from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, handles_safely
 from tether_debug.args import DebugArgs
 from tether_debug.breakpoints import bp_summary
+from tether_debug.build import build_first
 from tether_debug.dap import DapError
 from tether_debug.options import DebugOptions
 from tether_debug.render import (
@@ -169,26 +170,12 @@ async def launch(
     )
     shown = run.relpath(program) if program is not None else f"-m {args.module}"
     options = run.options.of(DebugOptions)
-    new = Session(
-        adapter,
-        conversation_id=conversation,
-        ttl=options.debug_ttl,
-        request_timeout=options.debug_request_timeout,
-    )
-    new.program = shown
-    new.root = run.root
+    new = Session(adapter, run, shown)
     try:
-        bound = LaunchBound(
-            options.debug_launch_timeout
-        )  # one for the build, the start and the configuration
-        if adapter.build is not None:
-            new.scratch, new.scratch_run = _scratch(run), run
-            build = adapter.build(request, new.scratch)
-            if build is not None:  # built here, so a build error is the build's own answer
-                await new.build(build, run, bound)
-                cwd = build.run_in if args.cwd is None and build.run_in is not None else request.cwd
-                request = attrs.evolve(request, program=build.output, test=False, cwd=cwd)
-        await new.start(availability.located, run.root, run, bound)
+        # one bound for the build, the start and the configuration
+        bound = LaunchBound(options.debug_launch_timeout)
+        request = await build_first(new, request, bound, cwd_given=args.cwd is not None)
+        await new.start(availability.located, bound)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), bound
         )
@@ -248,14 +235,7 @@ async def attach(
         if problem:
             raise ToolError(f"cannot attach to process {number}: {problem}", code="attach_refused")
     options = run.options.of(DebugOptions)
-    new = Session(
-        adapter,
-        conversation_id=conversation,
-        ttl=options.debug_ttl,
-        request_timeout=options.debug_request_timeout,
-    )
-    new.program = f"process {number}" if by_pid else f"process on port {number}"
-    new.root = run.root
+    new = Session(adapter, run, f"process {number}" if by_pid else f"process on port {number}")
     try:
         bound = LaunchBound(options.debug_launch_timeout)
         if by_pid:
@@ -266,7 +246,7 @@ async def attach(
                     code="adapter_unavailable",
                     adapter=adapter.id,
                 )
-            await new.start(availability.located, run.root, run, bound)
+            await new.start(availability.located, bound)
             new.attached = True
         else:
             await new.connect("127.0.0.1", number, min(bound.seconds, 10.0))
@@ -289,30 +269,6 @@ async def attach(
     supervisor.adopt(new)
     prefix = f"attached to the {target.replace('port', 'process on port')}.\n" + bp_summary(run, new)
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix, waited=waited)
-
-
-def _scratch(run: Run) -> Path:
-    """A new directory for the program a build writes: in the run's private directory, or, where that
-    is on a noexec mount (a program there cannot run), in the root; removed when the session closes,
-    and by the run (`Run.scratch_dir`) if the session could not."""
-    places = (
-        (run.private_dir(), "debug-build-", "the run's temporary directory"),
-        (run.root, ".tether-debug-build-", "the root"),
-    )
-    for base, prefix, said in places:
-        if os.statvfs(base).f_flag & os.ST_NOEXEC:
-            continue
-        try:
-            return run.scratch_dir(base, prefix)
-        except OSError as exc:
-            raise SessionError(
-                f"could not make a directory for the build's program in {said}: {exc.strerror}"
-            ) from None
-    raise SessionError(
-        "the temporary directory and the root are both on noexec mounts, so a program built there cannot "
-        "run; set TMPDIR to a directory on a mount that allows executables, or build the program yourself "
-        "(`go build -gcflags='all=-N -l'`) somewhere it can run and launch that binary"
-    )
 
 
 PTRACE_FORBIDDEN = (

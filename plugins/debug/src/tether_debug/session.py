@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import re
-import shlex
 import signal
 import sys
 import time
@@ -26,12 +25,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from tether import sandbox, tracing
 
-from tether_debug.adapters import AdapterDef, Build, Located
+from tether_debug.adapters import AdapterDef, Located
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
+from tether_debug.options import DebugOptions
 from tether_debug.output import LINE_KEEP as LINE_KEEP  # where benchmarks/debug_output_bench.py imports it
 from tether_debug.output import OutputBuffer
 
 if TYPE_CHECKING:
+    from tether.run import Run
+
     from tether_debug.supervisor import Plan
 
 log = logging.getLogger("tether.debug")
@@ -127,15 +129,20 @@ class LaunchBound:
 
 
 class Session:
-    def __init__(
-        self, adapter: AdapterDef, *, conversation_id: str, ttl: float, request_timeout: float
-    ) -> None:
+    """One conversation's session in ``run``, of ``program`` (as the model is told it) under ``adapter``."""
+
+    def __init__(self, adapter: AdapterDef, run: Run, program: str) -> None:
+        options = run.options.of(DebugOptions)
+        ttl = options.debug_ttl
         self.adapter = adapter
-        self.conversation_id = conversation_id
+        self.run = run  # tags, tracks and stops the processes started here, and removes the scratch
+        self.conversation_id = run.conversation_id or ""
+        self.program = program
+        self.root = run.root
         self.started = time.monotonic()
         self.deadline = self.started + ttl
         self.ttl = ttl
-        self.request_timeout = request_timeout
+        self.request_timeout = options.debug_request_timeout
         self.proc: asyncio.subprocess.Process | None = None
         self.client: DapClient | None = None
         self.capabilities: dict[str, Any] = {}
@@ -158,104 +165,34 @@ class Session:
         # what the adapter said of breakpoints meanwhile (a condition that failed)
         self.notices: list[str] = []
         self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
-        self.program: str = ""
-        self.root: Path | None = None
         self.attached = False
         self.lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._children: list[int] = []  # processes started for runInTerminal
-        self._run: Any = None  # the run: tags, tracks and stops the processes started here
         self._envelope_decided = False
         self._inside: sandbox.Envelope | None = None  # the adapter (and so the program) runs in it
-        self.scratch: Path | None = None  # where a build writes the program; removed at close
-        self.scratch_run: Any = None  # the run that made it (`Run.scratch_dir`), which removes it
+        self.scratch: Path | None = None  # where a build writes the program (`build`); removed at close
         self.building: asyncio.subprocess.Process | None = None  # the build, stopped at close
 
     # -- starting ---------------------------------------------------------------------------------
 
-    async def _envelope(self, run: Any) -> sandbox.Envelope | None:
+    async def envelope(self) -> sandbox.Envelope | None:
         """The envelope the adapter and the build run in, decided once; None: on the host.
 
         A ToolError when the run asks for one it cannot have: refused, nothing runs.
         """
-        self._run = run
         if not self._envelope_decided:
-            envelope = sandbox.envelope(run, "debug")
+            envelope = sandbox.envelope(self.run, "debug")
             self._inside = envelope if envelope is not None and await envelope.check() else None
             self._envelope_decided = True
         return self._inside
 
-    async def build(self, build: Build, run: Any, bound: LaunchBound) -> None:
-        """Run the adapter's build of the program; a failure says the build's own words.
-
-        It runs where the adapter will (the run's envelope), tracked like it, so it is stopped with
-        the run. Its output is bounded, and paths in it are relative to the root.
-        """
-        argv: list[str] = list(build.argv)
-        envelope = await self._envelope(run)
-        if envelope is not None:
-            argv = list(envelope.wrap(argv))
-        added = {
-            **build.env,
-            **({} if run.trusted else build.untrusted_env),
-        }  # the launch's env cannot lift them
-        shown, _ = build_command(build, added, run.root)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=str(build.cwd or run.root),
-                env=run.child_env({**os.environ, **added}),
-                # no session of its own (unlike the adapter): under load, a new session's scheduler
-                # group made go build take 1.5-2x as long; the run's tag finds what it started
-            )
-        except OSError as exc:
-            raise SessionError(f"could not run `{shown}`: {exc}") from None
-        run.track_process(proc)
-        self.building = proc
-        try:
-            async with bound.phase("the build", f" (`{shown}`)"):
-                out, _ = await proc.communicate()
-        finally:
-            # stopped, with the compilers it started, when the bound ran out and on a cancel alike: else
-            # it runs on and writes the binary back into the directory close() removes; killed by a
-            # signal, its compilers may outlive it
-            if proc.returncode is None or proc.returncode < 0:
-                await asyncio.shield(run.stop_process(proc))
-        if proc.returncode is not None and proc.returncode < 0:
-            raise SessionError(f"`{shown}` was killed by {signal.Signals(-proc.returncode).name}")
-        if proc.returncode != 0:
-            text = out.decode(errors="replace")
-            if (
-                build.cwd is not None and build.cwd != run.root
-            ):  # go's paths relative to its cwd: to the root's
-                within = build.cwd.relative_to(run.root).as_posix()
-                text = re.sub(r"^(?:\./)?(?=[^\s:/][^\s:]*\.go:)", f"{within}/", text, flags=re.MULTILINE)
-            text = text.replace(f"{run.root}{os.sep}", "")
-            rerun, whole = build_command(build, added, run.root, os.devnull)
-            said = f"the build failed (`{shown}`, exit status {proc.returncode}):\n{_bounded(text, rerun, whole)}"
-            untrusted = {} if run.trusted else build.untrusted_env
-            if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
-                said += (
-                    "\n(this run does not trust its root, so the build ran with "
-                    + " ".join(f"{k}={v}" for k, v in untrusted.items())
-                    + ": nothing is downloaded; the run option trust lifts it)"
-                )
-            raise SessionError(said)
-        # a library package builds an archive, not a program: told by its content (a noexec mount
-        # would make the mode bits say the same of a program)
-        with contextlib.suppress(OSError), build.output.open("rb") as fh:
-            if not fh.read(8).startswith(b"!<arch>"):
-                return
-        raise SessionError(build.no_output)
-
-    async def start(self, located: Located, root: Path, run: Any, bound: LaunchBound) -> None:
+    async def start(self, located: Located, bound: LaunchBound) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
+        run = self.run
         tcp = self.adapter.transport == "tcp"
         argv = list(located.argv)
-        envelope = await self._envelope(run)
+        envelope = await self.envelope()
         if envelope is not None:
             if (
                 tcp and not envelope.shares_loopback
@@ -268,7 +205,7 @@ class Session:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=str(root),
+                cwd=str(self.root),
                 env=run.child_env(),  # the debuggee inherits the tag: stopped with the adapter wherever it went
                 start_new_session=True,
                 limit=2**24,
@@ -380,12 +317,12 @@ class Session:
                         answers[i] = {**known, **bp}
 
     async def _on_reverse(self, command: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        if command == "runInTerminal" and self._inside is None:
+        if command == "runInTerminal" and self._envelope_decided and self._inside is None:
             # We have no terminal: run it as a plain child of ours, tracked like the adapter.
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
-                env=self._run.child_env(
+                env=self.run.child_env(
                     {**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}}
                 ),
                 stdin=asyncio.subprocess.DEVNULL,
@@ -393,7 +330,7 @@ class Session:
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
-            self._run.track_process(proc)
+            self.run.track_process(proc)
             self._children.append(proc.pid)
             if proc.stdout is not None:
                 self._tasks.append(
@@ -682,7 +619,7 @@ class Session:
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root
-        if root is None or not frames:
+        if not frames:
             return None
 
         def inside(f: dict[str, Any]) -> bool:
@@ -799,7 +736,7 @@ class Session:
         # daemon may leave the session: they carry the adapter's tag, and stop_process follows it
         for pid in (*self._children, proc.pid if proc else None):
             if pid is not None:
-                await self._run.stop_process(pid, grace)
+                await self.run.stop_process(pid, grace)
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), 1.0)
@@ -807,73 +744,9 @@ class Session:
                 pass
         building = self.building
         if building is not None and building.returncode is None:  # a second cancel cut its own stop short
-            await self._run.stop_process(building)
+            await self.run.stop_process(building)
         if self.scratch is not None:
-            await asyncio.to_thread(self.scratch_run.remove_scratch_dir, self.scratch)
-
-
-MAX_BUILD_LINES = 60  # lines of a failed build's output shown
-MAX_BUILD_COMMAND = 600  # characters of the build's command shown
-MAX_BUILD_VALUE = 80  # characters of one variable's value in it
-MAX_BUILD_LINE = 500  # characters of one line of its output
-
-
-def build_command(
-    build: Build, added: dict[str, str], root: Path, output: str | None = None
-) -> tuple[str, bool]:
-    """The build as it ran, to type in the root, and whether it is whole (nothing cut).
-
-    A ``cd`` to where it ran, the variables the launch (or the untrusted run) added, each value
-    bounded, then its argv whole (we made it); paths under the root relative; the variables cut
-    first when the whole is too long. With ``output``, that path in place of the program's (the
-    hint to rerun it writes nothing that stays: ``os.devnull``).
-    """
-    cwd = build.cwd or root
-
-    def word(arg: str) -> str:
-        if output is not None and arg == str(build.output):
-            return shlex.quote(output)
-        path = Path(arg)
-        inside = path.is_absolute() and path.is_relative_to(root)
-        return shlex.quote(os.path.relpath(path, cwd) if inside else arg)
-
-    def var(key: str, value: str) -> str:
-        if len(value) <= MAX_BUILD_VALUE:
-            return f"{key}={shlex.quote(value)}"
-        return f"{key}={shlex.quote(value[:MAX_BUILD_VALUE])}…[{len(value) - MAX_BUILD_VALUE:,} more characters cut]"
-
-    whole = all(len(v) <= MAX_BUILD_VALUE for v in added.values())
-    cd = f"cd {shlex.quote(cwd.relative_to(root).as_posix())} && " if cwd != root else ""
-    argv = " ".join(map(word, build.argv))
-    variables = " ".join(var(k, v) for k, v in added.items())
-    room = MAX_BUILD_COMMAND - len(cd) - len(argv) - 1
-    if len(variables) > room:
-        said = f"…[{len(variables) - room:,} more characters of variables cut]"
-        variables = variables[: max(room - len(said), 0)] + said
-        whole = False
-    text = cd + (f"{variables} {argv}" if variables else argv)
-    if len(text) > MAX_BUILD_COMMAND:  # an argv that long is not ours to make; bounded all the same
-        text = text[:MAX_BUILD_COMMAND] + f" [{len(text) - MAX_BUILD_COMMAND:,} more characters cut]"
-        whole = False
-    return text, whole
-
-
-def _bounded(text: str, rerun: str, whole: bool) -> str:
-    """The build's output bounded; the cut said with how to see it all (``rerun``: the build
-    writing nothing, to type in the root when ``whole``)."""
-    lines = [
-        line if len(line) <= MAX_BUILD_LINE else line[:MAX_BUILD_LINE] + " [...]"
-        for line in text.splitlines()
-    ]
-    if len(lines) <= MAX_BUILD_LINES:
-        return "\n".join(lines)
-    cut = len(lines) - MAX_BUILD_LINES
-    how = (
-        f"run `{rerun}` in the root"
-        if whole
-        else f"build as `{rerun}` does in the root, with the launch's env in full (its values are cut here),"
-    )
-    return "\n".join(lines[:MAX_BUILD_LINES]) + f"\n[{cut} more lines cut: {how} to see them all]"
+            await asyncio.to_thread(self.run.remove_scratch_dir, self.scratch)
 
 
 def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
