@@ -26,6 +26,12 @@ import attrs
 from tether import sandbox, tracing
 
 from tether_debug.adapters import AdapterDef, Located
+from tether_debug.breakpoints import (
+    condition_failures,
+    set_breakpoints,
+    set_exceptions,
+    set_function_breakpoints,
+)
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
 from tether_debug.options import DebugOptions
 from tether_debug.output import LINE_KEEP as LINE_KEEP  # where benchmarks/debug_output_bench.py imports it
@@ -41,16 +47,7 @@ log = logging.getLogger("tether.debug")
 STOP_EVENTS = ("stopped", "terminated", "exited")
 MAX_LOGGED = 200  # logpoint lines kept for one call's result (all of them are in `output`)
 MAX_EXCEPTION_STACK = 12  # lines of an exception's own stack shown with the stop
-OPTION_CAPABILITY = {
-    "condition": "supportsConditionalBreakpoints",
-    "hitCondition": "supportsHitConditionalBreakpoints",
-    "logMessage": "supportsLogPoints",
-}
-OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
 SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
-LLDB_CONDITION_ERROR = re.compile(
-    r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
-)
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
 
@@ -164,7 +161,7 @@ class Session:
         self.last_signal: int | None = None  # the signal of the last stop on one (lldb: SIGSEGV)
         # what the adapter said of breakpoints meanwhile (a condition that failed)
         self.notices: list[str] = []
-        self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
+        self.logpoint: re.Pattern[str] | None = None  # the lines the logpoints print (`breakpoints`)
         self.attached = False
         self.lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -297,14 +294,14 @@ class Session:
         body = message.get("body") or {}
         if event == "output":
             text = body.get("output", "")
-            pattern = self._logpoint
+            pattern = self.logpoint
             logged = [m.group(1) for line in text.splitlines() if pattern and (m := pattern.fullmatch(line))]
             if logged and len(self.logged) < MAX_LOGGED:
                 self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
             if logged or body.get("category", "console") in self.adapter.output_categories:
                 self.output.add(text, body.get("category", "console"))  # lldb-dap logs to its console
             if "error evaluating condition" in text:
-                self.notices.extend(self.condition_failures(text))
+                self.notices.extend(condition_failures(self, text))
         elif event == "exited":
             self.exit_code = body.get("exitCode")
         elif event == "terminated" and self.adapter.drop_output_after_terminated:
@@ -404,155 +401,12 @@ class Session:
                 f"{request} did not complete: the adapter closed the connection. {self._stderr_text()}".strip()
             )
         for path, specs in plan.lines.items():
-            await self.set_breakpoints(path, specs)
+            await set_breakpoints(self, path, specs)
         if plan.functions:
-            await self.set_function_breakpoints(plan.functions)
-        await self.set_exceptions(plan.exceptions)
+            await set_function_breakpoints(self, plan.functions)
+        await set_exceptions(self, plan.exceptions)
         await client.request("configurationDone", {})
         await answer
-
-    async def set_exceptions(self, mode: str) -> str:
-        """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
-        assert self.client is not None
-        offered = {
-            f.get("filter"): f.get("label") or f.get("filter")
-            for f in self.capabilities.get("exceptionBreakpointFilters") or ()
-        }
-        note = f" ({self.adapter.exception_note})" if self.adapter.exception_note else ""
-        if not offered:
-            said = f"exceptions={mode}: the {self.adapter.id} adapter offers no exception filters{note}."
-        else:
-            wanted = self.adapter.exception_modes.get(mode, ())
-            filters = [f for f in wanted if f in offered]
-            await self.client.request("setExceptionBreakpoints", {"filters": filters})
-            if filters:
-                said = (
-                    f"exceptions={mode}: filters "
-                    + ", ".join(f"{f} ({offered[f]})" for f in filters)
-                    + f"{note}."
-                )
-            elif mode == "none":
-                said = f"exceptions=none: no exception filter is on{note}."
-            else:
-                said = (
-                    f"exceptions={mode}: the {self.adapter.id} adapter has no filter for this mode (it offers "
-                    + ", ".join(f"{f} ({label})" for f, label in offered.items())
-                    + f"){note}."
-                )
-        self.exceptions = (mode, said)
-        return said
-
-    async def set_breakpoints(self, path: str, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send a file's breakpoints; one row per requested line: the adapter's answer and what was not sent."""
-        assert self.client is not None
-        rows: list[dict[str, Any]] = []
-        sent: list[dict[str, Any]] = []
-        for spec in specs:
-            row: dict[str, Any] = {
-                "requested": spec["line"],
-                **{k: v for k, v in spec.items() if k != "line"},
-            }
-            unsupported = [
-                k for k, cap in OPTION_CAPABILITY.items() if k in spec and not self.capabilities.get(cap)
-            ]
-            problem = (
-                self.adapter.check_condition(spec["condition"])
-                if "condition" in spec and self.adapter.check_condition
-                else None
-            )
-            if problem:
-                row.update(verified=False, message=f"the condition does not compile: {problem}")
-            else:
-                if unsupported:
-                    row["unsupported"] = [OPTION_NAME[k] for k in unsupported]
-                sent.append({k: v for k, v in spec.items() if k not in unsupported})
-            rows.append(row)
-        body = await self.client.request(
-            "setBreakpoints",
-            {
-                "source": {"path": path, "name": Path(path).name},
-                "breakpoints": sent,
-                "lines": [b["line"] for b in sent],
-            },
-        )
-        answers = iter(body.get("breakpoints") or ())
-        for row in rows:
-            if "verified" not in row:
-                row.update(
-                    next(answers, {"verified": False, "message": "the adapter did not answer for this line"})
-                )
-        if specs:
-            self.breakpoints[path] = rows
-        else:
-            self.breakpoints.pop(path, None)
-        messages = [r["logMessage"] for rs in self.breakpoints.values() for r in rs if r.get("logMessage")]
-        self._logpoint = logpoint_pattern(messages, self.adapter.logpoint_prefix) if messages else None
-        return rows
-
-    async def set_function_breakpoints(self, names: list[str]) -> list[dict[str, Any]]:
-        assert self.client is not None
-        if not self.capabilities.get("supportsFunctionBreakpoints"):
-            rows = [
-                {
-                    "function": n,
-                    "verified": False,
-                    "message": f"the {self.adapter.id} adapter has no function breakpoints",
-                }
-                for n in names
-            ]
-        else:
-            answers = await self._function_answers(names)
-            rows = [
-                {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
-                for i, n in enumerate(names)
-            ]
-            look = self.adapter.find_functions
-            verified = [r["function"] for r in rows if r.get("verified")]
-            if look is not None and self.root is not None and verified:
-                # an adapter that verifies any name (debugpy): look for the functions ourselves
-                missing = await asyncio.to_thread(look, self.root, verified)
-                for row in rows:
-                    if row["function"] in missing:
-                        row.update(found=False, message=missing[row["function"]])
-        self.function_breakpoints = rows
-        return rows
-
-    async def _function_answers(self, names: list[str]) -> list[dict[str, Any]]:
-        """The adapter's answers in the order of ``names``.
-
-        lldb-dap answers in the order of its own map, not the request's: the names are then sent one
-        more at a time, and each answer is known by the breakpoint id that appeared with its name.
-        """
-        client = self.client
-        assert client is not None
-
-        def send(some: list[str]):
-            return client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
-
-        if not self.adapter.function_answers_unordered or len(names) < 2:
-            return list((await send(names)).get("breakpoints") or ())
-        ids: list[Any] = []
-        answers: list[dict[str, Any]] = []
-        for k in range(1, len(names) + 1):
-            answers = list((await send(names[:k])).get("breakpoints") or ())
-            ids.append(next((a.get("id") for a in answers if a.get("id") not in ids), None))
-        by_id = {a.get("id"): a for a in answers}
-        return [by_id.get(i, {"verified": False}) for i in ids]
-
-    def condition_failures(self, text: str) -> list[str]:
-        """lldb-dap accepts any condition and fails at the hit: mark those breakpoints unverified, say why."""
-        said = []
-        for m in LLDB_CONDITION_ERROR.finditer(text):
-            for rows in self.breakpoints.values():
-                for row in rows:
-                    if row.get("condition") == m.group(2) and row.get("verified"):
-                        row.update(
-                            verified=False, message=f"the condition does not compile: {m.group(3).strip()}"
-                        )
-                        said.append(
-                            f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})"
-                        )
-        return said
 
     async def wait_stop(self, after: int, timeout: float) -> Stop | Ended | None:
         """The next stop or the end at or after event ``after``; None while still running at the bound."""
@@ -747,15 +601,6 @@ class Session:
             await self.run.stop_process(building)
         if self.scratch is not None:
             await asyncio.to_thread(self.run.remove_scratch_dir, self.scratch)
-
-
-def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
-    """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
-
-    def one(message: str) -> str:
-        return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
-
-    return re.compile(f"{prefix}({'|'.join(f'(?:{one(m)})' for m in messages)})", re.DOTALL)
 
 
 async def _nothing(value: Any) -> Any:
