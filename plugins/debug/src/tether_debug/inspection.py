@@ -29,6 +29,8 @@ from tether_debug.render import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tether.run import Run
 
     from tether_debug.session import Session
@@ -84,7 +86,7 @@ _UNCOVERED = {
 _JS_MARKERS = ("package.json", "tsconfig.json", "jsconfig.json", "deno.json", "deno.jsonc")
 
 
-def _in_project(root: Any, language: str) -> bool:
+def _in_project(root: Path, language: str) -> bool:
     """Whether the root looks like a project of ``language``: one of its markers, or a source at the top."""
     import os
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import ToolError, ToolResult
@@ -360,7 +360,7 @@ async def after_run(
     supervisor: DebugSupervisor,
     conversation: str,
     session: Session,
-    outcome,
+    outcome: Stop | Ended | None,
     prefix: str = "",
     waited: float | None = None,
 ) -> ToolResult:
@@ -390,7 +390,7 @@ async def after_run(
     return _with_said(session, result.plain, result.data or {})
 
 
-def _with_said(session: Session, text: str, data: dict) -> ToolResult:
+def _with_said(session: Session, text: str, data: dict[str, Any]) -> ToolResult:
     """A result with the logpoint lines and breakpoint notices that came while the program ran (then forgotten)."""
     said, logged = session.notices, session.logged
     session.notices, session.logged = [], []

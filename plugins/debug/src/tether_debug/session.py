@@ -4,6 +4,10 @@ The launch sequence is the one measured to work for debugpy, lldb-dap and delve:
 ``launch`` sent back to back -> the ``initialized`` event -> ``setBreakpoints`` per file and
 ``setExceptionBreakpoints`` -> ``configurationDone`` -> the launch response (debugpy answers launch
 only after configurationDone; lldb-dap sends ``initialized`` only after answering launch) -> a stop.
+
+Beside it: the build before the adapter starts (`tether_debug.build`), the breakpoints it sends and
+the adapter's answers (`tether_debug.breakpoints`), and the program's output it keeps until read
+(`tether_debug.output`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +73,7 @@ class Stop:
     no_stack: str | None = None
     stack_late: bool = False  # the adapter did not answer stackTrace in time (no_stack says so)
 
-    def data(self, relpath) -> dict[str, Any]:
+    def data(self, relpath: Callable[[str], str]) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "thread_id": self.thread_id,
@@ -225,7 +229,7 @@ class Session:
             if self.adapter.stdout_is_program_output:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stdout()))
         else:
-            assert self.proc.stdout is not None
+            assert self.proc.stdout is not None and self.proc.stdin is not None
             reader, writer = self.proc.stdout, self.proc.stdin
         self._connect(reader, writer)
 
@@ -241,7 +245,7 @@ class Session:
         self.attached = True
         self._connect(reader, writer)
 
-    def _connect(self, reader: asyncio.StreamReader, writer: Any) -> None:
+    def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.client = DapClient(
             reader,
             writer,
