@@ -4,8 +4,8 @@ launcher frames of a Python traceback trimmed even when another stream's line ca
 from __future__ import annotations
 
 import pytest
-from tether_debug.render import trim_launcher_frames
 from tether_debug.output import LINE_KEEP, OutputBuffer
+from tether_debug.render import trim_launcher_frames
 
 
 def test_two_streams_merge_whole_lines():
