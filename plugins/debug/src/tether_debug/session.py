@@ -262,7 +262,7 @@ class Session:
             line = await self.proc.stdout.readline()
             if not line:
                 raise SessionError(
-                    f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}"
+                    f"the {self.adapter.id} adapter exited before listening: {self.stderr_text() or seen.decode(errors='replace')}"
                 )
             seen += line
             if m := LISTEN_RE.search(line):
@@ -288,7 +288,8 @@ class Session:
             while chunk := await stream.read(65536):
                 self.output.add(decoder.decode(chunk), name)
 
-    def _stderr_text(self) -> str:
+    def stderr_text(self) -> str:
+        """The adapter's last lines on stderr, on one line (what it said before it failed)."""
         return " | ".join(line for line in self.stderr_tail if line)[-1500:]
 
     # -- events and reverse requests ----------------------------------------------------------------
@@ -402,7 +403,7 @@ class Session:
             initialized.cancel()
         if hit is None:
             raise SessionError(
-                f"{request} did not complete: the adapter closed the connection. {self._stderr_text()}".strip()
+                f"{request} did not complete: the adapter closed the connection. {self.stderr_text()}".strip()
             )
         for path, specs in plan.lines.items():
             await set_breakpoints(self, path, specs)
