@@ -320,7 +320,8 @@ class Session:
 
     async def _on_reverse(self, command: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         if command == "runInTerminal" and self._envelope_decided and self._inside is None:
-            # We have no terminal: run it as a plain child of ours, tracked like the adapter.
+            # We have no terminal: run it as a plain child of ours, tracked like the adapter. Only for
+            # an adapter we started on the host (one attached to by port decided no envelope).
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
