@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 import tether
+from tether.testing import assert_model_error
+from tether_debug.hookspecs import tether_debug_supervisor
+from tether_debug.supervisor import DebugSupervisor
 
 APP = """\
 import sys
@@ -46,7 +49,7 @@ def pyproject(tmp_path: Path) -> Path:
 
 
 class Debug:
-    """Calls the debug tool of one run; `ok` asserts success, `err` asserts an error."""
+    """Calls the debug tool of one run; `ok` asserts success, `err` an error the model can act on."""
 
     def __init__(self, run) -> None:
         self.run = run
@@ -61,9 +64,15 @@ class Debug:
 
     async def err(self, **arguments):
         result = await self.run.call("debug", arguments)
-        assert result.is_error, result.plain
-        assert "Traceback" not in result.plain and "inside the tool" not in result.plain, result.plain
+        assert_model_error(result)
         return result
+
+    @property
+    def supervisor(self) -> DebugSupervisor:
+        """The run's session supervisor (what the tool is bound to)."""
+        supervisor = self.run.resource(tether_debug_supervisor)
+        assert supervisor is not None
+        return supervisor
 
 
 @contextlib.asynccontextmanager

@@ -13,8 +13,9 @@ import pytest
 import tether
 from tether import hookimpl
 from tether.testing import assert_light_entry_point
+from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN, AdapterDef, Build, LaunchRequest, Located
-from tether_debug.session import build_command
+from tether_debug.build import build_command
 
 BUILTIN_BY_ID = {a.id: a for a in BUILTIN}
 
@@ -218,7 +219,7 @@ async def test_registration_needs_a_conversation_and_a_supervisor(tmp_path):
         assert any(u.family == "debug" and "conversation" in u.reason for u in run.unavailable)
     own = OwnSupervisor()
     async with tether.open_run(tmp_path, conversation_id="c", plugins=[own]) as run:
-        assert run.resource("tether_debug_supervisor") is own.supervisor
+        assert run.resource(hookspecs.tether_debug_supervisor) is own.supervisor
         (tmp_path / "x.py").write_text("x = 1\n")
         await run.call("debug", {"action": "breakpoints", "file": "x.py", "lines": [1]})
         assert own.supervisor.plans["c"].lines == {str((tmp_path / "x.py").resolve()): [{"line": 1}]}
@@ -366,7 +367,7 @@ async def test_a_module_launch_no_adapter_takes_is_refused_with_what_they_take(p
         assert "no debug adapter handles a module launch (module=)" in refused.plain
         assert "debugpy (a .py file)" in refused.plain and "adapter='<id>'" in refused.plain
         assert refused.data["error"] == "no_adapter" and "debugpy" in refused.data["adapters"]
-        assert run.resource("tether_debug_supervisor").sessions == {}
+        assert run.resource(hookspecs.tether_debug_supervisor).sessions == {}
 
 
 async def test_the_launch_bound_says_the_time_spent_between_its_phases():

@@ -40,7 +40,7 @@ async def test_unknown_program(debug):
     result = await debug.err(action="launch", program="nope.py")
     assert "no such program: 'nope.py'" in result.plain
     assert result.data["error"] == "no_program"
-    assert debug.run.resource("tether_debug_supervisor").sessions == {}
+    assert debug.supervisor.sessions == {}
 
 
 async def test_launch_needs_a_program(debug):
@@ -141,7 +141,7 @@ async def test_attach_to_a_port_nobody_listens_on(debug):
         port = s.getsockname()[1]
     result = await debug.err(action="attach", port=port)
     assert f"could not attach to port {port}" in result.plain and "debugpy --listen" in result.plain
-    assert debug.run.resource("tether_debug_supervisor").sessions == {}
+    assert debug.supervisor.sessions == {}
 
 
 async def test_attach_needs_a_port(debug):

@@ -441,7 +441,7 @@ async def test_c_attach_where_ptrace_is_forbidden_is_refused_clearly(
                 in refused.plain
             )
             assert "action='launch'" in refused.plain and refused.data["error"] == "attach_refused"
-            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+            assert debug.supervisor.sessions == {}
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -481,7 +481,7 @@ async def test_c_attach_the_kernel_refuses_is_one_paragraph_naming_the_fix(
             assert "kernel refuses ptrace with EPERM" in refused.plain
             assert "CAP_SYS_PTRACE for the debugger" in refused.plain and "action='launch'" in refused.plain
             assert "\n" not in refused.plain  # one paragraph
-            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+            assert debug.supervisor.sessions == {}
             assert (await debug.ok(action="status")).plain.startswith("no debug session is running")
         assert target.poll() is None  # the refused attach left the process alone
     finally:
@@ -514,7 +514,7 @@ async def test_c_attach_to_a_process_another_tracer_holds_names_that_tracer(
             )
             assert "EPERM" not in refused.plain and "CAP_SYS_PTRACE" not in refused.plain
             assert "\n" not in refused.plain
-            assert debug.run.resource("tether_debug_supervisor").sessions == {}
+            assert debug.supervisor.sessions == {}
         assert target.poll() is None
     finally:
         tracer.kill()

@@ -4,8 +4,8 @@ launcher frames of a Python traceback trimmed even when another stream's line ca
 from __future__ import annotations
 
 import pytest
+from tether_debug.output import LINE_KEEP, OutputBuffer
 from tether_debug.render import trim_launcher_frames
-from tether_debug.session import LINE_KEEP, OutputBuffer
 
 
 def test_two_streams_merge_whole_lines():
@@ -41,7 +41,7 @@ def test_an_endless_line_is_bounded_and_says_what_it_cut():
     for _ in range(400):  # 26 MB without a newline (a progress bar, a binary dump)
         out.add(chunk, "stdout")
     out.add("tail\nnext line\n", "stdout")
-    assert sum(len(p) for p in out._parts) < 2 * LINE_KEEP  # what waits is bounded, not 26 MB
+    assert out._lines.total < 2 * LINE_KEEP  # what was kept is bounded, not 26 MB
     text, dropped = out.take()
     first, second = text.splitlines()
     cut = 400 * 65_536 - LINE_KEEP

@@ -219,7 +219,7 @@ async def test_ttl_expiry_terminates_and_the_next_call_says_so(
     async with open_debug(pyproject, debug_ttl=2) as debug:
         await debug.ok(action="breakpoints", file="app.py", lines=[13])
         await debug.ok(action="launch", program="app.py")
-        supervisor = debug.run.resource("tether_debug_supervisor")
+        supervisor = debug.supervisor
         adapter = supervisor.sessions["conv-1"].proc.pid
         tree = [adapter, *(p.pid for p in psutil.Process(adapter).children(recursive=True))]
         assert len(tree) >= 2  # adapter, launcher and debuggee
@@ -338,7 +338,7 @@ def _listeners(port: int) -> list[psutil.Process]:
 async def test_terminate_leaves_no_process_behind(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[13])
     await debug.ok(action="launch", program="app.py")
-    session = debug.run.resource("tether_debug_supervisor").sessions["conv-1"]
+    session = debug.supervisor.sessions["conv-1"]
     tree = [session.proc.pid, *(p.pid for p in psutil.Process(session.proc.pid).children(recursive=True))]
     done = await debug.ok(action="terminate")
     assert done.data["terminated"] is True
@@ -402,7 +402,7 @@ async def test_launch_after_a_running_program_ended_unwatched(
 async def test_an_adapter_that_dies_under_a_stopped_program_ends_the_session(debug):
     await debug.ok(action="breakpoints", file="app.py", lines=[13])
     await debug.ok(action="launch", program="app.py")
-    session = debug.run.resource("tether_debug_supervisor").sessions["conv-1"]
+    session = debug.supervisor.sessions["conv-1"]
     session.proc.kill()
     await asyncio.wait_for(session.proc.wait(), 5)
     await asyncio.sleep(0.2)
@@ -431,7 +431,7 @@ async def test_deep_stack_is_capped_at_30_frames_and_says_so(
 
 async def _until_event(debug, name: str, timeout: float = 30) -> None:
     """Wait until the adapter has sent ``name`` (without a tool call, which would consume it)."""
-    client = debug.run.resource("tether_debug_supervisor").sessions["conv-1"].client
+    client = debug.supervisor.sessions["conv-1"].client
     assert await client.wait_event((name,), 0, timeout) is not None, f"no {name} event within {timeout} s"
 
 

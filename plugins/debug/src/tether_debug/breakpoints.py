@@ -1,7 +1,11 @@
-"""The `breakpoints` action: checked against the source, kept per conversation, sent when a session lives."""
+"""Breakpoints: the `breakpoints` action checks them against the source and keeps them per
+conversation; they are sent to a live session's adapter (now, or at its launch), whose answers the
+session keeps; and they are listed as the model reads them."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +31,8 @@ def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[
         raise ToolError(
             f"line(s) {', '.join(map(str, bad_range))} are outside '{run.relpath(path)}', which has {len(source)} lines; "
             "give 1-based line numbers of lines with code.",
-            data={"error": "bad_line", "lines": bad_range},
+            code="bad_line",
+            lines=bad_range,
         )
     empty = []
     for n in lines:
@@ -44,7 +49,8 @@ def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[
         raise ToolError(
             f"no code on line(s) {', '.join(hints)} of '{run.relpath(path)}' (blank or comment): a breakpoint there "
             "would never be hit. Put it on a line with a statement.",
-            data={"error": "no_code", "lines": empty},
+            code="no_code",
+            lines=empty,
         )
 
 
@@ -72,7 +78,7 @@ def check_log_message(message: str) -> None:
         raise ToolError(
             f"log_message {message!r} has an unbalanced brace: each {{expression}} needs its closing brace (and no "
             "brace may stand alone or nest). Write e.g. 'i={i} total={total}'.",
-            data={"error": "bad_log_message"},
+            code="bad_log_message",
         )
 
 
@@ -227,12 +233,12 @@ async def breakpoints_action(
         if not specs:
             if live is not None:
                 async with live.lock:
-                    await live.set_breakpoints(str(path), [])
+                    await set_breakpoints(live, str(path), [])
             said.append(f"{rel}: breakpoints cleared.")
             data["breakpoints"] = []
         elif live is not None:
             async with live.lock:
-                rows = await live.set_breakpoints(str(path), specs)
+                rows = await set_breakpoints(live, str(path), specs)
             text, data["breakpoints"] = describe_answers(run, str(path), rows)
             said.append(text)
         else:
@@ -243,7 +249,7 @@ async def breakpoints_action(
         plan.functions = list(dict.fromkeys(n.strip() for n in args.functions if n.strip()))
         if live is not None:
             async with live.lock:
-                rows = await live.set_function_breakpoints(plan.functions)
+                rows = await set_function_breakpoints(live, plan.functions)
             hint = live.adapter.function_hint
         else:
             rows, hint = [{"function": n, "verified": None} for n in plan.functions], ""
@@ -255,7 +261,7 @@ async def breakpoints_action(
         plan.exceptions = args.exceptions
         if live is not None:
             async with live.lock:
-                said.append(await live.set_exceptions(args.exceptions))
+                said.append(await set_exceptions(live, args.exceptions))
         else:
             said.append(f"exceptions={args.exceptions}: set when the program launches.")
         data["exceptions"] = args.exceptions
@@ -263,6 +269,177 @@ async def breakpoints_action(
         text, listed = listing(run, supervisor, conversation, session)
         return ToolResult.text(text, data={**listed, "sent": live is not None})
     return ToolResult.text("\n".join(said), data=data)
+
+
+# -- sent to a live session's adapter, its answers kept there ------------------------------------
+
+OPTION_CAPABILITY = {
+    "condition": "supportsConditionalBreakpoints",
+    "hitCondition": "supportsHitConditionalBreakpoints",
+    "logMessage": "supportsLogPoints",
+}
+OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
+LLDB_CONDITION_ERROR = re.compile(
+    r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
+)
+
+
+async def set_exceptions(session: Session, mode: str) -> str:
+    """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
+    assert session.client is not None
+    offered = {
+        f.get("filter"): f.get("label") or f.get("filter")
+        for f in session.capabilities.get("exceptionBreakpointFilters") or ()
+    }
+    note = f" ({session.adapter.exception_note})" if session.adapter.exception_note else ""
+    if not offered:
+        said = f"exceptions={mode}: the {session.adapter.id} adapter offers no exception filters{note}."
+    else:
+        wanted = session.adapter.exception_modes.get(mode, ())
+        filters = [f for f in wanted if f in offered]
+        await session.client.request("setExceptionBreakpoints", {"filters": filters})
+        if filters:
+            said = (
+                f"exceptions={mode}: filters "
+                + ", ".join(f"{f} ({offered[f]})" for f in filters)
+                + f"{note}."
+            )
+        elif mode == "none":
+            said = f"exceptions=none: no exception filter is on{note}."
+        else:
+            said = (
+                f"exceptions={mode}: the {session.adapter.id} adapter has no filter for this mode (it offers "
+                + ", ".join(f"{f} ({label})" for f, label in offered.items())
+                + f"){note}."
+            )
+    session.exceptions = (mode, said)
+    return said
+
+
+async def set_breakpoints(session: Session, path: str, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Send a file's breakpoints; one row per requested line: the adapter's answer and what was not sent."""
+    assert session.client is not None
+    rows: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []
+    for spec in specs:
+        row: dict[str, Any] = {
+            "requested": spec["line"],
+            **{k: v for k, v in spec.items() if k != "line"},
+        }
+        unsupported = [
+            k for k, cap in OPTION_CAPABILITY.items() if k in spec and not session.capabilities.get(cap)
+        ]
+        problem = (
+            session.adapter.check_condition(spec["condition"])
+            if "condition" in spec and session.adapter.check_condition
+            else None
+        )
+        if problem:
+            row.update(verified=False, message=f"the condition does not compile: {problem}")
+        else:
+            if unsupported:
+                row["unsupported"] = [OPTION_NAME[k] for k in unsupported]
+            sent.append({k: v for k, v in spec.items() if k not in unsupported})
+        rows.append(row)
+    body = await session.client.request(
+        "setBreakpoints",
+        {
+            "source": {"path": path, "name": Path(path).name},
+            "breakpoints": sent,
+            "lines": [b["line"] for b in sent],
+        },
+    )
+    answers = iter(body.get("breakpoints") or ())
+    for row in rows:
+        if "verified" not in row:
+            row.update(
+                next(answers, {"verified": False, "message": "the adapter did not answer for this line"})
+            )
+    if specs:
+        session.breakpoints[path] = rows
+    else:
+        session.breakpoints.pop(path, None)
+    messages = [r["logMessage"] for rs in session.breakpoints.values() for r in rs if r.get("logMessage")]
+    session.logpoint = logpoint_pattern(messages, session.adapter.logpoint_prefix) if messages else None
+    return rows
+
+
+async def set_function_breakpoints(session: Session, names: list[str]) -> list[dict[str, Any]]:
+    """Send the function breakpoints; one row per name: the adapter's answer, or why there is none."""
+    assert session.client is not None
+    if not session.capabilities.get("supportsFunctionBreakpoints"):
+        rows = [
+            {
+                "function": n,
+                "verified": False,
+                "message": f"the {session.adapter.id} adapter has no function breakpoints",
+            }
+            for n in names
+        ]
+    else:
+        answers = await _function_answers(session, names)
+        rows = [
+            {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
+            for i, n in enumerate(names)
+        ]
+        look = session.adapter.find_functions
+        verified = [r["function"] for r in rows if r.get("verified")]
+        if look is not None and verified:
+            # an adapter that verifies any name (debugpy): look for the functions ourselves
+            missing = await asyncio.to_thread(look, session.root, verified)
+            for row in rows:
+                if row["function"] in missing:
+                    row.update(found=False, message=missing[row["function"]])
+    session.function_breakpoints = rows
+    return rows
+
+
+async def _function_answers(session: Session, names: list[str]) -> list[dict[str, Any]]:
+    """The adapter's answers in the order of ``names``.
+
+    lldb-dap answers in the order of its own map, not the request's: the names are then sent one
+    more at a time, and each answer is known by the breakpoint id that appeared with its name.
+    """
+    client = session.client
+    assert client is not None
+
+    def send(some: list[str]):
+        return client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
+
+    if not session.adapter.function_answers_unordered or len(names) < 2:
+        return list((await send(names)).get("breakpoints") or ())
+    ids: list[Any] = []
+    answers: list[dict[str, Any]] = []
+    for k in range(1, len(names) + 1):
+        answers = list((await send(names[:k])).get("breakpoints") or ())
+        ids.append(next((a.get("id") for a in answers if a.get("id") not in ids), None))
+    by_id = {a.get("id"): a for a in answers}
+    return [by_id.get(i, {"verified": False}) for i in ids]
+
+
+def condition_failures(session: Session, text: str) -> list[str]:
+    """lldb-dap accepts any condition and fails at the hit: mark those breakpoints unverified, say why."""
+    said = []
+    for m in LLDB_CONDITION_ERROR.finditer(text):
+        for rows in session.breakpoints.values():
+            for row in rows:
+                if row.get("condition") == m.group(2) and row.get("verified"):
+                    row.update(
+                        verified=False, message=f"the condition does not compile: {m.group(3).strip()}"
+                    )
+                    said.append(
+                        f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})"
+                    )
+    return said
+
+
+def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
+    """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
+
+    def one(message: str) -> str:
+        return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
+
+    return re.compile(f"{prefix}({'|'.join(f'(?:{one(m)})' for m in messages)})", re.DOTALL)
 
 
 def bp_summary(run: Run, session: Session) -> str:

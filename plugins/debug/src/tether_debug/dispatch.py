@@ -1,7 +1,8 @@
 """The `debug` tool's handler: one action at a time, in the conversation's session.
 
-Loaded at the first call (`tools.handle`), with every action module: the per-call imports cost
-~8 us of a 0.5 ms stack + scopes + variables round on lldb. Every wait on the adapter is bounded
+Loaded at the first call of the handler `tools.make_tools` binds to the run's supervisor, with
+every action module: the per-call imports cost ~8 us of a 0.5 ms stack + scopes + variables round
+on lldb. Every wait on the adapter is bounded
 (see `tether_debug.options`); every result is bounded and says what it cut.
 """
 
@@ -14,7 +15,6 @@ from tether import Text, ToolError, ToolResult
 from tether_debug.args import DebugArgs
 from tether_debug.breakpoints import breakpoints_action
 from tether_debug.dap import DapError
-from tether_debug.hookspecs import tether_debug_supervisor
 from tether_debug.inspection import (
     adapters_action,
     evaluate_action,
@@ -35,10 +35,9 @@ if TYPE_CHECKING:
     from tether_debug.supervisor import DebugSupervisor
 
 
-async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
+async def handle(ctx: CallContext, supervisor: DebugSupervisor, args: DebugArgs) -> ToolResult:
+    """One call of the tool, in the session ``supervisor`` holds for the call's conversation."""
     run = ctx.run
-    supervisor = run.resource(tether_debug_supervisor)
-    assert supervisor is not None  # the tool is registered only with one, and run.resource caches it
     conversation = run.conversation_id or ""
     action = args.action
     session = supervisor.session(conversation)
@@ -66,11 +65,13 @@ async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
     except DapError as exc:
         raise ToolError(
             f"the {action} request failed in the debug adapter: {exc.message}",
-            data={"error": "adapter", "command": exc.command},
+            code="adapter",
+            command=exc.command,
         ) from None
     except ToolError as exc:
         if note:
-            raise ToolError(f"{note}\n{exc.message}", data=exc.data) from None
+            fields = {k: v for k, v in (exc.data or {}).items() if k != "error"}
+            raise ToolError(f"{note}\n{exc.message}", code=exc.code, **fields) from None
         raise
     if note:
         result = ToolResult(
@@ -148,7 +149,7 @@ async def _in_session(
     if session.stop is None:
         raise ToolError(
             f"'{action}' needs the program to be stopped, and it is running. Use action='pause' first (or set a breakpoint and wait).",
-            data={"error": "running"},
+            code="running",
         )
     if action == "stack":
         return await stack_action(run, session, args.thread_id)

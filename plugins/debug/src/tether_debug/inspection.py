@@ -29,6 +29,8 @@ from tether_debug.render import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tether.run import Run
 
     from tether_debug.session import Session
@@ -84,7 +86,7 @@ _UNCOVERED = {
 _JS_MARKERS = ("package.json", "tsconfig.json", "jsconfig.json", "deno.json", "deno.jsonc")
 
 
-def _in_project(root: Any, language: str) -> bool:
+def _in_project(root: Path, language: str) -> bool:
     """Whether the root looks like a project of ``language``: one of its markers, or a source at the top."""
     import os
 
@@ -200,7 +202,8 @@ def check_frame(session: Session, frame_id: int | None) -> int:
         raise ToolError(
             f"frame_id {frame_id} is not a frame of the current stop (frame ids change at every stop; current ones: {known}). "
             "Call action='stack' and use an id from it.",
-            data={"error": "stale_frame", "frame_id": frame_id},
+            code="stale_frame",
+            frame_id=frame_id,
         )
     return frame_id
 
@@ -231,7 +234,8 @@ async def variables_action(session: Session, reference: int | None) -> ToolResul
         raise ToolError(
             f"reference {reference} is not from the current stop (references change at every stop). "
             "Get a fresh one with action='scopes' (frame_id from 'stack') or from a variable listed at this stop.",
-            data={"error": "stale_reference", "reference": reference},
+            code="stale_reference",
+            reference=reference,
         )
     body = await session.client.request("variables", {"variablesReference": reference})
     everything: list[dict[str, Any]] = list(body.get("variables") or [])
@@ -284,7 +288,8 @@ async def set_variable(run: Run, session: Session, frame: int, target: str, valu
     if reference is None:
         raise ToolError(
             f"cannot set {target}: no variable '{target}' in {frame_words(run, session, frame, True)}; see its locals with action='scopes'.",
-            data={"error": "evaluate_failed", "frame_id": frame},
+            code="evaluate_failed",
+            frame_id=frame,
         )
     try:
         body = await session.client.request(
@@ -293,7 +298,8 @@ async def set_variable(run: Run, session: Session, frame: int, target: str, valu
     except DapError as exc:
         raise ToolError(
             f"setting {target} = {value} failed: {exc.message}",
-            data={"error": "evaluate_failed", "frame_id": frame},
+            code="evaluate_failed",
+            frame_id=frame,
         ) from None
     shown, cut = cap_value(str(body.get("value", value)), MAX_EVAL)
     return ToolResult.text(
@@ -341,7 +347,8 @@ async def evaluate_action(
         message = lines[-1] if lines and lines[0].startswith("Traceback") else exc.message.strip()
         raise ToolError(
             f"evaluating {expression!r} in {frame_words(run, session, frame, frame_id is not None)} failed: {message}",
-            data={"error": "evaluate_failed", "frame_id": frame},
+            code="evaluate_failed",
+            frame_id=frame,
         ) from None
     value, cut = cap_value(str(body.get("result", "")), MAX_EVAL)
     ref = body.get("variablesReference", 0) or 0

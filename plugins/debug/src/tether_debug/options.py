@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 from tether import arg
-
-if TYPE_CHECKING:
-    from tether.run import Run
 
 DEFAULT_TTL = 30 * 60.0
 
@@ -28,23 +23,3 @@ class DebugOptions:
     debug_attach_wait: float = arg(
         "seconds attach waits for a breakpoint before saying the program runs", default=2.0, minimum=0
     )
-
-
-def stop_timeout(run: Run) -> float:
-    return run.options.of(DebugOptions).debug_stop_timeout
-
-
-def launch_timeout(run: Run) -> float:
-    return run.options.of(DebugOptions).debug_launch_timeout
-
-
-def request_timeout(run: Run) -> float:
-    return run.options.of(DebugOptions).debug_request_timeout
-
-
-def ttl(run: Run) -> float:
-    return run.options.of(DebugOptions).debug_ttl
-
-
-def attach_wait(run: Run) -> float:
-    return run.options.of(DebugOptions).debug_attach_wait

@@ -248,5 +248,5 @@ def no_session(action: str, supervisor: DebugSupervisor, conversation: str, note
     return ToolError(
         f"{why}, so '{action}' has nothing to act on. Start one with action='launch' and program='<file>' "
         "(set breakpoints first with action='breakpoints'), or action='attach' with port=<port>.",
-        data={"error": "no_session"},
+        code="no_session",
     )

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import ToolError, ToolResult
@@ -14,8 +14,9 @@ from tether import ToolError, ToolResult
 from tether_debug.adapters import AdapterDef, LaunchRequest, adapter_table, handles_safely
 from tether_debug.args import DebugArgs
 from tether_debug.breakpoints import bp_summary
+from tether_debug.build import build_first
 from tether_debug.dap import DapError
-from tether_debug.options import attach_wait, launch_timeout, request_timeout, stop_timeout, ttl
+from tether_debug.options import DebugOptions
 from tether_debug.render import (
     MAX_VALUE,
     cap_output,
@@ -42,7 +43,8 @@ def refuse_second(run: Run, session: Session) -> ToolError:
     return ToolError(
         f"a debug session is already running in this conversation ({session.program}, started {age:.1f} min ago{where}); "
         "a second launch/attach does not replace it. End it first with action='terminate', then launch again.",
-        data={"error": "session_exists", "program": session.program},
+        code="session_exists",
+        program=session.program,
     )
 
 
@@ -69,7 +71,8 @@ def pick_adapter(run: Run, program: Path | None, forced: str | None) -> AdapterD
     raise ToolError(
         f"no debug adapter handles {what}. The registered adapters take: {takes}. "
         "Or force one with adapter='<id>'.",
-        data={"error": "no_adapter", "adapters": list(known)},
+        code="no_adapter",
+        adapters=list(known),
     )
 
 
@@ -81,9 +84,7 @@ def _no_program(run: Run, args: DebugArgs) -> ToolError:
             f" To run a Python module or a command installed by one (pytest), give module='{name}' and its "
             "arguments in args."
         )
-    return ToolError(
-        f"no such program: '{name}' (paths are relative to the root).{hint}", data={"error": "no_program"}
-    )
+    return ToolError(f"no such program: '{name}' (paths are relative to the root).{hint}", code="no_program")
 
 
 def _cwd(run: Run, cwd: str | None) -> Path:
@@ -133,7 +134,7 @@ async def launch(
         module = (args.args or ["<module>"])[0]
         raise ToolError(
             f"'-m' is not a program: to run `python -m {module}`, give module='{module}' and the rest in args.",
-            data={"error": "no_program"},
+            code="no_program",
         )
     if args.module and args.program:
         raise ToolError(
@@ -153,7 +154,8 @@ async def launch(
     if not availability.usable or availability.located is None:
         raise ToolError(
             f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
-            data={"error": "adapter_unavailable", "adapter": adapter.id},
+            code="adapter_unavailable",
+            adapter=adapter.id,
         )
     request = LaunchRequest(
         program=program,
@@ -167,23 +169,17 @@ async def launch(
         stop_on_entry=args.stop_on_entry,
     )
     shown = run.relpath(program) if program is not None else f"-m {args.module}"
-    new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
-    new.program = shown
-    new.root = run.root
+    options = run.options.of(DebugOptions)
+    new = Session(adapter, run, shown)
     try:
-        bound = LaunchBound(launch_timeout(run))  # one for the build, the start and the configuration
-        if adapter.build is not None:
-            new.scratch, new.scratch_run = _scratch(run), run
-            build = adapter.build(request, new.scratch)
-            if build is not None:  # built here, so a build error is the build's own answer
-                await new.build(build, run, bound)
-                cwd = build.run_in if args.cwd is None and build.run_in is not None else request.cwd
-                request = attrs.evolve(request, program=build.output, test=False, cwd=cwd)
-        await new.start(availability.located, run.root, run, bound)
+        # one bound for the build, the start and the configuration
+        bound = LaunchBound(options.debug_launch_timeout)
+        request = await build_first(new, request, bound, cwd_given=args.cwd is not None)
+        await new.start(availability.located, bound)
         await new.configure(
             "launch", adapter.launch_config(request), supervisor.plan_for(conversation), bound
         )
-        outcome = await new.wait_stop(0, stop_timeout(run))
+        outcome = await new.wait_stop(0, options.debug_stop_timeout)
         if args.stop_on_entry and isinstance(outcome, Stop) and "SIGSTOP" in (outcome.description or ""):
             # lldb-dap holds a native program at its entry point with a SIGSTOP: that is the entry stop
             outcome = new.stop = attrs.evolve(outcome, reason="entry", description=None, exception=None)
@@ -195,7 +191,8 @@ async def launch(
         more = f"\nprogram output:\n{cap_output(output, 0)[0]}" if output.strip() else ""
         raise ToolError(
             f"could not launch {shown} under {adapter.id}: {message}{more}",
-            data={"error": "launch_failed", "adapter": adapter.id},
+            code="launch_failed",
+            adapter=adapter.id,
         ) from None
     except BaseException:
         await asyncio.shield(new.close())
@@ -236,26 +233,26 @@ async def attach(
     if by_pid:
         problem = ptrace_problem(number)
         if problem:
-            raise ToolError(f"cannot attach to process {number}: {problem}", data={"error": "attach_refused"})
-    new = Session(adapter, conversation_id=conversation, ttl=ttl(run), request_timeout=request_timeout(run))
-    new.program = f"process {number}" if by_pid else f"process on port {number}"
-    new.root = run.root
+            raise ToolError(f"cannot attach to process {number}: {problem}", code="attach_refused")
+    options = run.options.of(DebugOptions)
+    new = Session(adapter, run, f"process {number}" if by_pid else f"process on port {number}")
     try:
-        bound = LaunchBound(launch_timeout(run))
+        bound = LaunchBound(options.debug_launch_timeout)
         if by_pid:
             availability = adapter.availability(run.root)
             if not availability.usable or availability.located is None:
                 raise ToolError(
                     f"the {adapter.id} adapter cannot start here: {availability.reason}. See action='adapters'.",
-                    data={"error": "adapter_unavailable", "adapter": adapter.id},
+                    code="adapter_unavailable",
+                    adapter=adapter.id,
                 )
-            await new.start(availability.located, run.root, run, bound)
+            await new.start(availability.located, bound)
             new.attached = True
         else:
             await new.connect("127.0.0.1", number, min(bound.seconds, 10.0))
         await new.configure("attach", make(number), supervisor.plan_for(conversation), bound)
         # an attached program usually keeps running: wait briefly for a breakpoint, not the full bound
-        waited = min(stop_timeout(run), attach_wait(run))
+        waited = min(options.debug_stop_timeout, options.debug_attach_wait)
         outcome = await new.wait_stop(0, waited)
     except (SessionError, DapError) as exc:
         debugger = new.proc.pid if new.proc is not None and new.proc.returncode is None else None
@@ -265,37 +262,13 @@ async def attach(
         elif by_pid and ("not permitted" in message or "ptrace" in message.lower()):
             message += f". {PTRACE_FORBIDDEN}"
         await new.close()
-        raise ToolError(f"could not attach to {target}: {message}", data={"error": "attach_failed"}) from None
+        raise ToolError(f"could not attach to {target}: {message}", code="attach_failed") from None
     except BaseException:
         await asyncio.shield(new.close())
         raise
     supervisor.adopt(new)
     prefix = f"attached to the {target.replace('port', 'process on port')}.\n" + bp_summary(run, new)
     return await after_run(run, supervisor, conversation, new, outcome, prefix=prefix, waited=waited)
-
-
-def _scratch(run: Run) -> Path:
-    """A new directory for the program a build writes: in the run's private directory, or, where that
-    is on a noexec mount (a program there cannot run), in the root; removed when the session closes,
-    and by the run (`Run.scratch_dir`) if the session could not."""
-    places = (
-        (run.private_dir(), "debug-build-", "the run's temporary directory"),
-        (run.root, ".tether-debug-build-", "the root"),
-    )
-    for base, prefix, said in places:
-        if os.statvfs(base).f_flag & os.ST_NOEXEC:
-            continue
-        try:
-            return run.scratch_dir(base, prefix)
-        except OSError as exc:
-            raise SessionError(
-                f"could not make a directory for the build's program in {said}: {exc.strerror}"
-            ) from None
-    raise SessionError(
-        "the temporary directory and the root are both on noexec mounts, so a program built there cannot "
-        "run; set TMPDIR to a directory on a mount that allows executables, or build the program yourself "
-        "(`go build -gcflags='all=-N -l'`) somewhere it can run and launch that binary"
-    )
 
 
 PTRACE_FORBIDDEN = (
@@ -387,7 +360,7 @@ async def after_run(
     supervisor: DebugSupervisor,
     conversation: str,
     session: Session,
-    outcome,
+    outcome: Stop | Ended | None,
     prefix: str = "",
     waited: float | None = None,
 ) -> ToolResult:
@@ -396,7 +369,7 @@ async def after_run(
     Logpoint lines printed meanwhile, and what the adapter said of breakpoints, come with it.
     """
     if outcome is None:
-        bound = stop_timeout(run) if waited is None else waited
+        bound = run.options.of(DebugOptions).debug_stop_timeout if waited is None else waited
         hint = "" if waited is None else ", run option debug_attach_wait"
         text = (
             prefix
@@ -417,7 +390,7 @@ async def after_run(
     return _with_said(session, result.plain, result.data or {})
 
 
-def _with_said(session: Session, text: str, data: dict) -> ToolResult:
+def _with_said(session: Session, text: str, data: dict[str, Any]) -> ToolResult:
     """A result with the logpoint lines and breakpoint notices that came while the program ran (then forgotten)."""
     said, logged = session.notices, session.logged
     session.notices, session.logged = [], []
@@ -448,7 +421,7 @@ async def resume(
     if need_stop and session.stop is None:
         raise ToolError(
             f"the program is running, so there is nothing to {command}; use action='pause' to stop it first.",
-            data={"error": "running"},
+            code="running",
         )
     if not need_stop and session.stop is not None:
         return stop_result(run, session, session.stop, prefix="already stopped; nothing to pause.\n")
@@ -463,5 +436,5 @@ async def resume(
     session.stop = None
     session.frames = {}
     session.references = set()
-    outcome = await session.wait_stop(after, stop_timeout(run))
+    outcome = await session.wait_stop(after, run.options.of(DebugOptions).debug_stop_timeout)
     return await after_run(run, supervisor, conversation, session, outcome)

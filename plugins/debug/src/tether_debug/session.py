@@ -4,6 +4,10 @@ The launch sequence is the one measured to work for debugpy, lldb-dap and delve:
 ``launch`` sent back to back -> the ``initialized`` event -> ``setBreakpoints`` per file and
 ``setExceptionBreakpoints`` -> ``configurationDone`` -> the launch response (debugpy answers launch
 only after configurationDone; lldb-dap sends ``initialized`` only after answering launch) -> a stop.
+
+Beside it: the build before the adapter starts (`tether_debug.build`), the breakpoints it sends and
+the adapter's answers (`tether_debug.breakpoints`), and the program's output it keeps until read
+(`tether_debug.output`).
 """
 
 from __future__ import annotations
@@ -14,22 +18,32 @@ import contextlib
 import logging
 import os
 import re
-import shlex
 import signal
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from tether import sandbox, tracing
 
-from tether_debug.adapters import AdapterDef, Build, Located
+from tether_debug.adapters import AdapterDef, Located
+from tether_debug.breakpoints import (
+    condition_failures,
+    set_breakpoints,
+    set_exceptions,
+    set_function_breakpoints,
+)
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
+from tether_debug.options import DebugOptions
+from tether_debug.output import LINE_KEEP as LINE_KEEP  # where benchmarks/debug_output_bench.py imports it
+from tether_debug.output import OutputBuffer
 
 if TYPE_CHECKING:
+    from tether.run import Run
+
     from tether_debug.supervisor import Plan
 
 log = logging.getLogger("tether.debug")
@@ -37,18 +51,7 @@ log = logging.getLogger("tether.debug")
 STOP_EVENTS = ("stopped", "terminated", "exited")
 MAX_LOGGED = 200  # logpoint lines kept for one call's result (all of them are in `output`)
 MAX_EXCEPTION_STACK = 12  # lines of an exception's own stack shown with the stop
-OPTION_CAPABILITY = {
-    "condition": "supportsConditionalBreakpoints",
-    "hitCondition": "supportsHitConditionalBreakpoints",
-    "logMessage": "supportsLogPoints",
-}
-OPTION_NAME = {"condition": "condition", "hitCondition": "hit_condition", "logMessage": "log_message"}
 SIGNAL_NAME = re.compile(r"\bSIG[A-Z0-9]+\b")
-LLDB_CONDITION_ERROR = re.compile(
-    r"error evaluating condition of breakpoint (\S+): \"(.*)\"\n(?:Couldn't parse conditional expression:\n)?((?:error: .*\n?)+)"
-)
-OUTPUT_KEEP = 1_000_000  # characters of unread output kept; older output is dropped and counted
-LINE_KEEP = 100_000  # characters kept of one stream's unfinished line; earlier ones are cut, said in the line
 LISTEN_RE = re.compile(rb"listening at:?\s*\[?([0-9a-fA-F.:]+?)\]?:(\d+)")
 
 
@@ -70,7 +73,7 @@ class Stop:
     no_stack: str | None = None
     stack_late: bool = False  # the adapter did not answer stackTrace in time (no_stack says so)
 
-    def data(self, relpath) -> dict[str, Any]:
+    def data(self, relpath: Callable[[str], str]) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "thread_id": self.thread_id,
@@ -86,84 +89,6 @@ class Ended:
     exit_code: int | None
     how: str
     signal: int | None = None  # the signal that killed the program, when the adapter's report shows one
-
-
-class OutputBuffer:
-    """The debuggee's stdout/stderr since the last read, bounded in memory (oldest dropped, counted).
-
-    Streams are merged a whole line at a time: an adapter that reads stdout and stderr on two
-    threads (debugpy's launcher) hands over a line in pieces with the other stream's text between
-    them ("done" ... a traceback ... " 90"). A stream's unfinished line waits for its newline (or
-    for the next read, where it is given as a line of its own) before it joins the rest. Lines of
-    two streams may still come in another order than they were written: the adapter reads them
-    apart, and their order is lost there. An unfinished line keeps only its last LINE_KEEP
-    characters; the line says how many before them were cut.
-    """
-
-    def __init__(self) -> None:
-        self._parts: deque[str] = deque()
-        self._size = 0
-        self._unfinished: dict[str, _Line] = {}  # stream -> the start of a line still being written
-        self.dropped = 0
-        self.closed = False  # after `terminated`: lldb-dap floods output while it dies
-
-    def add(self, text: str, stream: str = "") -> None:
-        if self.closed or not text:
-            return
-        text = text.replace("\r\n", "\n")  # lldb-dap runs it on a pty
-        lines, newline, rest = text.rpartition("\n")
-        if newline:
-            started = self._unfinished.pop(stream, None)
-            self._keep((started.text() if started else "") + lines + newline)
-        if rest:
-            self._unfinished.setdefault(stream, _Line()).add(rest)
-
-    def _keep(self, text: str) -> None:
-        self._parts.append(text)
-        self._size += len(text)
-        while self._size > OUTPUT_KEEP and self._parts:
-            old = self._parts.popleft()
-            self._size -= len(old)
-            self.dropped += len(old)
-
-    def take(self) -> tuple[str, int]:
-        for line in self._unfinished.values():  # a prompt without its newline is output too
-            self._keep(line.text() + "\n")  # ended: another stream's piece does not join its line
-        self._unfinished.clear()
-        text = "".join(self._parts)
-        dropped = self.dropped
-        self._parts.clear()
-        self._size = 0
-        self.dropped = 0
-        return text, dropped
-
-
-class _Line:
-    """One stream's line still being written: its pieces, at most LINE_KEEP characters (the latest)."""
-
-    def __init__(self) -> None:
-        self.pieces: deque[str] = deque()
-        self.size = 0
-        self.cut = 0
-
-    def add(self, piece: str) -> None:
-        self.pieces.append(piece)
-        self.size += len(piece)
-        while self.size > LINE_KEEP:
-            excess = self.size - LINE_KEEP
-            first = self.pieces[0]
-            if len(first) <= excess:
-                self.pieces.popleft()
-                self.size -= len(first)
-                self.cut += len(first)
-            else:
-                self.pieces[0] = first[excess:]
-                self.size -= excess
-                self.cut += excess
-
-    def text(self) -> str:
-        said = f"[{self.cut:,} earlier characters of this line cut] " if self.cut else ""
-        return said + "".join(self.pieces)
 
 
 class SessionError(Exception):
@@ -205,15 +130,20 @@ class LaunchBound:
 
 
 class Session:
-    def __init__(
-        self, adapter: AdapterDef, *, conversation_id: str, ttl: float, request_timeout: float
-    ) -> None:
+    """One conversation's session in ``run``, of ``program`` (as the model is told it) under ``adapter``."""
+
+    def __init__(self, adapter: AdapterDef, run: Run, program: str) -> None:
+        options = run.options.of(DebugOptions)
+        ttl = options.debug_ttl
         self.adapter = adapter
-        self.conversation_id = conversation_id
+        self.run = run  # tags, tracks and stops the processes started here, and removes the scratch
+        self.conversation_id = run.conversation_id or ""
+        self.program = program
+        self.root = run.root
         self.started = time.monotonic()
         self.deadline = self.started + ttl
         self.ttl = ttl
-        self.request_timeout = request_timeout
+        self.request_timeout = options.debug_request_timeout
         self.proc: asyncio.subprocess.Process | None = None
         self.client: DapClient | None = None
         self.capabilities: dict[str, Any] = {}
@@ -235,105 +165,35 @@ class Session:
         self.last_signal: int | None = None  # the signal of the last stop on one (lldb: SIGSEGV)
         # what the adapter said of breakpoints meanwhile (a condition that failed)
         self.notices: list[str] = []
-        self._logpoint: re.Pattern[str] | None = None  # the lines the logpoints print
-        self.program: str = ""
-        self.root: Path | None = None
+        self.logpoint: re.Pattern[str] | None = None  # the lines the logpoints print (`breakpoints`)
         self.attached = False
         self.lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
         self._children: list[int] = []  # processes started for runInTerminal
-        self._run: Any = None  # the run: tags, tracks and stops the processes started here
         self._envelope_decided = False
         self._inside: sandbox.Envelope | None = None  # the adapter (and so the program) runs in it
-        self.scratch: Path | None = None  # where a build writes the program; removed at close
-        self.scratch_run: Any = None  # the run that made it (`Run.scratch_dir`), which removes it
+        self.scratch: Path | None = None  # where a build writes the program (`build`); removed at close
         self.building: asyncio.subprocess.Process | None = None  # the build, stopped at close
 
     # -- starting ---------------------------------------------------------------------------------
 
-    async def _envelope(self, run: Any) -> sandbox.Envelope | None:
+    async def envelope(self) -> sandbox.Envelope | None:
         """The envelope the adapter and the build run in, decided once; None: on the host.
 
         A ToolError when the run asks for one it cannot have: refused, nothing runs.
         """
-        self._run = run
         if not self._envelope_decided:
-            envelope = sandbox.envelope(run, "debug")
+            envelope = sandbox.envelope(self.run, "debug")
             self._inside = envelope if envelope is not None and await envelope.check() else None
             self._envelope_decided = True
         return self._inside
 
-    async def build(self, build: Build, run: Any, bound: LaunchBound) -> None:
-        """Run the adapter's build of the program; a failure says the build's own words.
-
-        It runs where the adapter will (the run's envelope), tracked like it, so it is stopped with
-        the run. Its output is bounded, and paths in it are relative to the root.
-        """
-        argv: list[str] = list(build.argv)
-        envelope = await self._envelope(run)
-        if envelope is not None:
-            argv = list(envelope.wrap(argv))
-        added = {
-            **build.env,
-            **({} if run.trusted else build.untrusted_env),
-        }  # the launch's env cannot lift them
-        shown, _ = build_command(build, added, run.root)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=str(build.cwd or run.root),
-                env=run.child_env({**os.environ, **added}),
-                # no session of its own (unlike the adapter): under load, a new session's scheduler
-                # group made go build take 1.5-2x as long; the run's tag finds what it started
-            )
-        except OSError as exc:
-            raise SessionError(f"could not run `{shown}`: {exc}") from None
-        run.track_process(proc)
-        self.building = proc
-        try:
-            async with bound.phase("the build", f" (`{shown}`)"):
-                out, _ = await proc.communicate()
-        finally:
-            # stopped, with the compilers it started, when the bound ran out and on a cancel alike: else
-            # it runs on and writes the binary back into the directory close() removes; killed by a
-            # signal, its compilers may outlive it
-            if proc.returncode is None or proc.returncode < 0:
-                await asyncio.shield(run.stop_process(proc))
-        if proc.returncode is not None and proc.returncode < 0:
-            raise SessionError(f"`{shown}` was killed by {signal.Signals(-proc.returncode).name}")
-        if proc.returncode != 0:
-            text = out.decode(errors="replace")
-            if (
-                build.cwd is not None and build.cwd != run.root
-            ):  # go's paths relative to its cwd: to the root's
-                within = build.cwd.relative_to(run.root).as_posix()
-                text = re.sub(r"^(?:\./)?(?=[^\s:/][^\s:]*\.go:)", f"{within}/", text, flags=re.MULTILINE)
-            text = text.replace(f"{run.root}{os.sep}", "")
-            rerun, whole = build_command(build, added, run.root, os.devnull)
-            said = f"the build failed (`{shown}`, exit status {proc.returncode}):\n{_bounded(text, rerun, whole)}"
-            untrusted = {} if run.trusted else build.untrusted_env
-            if any(f"{k}=" in text for k in untrusted):  # the build ran into one of them
-                said += (
-                    "\n(this run does not trust its root, so the build ran with "
-                    + " ".join(f"{k}={v}" for k, v in untrusted.items())
-                    + ": nothing is downloaded; the run option trust lifts it)"
-                )
-            raise SessionError(said)
-        # a library package builds an archive, not a program: told by its content (a noexec mount
-        # would make the mode bits say the same of a program)
-        with contextlib.suppress(OSError), build.output.open("rb") as fh:
-            if not fh.read(8).startswith(b"!<arch>"):
-                return
-        raise SessionError(build.no_output)
-
-    async def start(self, located: Located, root: Path, run: Any, bound: LaunchBound) -> None:
+    async def start(self, located: Located, bound: LaunchBound) -> None:
         """Start the adapter process and connect (stdio, or the TCP port it prints)."""
+        run = self.run
         tcp = self.adapter.transport == "tcp"
         argv = list(located.argv)
-        envelope = await self._envelope(run)
+        envelope = await self.envelope()
         if envelope is not None:
             if (
                 tcp and not envelope.shares_loopback
@@ -346,7 +206,7 @@ class Session:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=str(root),
+                cwd=str(self.root),
                 env=run.child_env(),  # the debuggee inherits the tag: stopped with the adapter wherever it went
                 start_new_session=True,
                 limit=2**24,
@@ -369,7 +229,7 @@ class Session:
             if self.adapter.stdout_is_program_output:
                 self._tasks.append(asyncio.get_running_loop().create_task(self._drain_stdout()))
         else:
-            assert self.proc.stdout is not None
+            assert self.proc.stdout is not None and self.proc.stdin is not None
             reader, writer = self.proc.stdout, self.proc.stdin
         self._connect(reader, writer)
 
@@ -385,7 +245,7 @@ class Session:
         self.attached = True
         self._connect(reader, writer)
 
-    def _connect(self, reader: asyncio.StreamReader, writer: Any) -> None:
+    def _connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.client = DapClient(
             reader,
             writer,
@@ -402,7 +262,7 @@ class Session:
             line = await self.proc.stdout.readline()
             if not line:
                 raise SessionError(
-                    f"the {self.adapter.id} adapter exited before listening: {self._stderr_text() or seen.decode(errors='replace')}"
+                    f"the {self.adapter.id} adapter exited before listening: {self.stderr_text() or seen.decode(errors='replace')}"
                 )
             seen += line
             if m := LISTEN_RE.search(line):
@@ -428,7 +288,8 @@ class Session:
             while chunk := await stream.read(65536):
                 self.output.add(decoder.decode(chunk), name)
 
-    def _stderr_text(self) -> str:
+    def stderr_text(self) -> str:
+        """The adapter's last lines on stderr, on one line (what it said before it failed)."""
         return " | ".join(line for line in self.stderr_tail if line)[-1500:]
 
     # -- events and reverse requests ----------------------------------------------------------------
@@ -438,14 +299,14 @@ class Session:
         body = message.get("body") or {}
         if event == "output":
             text = body.get("output", "")
-            pattern = self._logpoint
+            pattern = self.logpoint
             logged = [m.group(1) for line in text.splitlines() if pattern and (m := pattern.fullmatch(line))]
             if logged and len(self.logged) < MAX_LOGGED:
                 self.logged.extend(logged[: MAX_LOGGED - len(self.logged)])
             if logged or body.get("category", "console") in self.adapter.output_categories:
                 self.output.add(text, body.get("category", "console"))  # lldb-dap logs to its console
             if "error evaluating condition" in text:
-                self.notices.extend(self.condition_failures(text))
+                self.notices.extend(condition_failures(self, text))
         elif event == "exited":
             self.exit_code = body.get("exitCode")
         elif event == "terminated" and self.adapter.drop_output_after_terminated:
@@ -458,12 +319,13 @@ class Session:
                         answers[i] = {**known, **bp}
 
     async def _on_reverse(self, command: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        if command == "runInTerminal" and self._inside is None:
-            # We have no terminal: run it as a plain child of ours, tracked like the adapter.
+        if command == "runInTerminal" and self._envelope_decided and self._inside is None:
+            # We have no terminal: run it as a plain child of ours, tracked like the adapter. Only for
+            # an adapter we started on the host (one attached to by port decided no envelope).
             proc = await asyncio.create_subprocess_exec(
                 *arguments.get("args", []),
                 cwd=arguments.get("cwd") or None,
-                env=self._run.child_env(
+                env=self.run.child_env(
                     {**os.environ, **{k: v for k, v in (arguments.get("env") or {}).items() if v is not None}}
                 ),
                 stdin=asyncio.subprocess.DEVNULL,
@@ -471,7 +333,7 @@ class Session:
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
-            self._run.track_process(proc)
+            self.run.track_process(proc)
             self._children.append(proc.pid)
             if proc.stdout is not None:
                 self._tasks.append(
@@ -542,158 +404,15 @@ class Session:
             initialized.cancel()
         if hit is None:
             raise SessionError(
-                f"{request} did not complete: the adapter closed the connection. {self._stderr_text()}".strip()
+                f"{request} did not complete: the adapter closed the connection. {self.stderr_text()}".strip()
             )
         for path, specs in plan.lines.items():
-            await self.set_breakpoints(path, specs)
+            await set_breakpoints(self, path, specs)
         if plan.functions:
-            await self.set_function_breakpoints(plan.functions)
-        await self.set_exceptions(plan.exceptions)
+            await set_function_breakpoints(self, plan.functions)
+        await set_exceptions(self, plan.exceptions)
         await client.request("configurationDone", {})
         await answer
-
-    async def set_exceptions(self, mode: str) -> str:
-        """Choose when the program stops on exceptions: the adapter's filters for ``mode``; what was done, said."""
-        assert self.client is not None
-        offered = {
-            f.get("filter"): f.get("label") or f.get("filter")
-            for f in self.capabilities.get("exceptionBreakpointFilters") or ()
-        }
-        note = f" ({self.adapter.exception_note})" if self.adapter.exception_note else ""
-        if not offered:
-            said = f"exceptions={mode}: the {self.adapter.id} adapter offers no exception filters{note}."
-        else:
-            wanted = self.adapter.exception_modes.get(mode, ())
-            filters = [f for f in wanted if f in offered]
-            await self.client.request("setExceptionBreakpoints", {"filters": filters})
-            if filters:
-                said = (
-                    f"exceptions={mode}: filters "
-                    + ", ".join(f"{f} ({offered[f]})" for f in filters)
-                    + f"{note}."
-                )
-            elif mode == "none":
-                said = f"exceptions=none: no exception filter is on{note}."
-            else:
-                said = (
-                    f"exceptions={mode}: the {self.adapter.id} adapter has no filter for this mode (it offers "
-                    + ", ".join(f"{f} ({label})" for f, label in offered.items())
-                    + f"){note}."
-                )
-        self.exceptions = (mode, said)
-        return said
-
-    async def set_breakpoints(self, path: str, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send a file's breakpoints; one row per requested line: the adapter's answer and what was not sent."""
-        assert self.client is not None
-        rows: list[dict[str, Any]] = []
-        sent: list[dict[str, Any]] = []
-        for spec in specs:
-            row: dict[str, Any] = {
-                "requested": spec["line"],
-                **{k: v for k, v in spec.items() if k != "line"},
-            }
-            unsupported = [
-                k for k, cap in OPTION_CAPABILITY.items() if k in spec and not self.capabilities.get(cap)
-            ]
-            problem = (
-                self.adapter.check_condition(spec["condition"])
-                if "condition" in spec and self.adapter.check_condition
-                else None
-            )
-            if problem:
-                row.update(verified=False, message=f"the condition does not compile: {problem}")
-            else:
-                if unsupported:
-                    row["unsupported"] = [OPTION_NAME[k] for k in unsupported]
-                sent.append({k: v for k, v in spec.items() if k not in unsupported})
-            rows.append(row)
-        body = await self.client.request(
-            "setBreakpoints",
-            {
-                "source": {"path": path, "name": Path(path).name},
-                "breakpoints": sent,
-                "lines": [b["line"] for b in sent],
-            },
-        )
-        answers = iter(body.get("breakpoints") or ())
-        for row in rows:
-            if "verified" not in row:
-                row.update(
-                    next(answers, {"verified": False, "message": "the adapter did not answer for this line"})
-                )
-        if specs:
-            self.breakpoints[path] = rows
-        else:
-            self.breakpoints.pop(path, None)
-        messages = [r["logMessage"] for rs in self.breakpoints.values() for r in rs if r.get("logMessage")]
-        self._logpoint = logpoint_pattern(messages, self.adapter.logpoint_prefix) if messages else None
-        return rows
-
-    async def set_function_breakpoints(self, names: list[str]) -> list[dict[str, Any]]:
-        assert self.client is not None
-        if not self.capabilities.get("supportsFunctionBreakpoints"):
-            rows = [
-                {
-                    "function": n,
-                    "verified": False,
-                    "message": f"the {self.adapter.id} adapter has no function breakpoints",
-                }
-                for n in names
-            ]
-        else:
-            answers = await self._function_answers(names)
-            rows = [
-                {"function": n, **(answers[i] if i < len(answers) else {"verified": False})}
-                for i, n in enumerate(names)
-            ]
-            look = self.adapter.find_functions
-            verified = [r["function"] for r in rows if r.get("verified")]
-            if look is not None and self.root is not None and verified:
-                # an adapter that verifies any name (debugpy): look for the functions ourselves
-                missing = await asyncio.to_thread(look, self.root, verified)
-                for row in rows:
-                    if row["function"] in missing:
-                        row.update(found=False, message=missing[row["function"]])
-        self.function_breakpoints = rows
-        return rows
-
-    async def _function_answers(self, names: list[str]) -> list[dict[str, Any]]:
-        """The adapter's answers in the order of ``names``.
-
-        lldb-dap answers in the order of its own map, not the request's: the names are then sent one
-        more at a time, and each answer is known by the breakpoint id that appeared with its name.
-        """
-        client = self.client
-        assert client is not None
-
-        def send(some: list[str]):
-            return client.request("setFunctionBreakpoints", {"breakpoints": [{"name": n} for n in some]})
-
-        if not self.adapter.function_answers_unordered or len(names) < 2:
-            return list((await send(names)).get("breakpoints") or ())
-        ids: list[Any] = []
-        answers: list[dict[str, Any]] = []
-        for k in range(1, len(names) + 1):
-            answers = list((await send(names[:k])).get("breakpoints") or ())
-            ids.append(next((a.get("id") for a in answers if a.get("id") not in ids), None))
-        by_id = {a.get("id"): a for a in answers}
-        return [by_id.get(i, {"verified": False}) for i in ids]
-
-    def condition_failures(self, text: str) -> list[str]:
-        """lldb-dap accepts any condition and fails at the hit: mark those breakpoints unverified, say why."""
-        said = []
-        for m in LLDB_CONDITION_ERROR.finditer(text):
-            for rows in self.breakpoints.values():
-                for row in rows:
-                    if row.get("condition") == m.group(2) and row.get("verified"):
-                        row.update(
-                            verified=False, message=f"the condition does not compile: {m.group(3).strip()}"
-                        )
-                        said.append(
-                            f"line {row['requested']}: the condition {m.group(2)!r} does not compile ({m.group(3).strip()})"
-                        )
-        return said
 
     async def wait_stop(self, after: int, timeout: float) -> Stop | Ended | None:
         """The next stop or the end at or after event ``after``; None while still running at the bound."""
@@ -760,7 +479,7 @@ class Session:
 
     def _project_frame(self, frames: list[dict[str, Any]]) -> tuple[str, int, str] | None:
         root = self.root
-        if root is None or not frames:
+        if not frames:
             return None
 
         def inside(f: dict[str, Any]) -> bool:
@@ -877,7 +596,7 @@ class Session:
         # daemon may leave the session: they carry the adapter's tag, and stop_process follows it
         for pid in (*self._children, proc.pid if proc else None):
             if pid is not None:
-                await self._run.stop_process(pid, grace)
+                await self.run.stop_process(pid, grace)
         if proc is not None and proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), 1.0)
@@ -885,82 +604,9 @@ class Session:
                 pass
         building = self.building
         if building is not None and building.returncode is None:  # a second cancel cut its own stop short
-            await self._run.stop_process(building)
+            await self.run.stop_process(building)
         if self.scratch is not None:
-            await asyncio.to_thread(self.scratch_run.remove_scratch_dir, self.scratch)
-
-
-MAX_BUILD_LINES = 60  # lines of a failed build's output shown
-MAX_BUILD_COMMAND = 600  # characters of the build's command shown
-MAX_BUILD_VALUE = 80  # characters of one variable's value in it
-MAX_BUILD_LINE = 500  # characters of one line of its output
-
-
-def build_command(
-    build: Build, added: dict[str, str], root: Path, output: str | None = None
-) -> tuple[str, bool]:
-    """The build as it ran, to type in the root, and whether it is whole (nothing cut).
-
-    A ``cd`` to where it ran, the variables the launch (or the untrusted run) added, each value
-    bounded, then its argv whole (we made it); paths under the root relative; the variables cut
-    first when the whole is too long. With ``output``, that path in place of the program's (the
-    hint to rerun it writes nothing that stays: ``os.devnull``).
-    """
-    cwd = build.cwd or root
-
-    def word(arg: str) -> str:
-        if output is not None and arg == str(build.output):
-            return shlex.quote(output)
-        path = Path(arg)
-        inside = path.is_absolute() and path.is_relative_to(root)
-        return shlex.quote(os.path.relpath(path, cwd) if inside else arg)
-
-    def var(key: str, value: str) -> str:
-        if len(value) <= MAX_BUILD_VALUE:
-            return f"{key}={shlex.quote(value)}"
-        return f"{key}={shlex.quote(value[:MAX_BUILD_VALUE])}…[{len(value) - MAX_BUILD_VALUE:,} more characters cut]"
-
-    whole = all(len(v) <= MAX_BUILD_VALUE for v in added.values())
-    cd = f"cd {shlex.quote(cwd.relative_to(root).as_posix())} && " if cwd != root else ""
-    argv = " ".join(map(word, build.argv))
-    variables = " ".join(var(k, v) for k, v in added.items())
-    room = MAX_BUILD_COMMAND - len(cd) - len(argv) - 1
-    if len(variables) > room:
-        said = f"…[{len(variables) - room:,} more characters of variables cut]"
-        variables = variables[: max(room - len(said), 0)] + said
-        whole = False
-    text = cd + (f"{variables} {argv}" if variables else argv)
-    if len(text) > MAX_BUILD_COMMAND:  # an argv that long is not ours to make; bounded all the same
-        text = text[:MAX_BUILD_COMMAND] + f" [{len(text) - MAX_BUILD_COMMAND:,} more characters cut]"
-        whole = False
-    return text, whole
-
-
-def _bounded(text: str, rerun: str, whole: bool) -> str:
-    """The build's output bounded; the cut said with how to see it all (``rerun``: the build
-    writing nothing, to type in the root when ``whole``)."""
-    lines = [
-        line if len(line) <= MAX_BUILD_LINE else line[:MAX_BUILD_LINE] + " [...]"
-        for line in text.splitlines()
-    ]
-    if len(lines) <= MAX_BUILD_LINES:
-        return "\n".join(lines)
-    cut = len(lines) - MAX_BUILD_LINES
-    how = (
-        f"run `{rerun}` in the root"
-        if whole
-        else f"build as `{rerun}` does in the root, with the launch's env in full (its values are cut here),"
-    )
-    return "\n".join(lines[:MAX_BUILD_LINES]) + f"\n[{cut} more lines cut: {how} to see them all]"
-
-
-def logpoint_pattern(messages: list[str], prefix: str) -> re.Pattern[str]:
-    """The lines logpoints print: an adapter's prefix, then one message's text with each {expression} any value."""
-
-    def one(message: str) -> str:
-        return ".*?".join(re.escape(p) for p in re.split(r"\{[^{}]*\}", message))
-
-    return re.compile(f"{prefix}({'|'.join(f'(?:{one(m)})' for m in messages)})", re.DOTALL)
+            await asyncio.to_thread(self.run.remove_scratch_dir, self.scratch)
 
 
 async def _nothing(value: Any) -> Any:

@@ -63,7 +63,7 @@ class DebugSupervisor:
 
     def _lost(self, conversation: str, session: Session) -> None:
         """The adapter died under a stopped program: nothing can drive it any more."""
-        stderr = session._stderr_text()
+        stderr = session.stderr_text()
         self.notes[conversation] = (
             f"The debug adapter of {session.program} exited unexpectedly and the session was ended"
             + (f" (adapter said: {stderr})" if stderr else "")

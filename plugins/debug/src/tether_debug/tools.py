@@ -15,6 +15,8 @@ from tether_debug.args import DebugArgs
 if TYPE_CHECKING:
     from tether.run import CallContext
 
+    from tether_debug.supervisor import DebugSupervisor
+
 
 DESCRIPTION = (
     "Drive a real debugger (Debug Adapter Protocol: debugpy for Python, lldb-dap for C/C++/Rust binaries, "
@@ -36,14 +38,15 @@ DESCRIPTION = (
 )
 
 
-async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
-    from tether_debug.dispatch import handle  # the actions load at the first call, not at registration
+def make_tools(supervisor: DebugSupervisor) -> list[Tool]:
+    """The family's one tool, bound to the run's session supervisor: a session per conversation, so it
+    is not parallel-safe."""
 
-    return await handle(ctx, args)
+    async def handle(ctx: CallContext, args: DebugArgs) -> ToolResult:
+        from tether_debug.dispatch import handle  # the actions load at the first call, not at registration
 
+        return await handle(ctx, supervisor, args)
 
-def tools() -> list[Tool]:
-    """The family's one tool: a session per conversation, so it is not parallel-safe."""
     return [
         Tool(
             name="debug",
@@ -51,7 +54,6 @@ def tools() -> list[Tool]:
             description=DESCRIPTION,
             args=DebugArgs,
             handler=handle,
-            family="debug",
             parallel_safe=False,
         )
     ]
