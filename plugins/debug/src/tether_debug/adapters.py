@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether import binaries
+from tether.markers import ROOT_MARKERS
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -242,18 +243,11 @@ def _locate_debugpy(root: Path) -> Located | str:
     return Located((sys.executable, "-m", "debugpy.adapter"), python)
 
 
-PY_MARKERS = ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg", "pyrightconfig.json")
-C_MARKERS = (
-    "Cargo.toml",
-    "CMakeLists.txt",
-    "compile_commands.json",
-    "compile_flags.txt",
-    ".clangd",
-    "Makefile",
-)
-GO_MARKERS = ("go.mod", "go.work")
-# The same marker lists as the lsp family's servers (tether_lsp.servers): a project one family takes,
-# the other takes too.
+# One definition of each language's root markers with the lsp family's servers (tether.markers): a project
+# one family takes, the other takes too. Rust's and C's together, for the native adapter.
+PY_MARKERS = ROOT_MARKERS["python"]
+C_MARKERS = (*ROOT_MARKERS["rust"], *ROOT_MARKERS["c"])
+GO_MARKERS = ROOT_MARKERS["go"]
 
 
 def _is_python(program: Path) -> bool:

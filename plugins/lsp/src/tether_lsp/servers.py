@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from tether.binaries import GO_UNTRUSTED_ENV, find_project_binary
+from tether.markers import ROOT_MARKERS
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -225,7 +226,7 @@ class ServerDef:
         return node
 
 
-PY_MARKERS = ("pyproject.toml", "setup.py", "requirements.txt", "setup.cfg", "pyrightconfig.json")
+PY_MARKERS = ROOT_MARKERS["python"]  # one definition with the debug family's adapters (tether.markers)
 
 BUILTIN_SERVERS: tuple[ServerDef, ...] = (
     ServerDef(
@@ -293,7 +294,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         id="typescript-language-server",
         languages=("typescript", "javascript"),
         extensions=(".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"),
-        root_markers=("tsconfig.json", "jsconfig.json", "package.json"),
+        root_markers=ROOT_MARKERS["typescript"],
         command=("typescript-language-server", "--stdio"),
         install="npm i -D typescript-language-server typescript",
         # no syntax-only (partialSemantic) server: while the project loads it answered definition with the
@@ -311,7 +312,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         id="clangd",
         languages=("c", "cpp"),
         extensions=(".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"),
-        root_markers=("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"),
+        root_markers=ROOT_MARKERS["c"],
         command=("clangd", "--log=error"),
         # an includer is parsed with a header's unsaved contents (a preview's), not the disk's (clangd's
         # default); a write's header is on disk and in the open document alike. Hidden, and not in every clangd
@@ -328,7 +329,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         id="gopls",
         languages=("go",),
         extensions=(".go",),
-        root_markers=("go.mod", "go.work"),
+        root_markers=ROOT_MARKERS["go"],
         command=("gopls",),
         install="the system package gopls, or go install golang.org/x/tools/gopls@latest",
         version_args=("version",),
@@ -353,7 +354,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         id="rust-analyzer",
         languages=("rust",),
         extensions=(".rs",),
-        root_markers=("Cargo.toml",),
+        root_markers=ROOT_MARKERS["rust"],
         command=("rust-analyzer",),
         install="rustup component add rust-analyzer",
         ready="quiescent",
@@ -365,7 +366,7 @@ BUILTIN_SERVERS: tuple[ServerDef, ...] = (
         id="dart",
         languages=("dart",),
         extensions=(".dart",),
-        root_markers=("pubspec.yaml",),
+        root_markers=ROOT_MARKERS["dart"],
         command=("dart", "language-server", "--protocol=lsp"),
         ready="progress",
         checker=("dart", "analyze", "--format=machine"),
