@@ -7,6 +7,7 @@ import time
 
 import attrs
 import psutil
+import pytest
 import tether
 from tether import Tier, Tool, ToolError, arg, hookimpl
 from tether.procs import alive
@@ -119,7 +120,9 @@ async def test_closing_a_run_kills_process_trees_even_when_a_family_hangs(
     monkeypatch.setenv("PROCFAM_HANG_ON_CLOSE", "1")
     monkeypatch.setattr(run_module, "CLOSE_TIMEOUT", 0.5)
     async with tether.open_run(".", options={"procfam": True}) as run:
-        run.resource("tether_procfam_resource")
+        from tether_test_procfam import Specs  # on the path of plugin_site
+
+        run.resource(Specs.tether_procfam_resource)
         pid = (await run.call("proc_spawn")).data["pid"]
         await asyncio.sleep(0.3)
         tree = [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
@@ -158,8 +161,10 @@ def test_tool_error_takes_a_code_and_data_fields():
         {"error": "unknown_worker", "worker": "w9"},
     )
     assert list(exc.data or {}) == ["error", "worker"]  # the code first in the result's JSON
-    old = ToolError("bad", {"error": "bad_thing", "n": 1})  # the older dict form
-    assert (old.code, old.data) == ("bad_thing", {"error": "bad_thing", "n": 1})
+    passed_on = ToolError("a note first; then the error", **(exc.data or {}))  # another error's data
+    assert (passed_on.code, passed_on.data) == ("unknown_worker", {"error": "unknown_worker", "worker": "w9"})
+    with pytest.raises(TypeError):  # the one form: keywords, no dict
+        ToolError("bad", {"error": "bad_thing"})  # pyright: ignore[reportCallIssue]
     assert ToolError("plain").data is None and ToolError("plain").code is None
 
 

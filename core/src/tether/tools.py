@@ -74,18 +74,16 @@ class ToolError(Exception):
     """Raise from a handler for an error the model can act on: its message becomes the result, no traceback.
 
     ``ToolError("no such worker 'w9'; vibe_list shows the workers", code="unknown_worker", worker="w9")``:
-    ``code`` lands in the result's structured data as ``"error"`` (what a program branches on), and
-    every other keyword beside it. A dict as second argument (the older form) still works.
+    ``code`` lands in the result's structured data as ``"error"`` (what a program branches on, first), and
+    every other keyword beside it. Passing another error's data on: ``ToolError(note, **exc.data)``.
     """
 
-    def __init__(
-        self, message: str, data: dict[str, Any] | None = None, *, code: str | None = None, **fields: Any
-    ) -> None:
+    def __init__(self, message: str, *, code: str | None = None, **fields: Any) -> None:
         super().__init__(message)
         self.message = message
         # the code first, as a program reading the data (and a model reading its JSON) meets it
         merged = {"error": code} if code is not None else {}
-        merged.update({**(data or {}), **fields})
+        merged.update(fields)
         if code is not None:
             merged["error"] = code
         self.code: str | None = merged.get("error")
