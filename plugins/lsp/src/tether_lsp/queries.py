@@ -16,7 +16,7 @@ from tether_lsp.status import status
 from tether_lsp.symbols import symbols
 
 if TYPE_CHECKING:
-    from tether.tools import CallContext
+    from tether.run import CallContext
 
     from tether_lsp.supervisor import Supervisor
 

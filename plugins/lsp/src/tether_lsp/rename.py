@@ -20,8 +20,7 @@ from tether.tools import ToolError, ToolResult
 from tether_lsp.options import LspOptions
 
 if TYPE_CHECKING:
-    from tether.run import Run
-    from tether.tools import CallContext
+    from tether.run import CallContext, Run
 
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.edits import PlannedEdit

@@ -18,7 +18,7 @@ from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touch
 from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
 
 if TYPE_CHECKING:
-    from tether.tools import CallContext
+    from tether.run import CallContext
 
     from tether_lsp.supervisor import Supervisor
 
