@@ -38,6 +38,7 @@ from pathlib import Path
 os.environ.setdefault("TETHER_PLUGINS", "astgrep")  # measure this family, not the others' start-up
 import tether
 import tether.walk
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 RXJS = "rxjs@7.8.2"
 GOCODE = Path("/usr/share/gocode/src")
@@ -158,7 +159,7 @@ async def tether_cold(run, query, language: str) -> tuple[float, float]:
     cpu0 = time.process_time()
     elapsed = await tether_search(run, query, language)
     cpu = time.process_time() - cpu0
-    for proc in run.resource("tether_astgrep_parsers").worker_procs:  # forked during this search
+    for proc in run.resource(tether_astgrep_parsers).worker_procs:  # forked during this search
         times = proc.cpu_times()
         cpu += times.user + times.system
     return elapsed, cpu
@@ -168,7 +169,7 @@ async def tether_all_matches(run, corpus: Path, query, language: str) -> set:
     """Every match (the tool shows at most 1000): through the run's resource, as the tool searches."""
     from tether_astgrep.query import compile_query, find_target
 
-    pool = run.resource("tether_astgrep_parsers")
+    pool = run.resource(tether_astgrep_parsers)
     target = await find_target(pool, ".", language)
     args = _args(query, language)
     compiled = compile_query(pool, args.get("pattern"), target.grammar, args.get("rule"))

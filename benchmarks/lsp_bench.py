@@ -33,6 +33,7 @@ from tether.procs import kill_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 UTIL = 'def greet(name: str) -> str:\n    """Say hello."""\n    return "hi " + name\n\n\nclass Greeter:\n    def hello(self) -> str:\n        return greet("x")\n'
 MAIN = 'from pkg import util as u\nfrom pkg.util import greet\n\ngreeting = greet("a")\nvalue: int = u.greet("d")\n'
@@ -90,7 +91,7 @@ async def per_request(root: Path, rounds: int) -> None:
         for args, *_ in queries.values():  # warm: server started, files open, analysed
             r = await run.call("lsp", args)
             assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         protocol = conn.client.protocol
         for name, (args, method, make) in queries.items():
             path = root / args["file"]
@@ -396,7 +397,7 @@ async def ts_on_write(base: Path, rounds: int) -> None:
             )
             times_ours.append(time.perf_counter() - t0)
             assert ("[2322]" in r.plain) == (i % 2 == 0), r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         found, _ = await importers(conn, [our_root / "src/internal/operators/map.ts"], 60)
     ratio = med(times_ours) / med(times_raw)
     print(

@@ -30,6 +30,7 @@ import tether.files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 FORCE_STR = (
     'def force_str(s, encoding="utf-8", strings_only=False, errors="strict"):',
@@ -41,7 +42,7 @@ ENCODING = "django/utils/encoding.py"
 def peak_mb(run) -> int:
     """The largest VmHWM (peak resident memory) among the processes of the run's basedpyright."""
     best = 0
-    for conn in run.resource("tether_lsp_supervisor").connections.values():
+    for conn in run.resource(tether_lsp_supervisor).connections.values():
         pgid = os.getpgid(conn.pid)
         for pid in os.listdir("/proc"):
             try:
@@ -91,7 +92,7 @@ async def writes(
                 "edit", {"path": ENCODING, "old_string": FORCE_STR[1], "new_string": FORCE_STR[0]}
             )
             assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         checked = sorted(run.relpath(d.path) for d in conn.docs.values())
         return times, found, checked, peak_mb(run), notes
 

@@ -36,6 +36,7 @@ from tether.procs import kill_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 SIGNATURE = (
     "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
@@ -148,7 +149,7 @@ async def on_write(base: Path, rounds: int) -> None:
         async with tether.open_run(our_root, plugins=[tether.files]) as run:
             r = await run.call("lsp", {"action": "diagnostics", "file": "flag.go"})  # warm: started, loaded
             assert not r.is_error, r.plain
-            (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+            (conn,) = run.resource(tether_lsp_supervisor).connections.values()
 
             async def raw_round(i: int) -> None:
                 nonlocal text

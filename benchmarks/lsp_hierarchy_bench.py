@@ -32,6 +32,7 @@ from tether_lsp import readiness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 
 def cjson_root(base: Path) -> Path:
@@ -60,7 +61,7 @@ async def raw_callers(conn: Any, path: Path, line: int, char: int) -> int:
 async def callers_rows(name: str, root: Path, ask: dict[str, Any], server: str, rounds: int) -> None:
     async with tether.open_run(root) as run:
         r = await run.call("lsp", ask)  # starts the server, opens the file
-        sup = run.resource("tether_lsp_supervisor")
+        sup = run.resource(tether_lsp_supervisor)
         (conn,) = [c for c in sup.connections.values() if c.server.id == server]
         assert await readiness.wait_ready(conn, 300) is None
         r = await run.call("lsp", ask)
@@ -100,7 +101,7 @@ async def callers_rows(name: str, root: Path, ask: dict[str, Any], server: str, 
 async def readiness_rows(root: Path, iterations: int) -> None:
     async with tether.open_run(root) as run:
         await run.call("lsp", {"action": "hover", "file": "flag.go", "line": 843, "symbol": "VarP"})
-        sup = run.resource("tether_lsp_supervisor")
+        sup = run.resource(tether_lsp_supervisor)
         (conn,) = sup.connections.values()
         assert await readiness.wait_ready(conn, 300) is None
 

@@ -27,6 +27,7 @@ import tether.files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import real_projects  # pyright: ignore[reportMissingImports] - tests/ is put on sys.path just above
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 UTILS = "src/click/utils.py"
 
@@ -36,7 +37,7 @@ async def bench(rounds: int) -> None:
     text = (root / UTILS).read_text()
     broken = text.replace("    message: object = None,", "    message: object,")
     async with tether.open_run(root, plugins=[tether.files], options={"diagnostics_timeout": 90}) as run:
-        sup = run.resource("tether_lsp_supervisor")
+        sup = run.resource(tether_lsp_supervisor)
         r = await run.call("lsp", {"action": "symbols", "file": UTILS})
         assert not r.is_error, r.plain
         (conn,) = sup.connections.values()

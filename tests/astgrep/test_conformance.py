@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import tether
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 EXT = {
     "python": "py",
@@ -416,7 +417,7 @@ async def test_same_matches_on_real_code(pattern, sg, stdlib_corpus):
     async with tether.open_run(stdlib_corpus) as run:
         from tether_astgrep.query import compile_query, find_target
 
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         target = await find_target(pool, ".", "python")
         results = await pool.search(
             compile_query(pool, pattern, target.grammar), target.grammar, target.files

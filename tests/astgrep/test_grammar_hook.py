@@ -9,6 +9,7 @@ import tether
 import tree_sitter_python  # a test dependency (tests/pyproject.toml): CI must run these, never skip them
 from tether.testing import assert_model_error
 from tether_astgrep.grammars import Grammar, Rung
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 
 class WheelGrammars:
@@ -27,7 +28,7 @@ async def test_a_wheel_grammar_replaces_and_adds_languages(project: Path):
     (project / "BUILD.star").write_text('cc_library(name = "a", srcs = ["a.c"])\nprint("x")\n')
     (project / "a.py").write_text("print(1)\n")
     async with tether.open_run(project, plugins=[WheelGrammars()]) as run:
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         registry = pool.registry()
         assert registry.by_id["python"].language is tree_sitter_python.language
         assert registry.by_id["starlark"].extensions == (".star", ".bzl")
@@ -61,7 +62,7 @@ async def test_an_unpicklable_loader_searches_in_the_run_process(project: Path):
         result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 1})
         assert not result.is_error, result.plain
         assert result.data["total"] == 40 * 20
-        assert run.resource("tether_astgrep_parsers")._pool is None
+        assert run.resource(tether_astgrep_parsers)._pool is None
 
 
 async def test_the_unknown_language_error_lists_every_language_that_works(project: Path):
@@ -72,7 +73,7 @@ async def test_the_unknown_language_error_lists_every_language_that_works(projec
     (project / "b.zig").write_text("const x = 1;\n")
     async with tether.open_run(project, plugins=[WheelGrammars()]) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)", "language": "klingon"})
-        registry = run.resource("tether_astgrep_parsers").registry()
+        registry = run.resource(tether_astgrep_parsers).registry()
         assert result.is_error and result.data["error"] == "unknown_language", result.plain
         assert_model_error(result)
         assert "\n" not in result.plain.strip()
@@ -109,7 +110,7 @@ async def test_the_readme_grammar_plugin_works_as_written(project: Path):
 
     (project / "a.lua").write_text('local t = {\n  ["a b"] = 1,\n}\nif v == nil then\n  print(v)\nend\n')
     async with tether.open_run(project, plugins=[_readme_plugin()]) as run:
-        lua = run.resource("tether_astgrep_parsers").registry().by_id["lua"]
+        lua = run.resource(tether_astgrep_parsers).registry().by_id["lua"]
         assert lua.language is tree_sitter_lua.language  # the plugin's grammar replaced the built-in one
         found = {}
         # an expression, a statement, and a table field (a member: no statement, no expression)

@@ -15,6 +15,7 @@ import pytest
 import tether
 from tether.testing import assert_light_entry_point, assert_model_error
 from tether.walk import COARSE_RACY_NS, RACY_NS
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 
 async def call(root: Path, tool: str = "ast_grep", **args):
@@ -122,7 +123,7 @@ class OneWorker:
 async def test_harness_overrides_the_resource(project):
     put(project, "a.py", "f(1)\n")
     async with tether.open_run(project, plugins=[OneWorker()]) as run:
-        assert run.resource("tether_astgrep_parsers").workers == 1
+        assert run.resource(tether_astgrep_parsers).workers == 1
         assert (await run.call("ast_grep", {"pattern": "f($A)"})).data["total"] == 1
 
 
@@ -254,7 +255,7 @@ async def test_repeated_search_is_cached_and_sees_changes(project):
     a = put(project, "a.py", "f(1)\n")
     async with tether.open_run(project) as run:
         first = await run.call("ast_grep", {"pattern": "f($A)"})
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         assert len(pool.cache._data) == 1
         second = await run.call("ast_grep", {"pattern": "f($A)"})
         assert second.data == first.data
@@ -342,7 +343,7 @@ async def test_a_same_size_rewrite_with_its_mtime_put_back_is_searched_again(pro
     async with tether.open_run(project) as run:
         first = await run.call("ast_grep", {"pattern": "f($A)"})
         assert [(m["start"]["line"], m["captures"]["A"]) for m in first.data["matches"]] == [(1, "1")]
-        assert cached(run.resource("tether_astgrep_parsers")) == {str(a)}
+        assert cached(run.resource(tether_astgrep_parsers)) == {str(a)}
         if how == "os.utime":
             with a.open("r+b") as fh:  # in place: the same inode
                 fh.write(b"g(1)\nf(2)\n")
@@ -369,7 +370,7 @@ async def test_a_file_written_just_before_the_search_read_it_is_not_cached(proje
     os.utime(a, ns=(hour_ago, hour_ago))
     ctime = a.stat().st_ctime_ns
     async with tether.open_run(project) as run:
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         later(ctime + 10**6)
         first = await run.call("ast_grep", {"pattern": "f($A)"})
         assert [m["captures"]["A"] for m in first.data["matches"]] == ["1"]
@@ -430,7 +431,7 @@ async def test_a_rewrite_between_the_search_and_the_read_back_shows_what_the_fil
         assert out.data["changed_while_searched"] == ["a.py"]
         assert "a.py:2:1: f(2)" in out.plain and "g(1)" not in out.plain
         assert "changed during the search, so searched again and shown as they are now: a.py" in out.plain
-        assert cached(run.resource("tether_astgrep_parsers")) == set()  # its result was for other bytes
+        assert cached(run.resource(tether_astgrep_parsers)) == set()  # its result was for other bytes
         again = await run.call("ast_grep", {"pattern": "f($A)"})
         assert again.data is not None
         assert again.data["matches"] == out.data["matches"] and "changed_while_searched" not in again.data
@@ -493,7 +494,7 @@ async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_left
         put(root, f"pkg{n % 7}/m{n}.py", body)
     async with tether.open_run(root) as run:
         result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 3})
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         assert pool._pool is not None, "the search should have used the worker pool"
         workers = [p.pid for p in pool.worker_procs]
         assert len(workers) == pool.workers, "every worker process should be known to the pool"
@@ -510,7 +511,7 @@ import tether
 async def main():
     async with tether.open_run(sys.argv[1]) as run:
         result = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         print(json.dumps({"total": result.data["total"], "workers": [p.pid for p in pool.worker_procs]}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
@@ -553,7 +554,7 @@ async def test_a_worker_killed_between_searches_is_replaced(tmp_path, no_leftove
     async with tether.open_run(root) as run:
         first = await run.call("ast_grep", {"pattern": "g($X, $N)", "max_results": 1})
         assert first.data["total"] == 200 * 250
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         dead = pool.worker_procs[0]
         dead.kill()
         dead.wait(30)
@@ -634,7 +635,7 @@ import tether
 
 async def main():
     async with tether.open_run(sys.argv[1], options={"astgrep_workers": 2}) as run:
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         for attempt in range(8):  # until this code, not the pool's thread, reaps the killed worker
             await run.call("ast_grep", {"pattern": f"g($X, {attempt})", "max_results": 1})
             dead, stopped = (p.pid for p in pool.worker_procs)
@@ -714,7 +715,7 @@ async def test_a_search_that_outlives_its_bound_is_stopped(tmp_path, no_leftover
         assert (
             result.is_error and "took longer than 0.001 s" in result.plain and "narrower path" in result.plain
         )
-        pool = run.resource("tether_astgrep_parsers")
+        pool = run.resource(tether_astgrep_parsers)
         assert pool._pool is None and pool.cache._data == {}
         small = await run.call("ast_grep", {"pattern": "g($X, $N)", "path": "m1.py", "max_results": 1})
         assert small.data["total"] == 250  # the run still works

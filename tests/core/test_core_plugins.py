@@ -105,4 +105,6 @@ async def test_a_harness_switches_a_family_off_with_no_resource(plugin_site):
 
     async with tether.open_run(".", options={"procfam": True}, plugins=[Harness()]) as run:
         assert not any(t.family == "procfam" for t in run.tools())
-        assert run.resource("tether_procfam_resource") is None
+        from tether_test_procfam import Specs  # on the path of plugin_site
+
+        assert run.resource(Specs.tether_procfam_resource) is None

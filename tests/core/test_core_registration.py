@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pluggy
+import pytest
 import tether
 from tether import Tier, Tool, hookimpl, hookspec
 
@@ -75,12 +76,14 @@ class Harness:
         return [Widget("b", "harness"), Widget("y", "harness")]
 
 
-async def test_resource_takes_the_spec_itself_and_the_name_still_works():
+async def test_resource_takes_the_spec_itself_once_per_run_and_not_its_name():
     family = WidgetFamily()
     async with tether.open_run(".", plugins=[family], load_entry_points=False) as run:
         shop = run.resource(Specs.tether_widget_shop)
         assert isinstance(shop, Shop)
-        assert run.resource("tether_widget_shop") is shop  # one handle per run, whichever form asks
+        assert run.resource(Specs.tether_widget_shop) is shop  # one handle per run
+        with pytest.raises(TypeError, match="pass the hook specification itself"):
+            run.resource("tether_widget_shop")  # pyright: ignore[reportArgumentType]
         tool = run.all_tools["widget"]
         assert tool.family == run.pm.get_name(family)  # a plugin object's family is its plugin name
     assert shop.closed
@@ -101,4 +104,4 @@ async def test_definitions_one_rule_a_later_called_plugin_never_beats_an_earlier
     ]
     assert "not a widget" in caplog.text
     async with tether.open_run(".", plugins=plugins[:2], load_entry_points=False) as run:
-        assert run.definitions("tether_widgets", Widget)["b"].source == "third"
+        assert run.definitions(Specs.tether_widgets, Widget)["b"].source == "third"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import real_projects
 import tether.files
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,7 +120,7 @@ FILE_PLUGINS = [tether.files]
 
 
 def pid_of(run, server: str = "basedpyright") -> int:
-    for conn in run.resource("tether_lsp_supervisor").connections.values():
+    for conn in run.resource(tether_lsp_supervisor).connections.values():
         if conn.server.id == server and conn.alive:
             return conn.pid
     raise AssertionError(f"{server} is not running")

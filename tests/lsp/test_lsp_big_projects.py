@@ -21,6 +21,7 @@ import pytest
 import tether
 import tether.files
 from support import edit, require_binary
+from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.render import uri_to_path
 
 HEADERS = "internal/headers.ts"  # imported by 88 files
@@ -98,7 +99,7 @@ async def test_a_breaking_write_on_a_big_typescript_project_reports_what_tsc_fin
         r = await edit(run, HEADERS, *BUILD_HEADERS)
         assert "pending" not in r.plain and "incomplete" not in r.plain, r.plain
         assert "not compared" not in r.plain, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         checked = {run.relpath(p) for uri in conn.published if (p := uri_to_path(uri)) is not None}
         assert HEADERS in checked and len(checked) == CHECKED + 1, sorted(checked)
         reported = broken(r, "2554")

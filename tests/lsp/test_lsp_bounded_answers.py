@@ -7,6 +7,7 @@ import re
 
 import tether
 import tether.files
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 
 async def test_a_big_outline_drops_class_attributes_before_any_class_or_method(click_root):
@@ -89,7 +90,7 @@ async def test_a_refused_resolve_asks_no_language_server_for_a_baseline(tmp_path
         r = await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert r.is_error and r.data["error"] == "changed_since_staged", r.plain
         assert "refused edit_1: m.py (changed) changed since the change was staged" in r.plain
-        assert run.resource("tether_lsp_supervisor").connections == {}  # no server started for a "before"
+        assert run.resource(tether_lsp_supervisor).connections == {}  # no server started for a "before"
         assert (root / "m.py").read_text() == "y.append(2)\n"
         # staged again against the current file, the accept writes and is checked
         staged = await run.call(
@@ -97,4 +98,4 @@ async def test_a_refused_resolve_asks_no_language_server_for_a_baseline(tmp_path
         )
         r = await run.call("resolve", {"edit_id": staged.data["edit_id"], "action": "accept"})
         assert not r.is_error and (root / "m.py").read_text() == "y.extend([2])\n", r.plain
-        assert run.resource("tether_lsp_supervisor").connections != {}
+        assert run.resource(tether_lsp_supervisor).connections != {}

@@ -11,6 +11,7 @@ import tether
 import tether.files
 from support import edit, introduced
 from tether_lsp import readiness
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 MAKE_STR = (
     "    return str(value)\n\n\ndef _make_default",
@@ -80,9 +81,7 @@ async def test_a_signature_change_reports_every_broken_caller_also_in_never_open
         assert previewed(staged) == BROKEN, staged.plain
         assert "This change would introduce 2 error(s)" in staged.plain
         opened = {
-            d.path
-            for c in run.resource("tether_lsp_supervisor").connections.values()
-            for d in c.docs.values()
+            d.path for c in run.resource(tether_lsp_supervisor).connections.values() for d in c.docs.values()
         }
         assert not opened & {click_root / f for f, *_ in BROKEN}  # asked of the server, never opened
         refused = await run.call(
@@ -120,7 +119,7 @@ async def test_the_first_references_of_a_fresh_run_are_complete_or_say_they_may_
         assert r.data["total"] >= 30 or r.data["ready"] is False, r.plain
         if r.data["ready"] is False:
             assert r.plain.endswith("this answer may be incomplete; ask again in a few seconds"), r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert await readiness.wait_ready(conn, 90) is None
         again = await run.call(
             "lsp", {"action": "references", "file": "src/click/utils.py", "line": 240, "symbol": "echo"}

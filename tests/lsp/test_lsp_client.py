@@ -8,6 +8,7 @@ import time
 
 import pytest
 import tether
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 
 async def test_a_server_killed_while_a_request_waits_ends_the_request_at_once(py_root, no_leftover_processes):
@@ -20,7 +21,7 @@ async def test_a_server_killed_while_a_request_waits_ends_the_request_at_once(py
     async with tether.open_run(py_root) as run:
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         doc = next(iter(conn.docs.values()))
         params = conn.lsp.HoverParams(
             text_document=conn.lsp.TextDocumentIdentifier(uri=doc.uri),

@@ -18,6 +18,7 @@ import pytest
 import tether
 import tether.files
 from support import edit, introduced
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 FORCE_STR = (
     'def force_str(s, encoding="utf-8", strings_only=False, errors="strict"):',
@@ -29,7 +30,7 @@ CHECKED = 3  # importers checked per write (the option's default is 5: fewer kee
 
 def checked_files(run) -> list[str]:
     """The files basedpyright has open (the written ones and the importers a write opened)."""
-    (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+    (conn,) = run.resource(tether_lsp_supervisor).connections.values()
     return sorted(run.relpath(doc.path) for doc in conn.docs.values())
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import tether
 from support import require_binary
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 BOTH = {"lsp_servers": ["basedpyright", "ruff"]}
 EXTRA = "import os\n\nVALUE = 1\n"
@@ -162,7 +163,7 @@ async def test_gopls_organize_imports_edit_and_extract_variable_command_on_pflag
         ), lines[line - 2 : line + 1]
         assert "This write introduced" not in r.plain, r.plain  # a clean refactoring
         # outside a fix the server's applyEdit is refused, as before
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert conn.apply_edit is None
 
 
@@ -186,7 +187,7 @@ async def test_a_fix_while_the_server_is_not_ready_is_refused_and_writes_nothing
     async with tether.open_run(py_root, options=options) as run:
         r = await run.call("lsp", {"action": "code_actions", **AT_OS})
         assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         # as a $/progress begin without its end (a server loading its project) would leave it
         conn.progress_tokens.add("load")
         conn.progress_titles["load"] = ("Loading", time.monotonic())

@@ -15,6 +15,7 @@ import pytest
 import tether
 import tether.files
 from support import edit, introduced, require_binary
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 SIGNATURE = (
     "func (f *FlagSet) getFlagType(name string, ftype string, convFunc",
@@ -207,7 +208,7 @@ async def test_a_gopls_that_reports_no_diagnosing_progress_has_its_rounds_read_f
     async with tether.open_run(root, plugins=plugins) as run:
         first = await run.call("lsp", {"action": "diagnostics", "file": "a.go"})
         assert first.plain == "no errors or warnings in a.go", first.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert conn.rounds == ("progress" if verbose else "document")
         status = await run.call("lsp", {"action": "status"})
         note = "it reports no 'diagnosing' progress, so the end of its rounds is read from its publishes"

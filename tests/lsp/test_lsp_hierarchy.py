@@ -19,12 +19,13 @@ import tether
 import tether.files
 from support import require_binary
 from tether_lsp import readiness
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 NOTE = re.compile(r".+ still .+: this answer may be incomplete; ask again in a few seconds")
 
 
 async def until_ready(run, server: str) -> None:
-    for conn in run.resource("tether_lsp_supervisor").connections.values():
+    for conn in run.resource(tether_lsp_supervisor).connections.values():
         if conn.server.id == server:
             assert await readiness.wait_ready(conn, 90) is None, f"{server} never got ready"
 

@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from support import require_binary
 from tether.testing import assert_model_error
 from tether_lsp.edits import plan_workspace_edit
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 
 def test_a_server_edit_that_already_moves_the_file_is_not_moved_twice(tmp_path):
@@ -36,7 +37,7 @@ def snapshot(root):
 
 
 def servers(run):
-    return run.resource("tether_lsp_supervisor").connections.values()
+    return run.resource(tether_lsp_supervisor).connections.values()
 
 
 def open_files(run, server):

@@ -19,6 +19,7 @@ import real_projects
 import tether
 import tether.files
 from tether_lsp import readiness
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 
@@ -52,7 +53,7 @@ def found(r) -> set[tuple[str, int, str | None]]:
 
 
 def sup_of(run):
-    return run.resource("tether_lsp_supervisor")
+    return run.resource(tether_lsp_supervisor)
 
 
 async def diagnostics(run, file: str) -> list[tuple[int, str]]:

@@ -17,6 +17,7 @@ import tether
 import tether_lsp.servers
 import tether_lsp.watching
 from tether.testing import open_test_run
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 HOVER = {"action": "hover", "file": "pkg/main.py", "line": 4, "symbol": "greet"}
 SERVER = "basedpyright-langserver"
@@ -119,7 +120,7 @@ async def test_a_server_that_died_is_started_from_the_binary_found_now(
     async with tether.open_run(py_root) as run:
         assert run.trusted
         assert not (await run.call("lsp", HOVER)).is_error
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert conn.binary == str(own)
 
         own.unlink()
@@ -131,7 +132,7 @@ async def test_a_server_that_died_is_started_from_the_binary_found_now(
 
         after = await run.call("lsp", HOVER)
         assert not after.is_error, after.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert (conn.binary, conn.restarts) == (real, 1)
         status = await run.call("lsp", {"action": "status"})
     (based,) = [s for s in status.data["servers"] if s["id"] == "basedpyright"]

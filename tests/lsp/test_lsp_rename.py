@@ -12,6 +12,7 @@ from tether.testing import assert_model_error
 from tether.tools import ToolError
 from tether_lsp import readiness
 from tether_lsp.edits import plan_workspace_edit
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 
 def snapshot(root):
@@ -24,7 +25,7 @@ async def test_rename_across_three_files_including_unopened_ones(py_root, no_lef
             "lsp_rename", {"file": "pkg/util.py", "line": 1, "symbol": "greet", "new_name": "welcome"}
         )
         assert not r.is_error, r.plain
-        sup = run.resource("tether_lsp_supervisor")
+        sup = run.resource(tether_lsp_supervisor)
         (conn,) = sup.connections.values()
         opened = {run.relpath(d.path) for d in conn.docs.values()}
         assert "pkg/other.py" not in opened  # never opened, still renamed
@@ -251,7 +252,7 @@ async def test_a_rename_while_the_server_is_not_ready_is_refused_and_writes_noth
     async with tether.open_run(py_root, options={"lsp_ready_wait": 1}) as run:
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert await readiness.wait_ready(conn, 90) is None
         # as a $/progress begin without its end (a server loading its packages) would leave it
         conn.progress_tokens.add("load")

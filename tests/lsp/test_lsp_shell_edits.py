@@ -17,6 +17,7 @@ import pytest
 import tether
 import tether.files
 from support import require_binary
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 # per language: the files (a imports b), a change of b that breaks a's use of it, a line that is an error in a
 PROJECTS = {
@@ -116,7 +117,7 @@ async def test_a_shell_edit_the_server_has_not_analysed_in_time_is_said_next_to_
         while (first := await run.call("lsp", diagnose)).is_error and time.monotonic() < deadline:
             pass
         assert "no errors or warnings" in first.plain, first.plain
-        pid = next(iter(run.resource("tether_lsp_supervisor").connections.values())).pid
+        pid = next(iter(run.resource(tether_lsp_supervisor).connections.values())).pid
         util = py_root / "pkg" / "util.py"
         util.write_text(
             util.read_text().replace("def hello(self) -> str:", "def hello(self, n: int) -> str:")
@@ -203,7 +204,7 @@ async def test_a_write_whose_baseline_misses_a_shell_edit_says_so_instead_of_cla
         while (first := await run.call("lsp", diagnose)).is_error and time.monotonic() < deadline:
             pass
         assert "reportCallIssue" not in first.plain, first.plain
-        pid = next(iter(run.resource("tether_lsp_supervisor").connections.values())).pid
+        pid = next(iter(run.resource(tether_lsp_supervisor).connections.values())).pid
         util = py_root / "pkg" / "util.py"
         util.write_text(util.read_text().replace("def greet(name: str)", "def greet(name: str, n: int)"))
         os.killpg(pid, signal.SIGSTOP)  # its whole session: the wheel's launcher runs node
@@ -230,7 +231,7 @@ async def test_a_symbol_search_right_after_a_shell_adds_a_file_finds_it_or_says_
     async with tether.open_run(py_root, options={"lsp_servers": ["basedpyright"]}) as run:
         r = await run.call("lsp", {"action": "symbols", "query": "hello"})
         assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         for n in range(3):  # the miss came in about half the tries
             assert await readiness.wait_ready(conn, 120) is None
             name = f"newly_added_{n}"

@@ -13,6 +13,7 @@ import psutil
 import tether
 from tether.hookspecs import hookimpl
 from tether.options import CoreOptions
+from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.options import LspOptions
 from tether_lsp.servers import BUILTIN_SERVERS, PY_MARKERS
 
@@ -21,7 +22,7 @@ async def test_nothing_starts_before_the_first_query_and_nothing_is_left_after_c
     py_root, no_leftover_processes
 ):
     async with tether.open_run(py_root) as run:
-        sup = run.resource("tether_lsp_supervisor")
+        sup = run.resource(tether_lsp_supervisor)
         assert sup.connections == {}
         r = await run.call("lsp", {"action": "status"})
         assert "running: none" in r.plain
@@ -139,7 +140,7 @@ async def test_no_root_marker_is_reported_by_status_and_by_a_query(tmp_path, sam
         )
         r = await run.call("lsp", {"action": "hover", "file": "a.py", "line": 1, "symbol": "x"})
         assert r.is_error and "basedpyright: no root marker" in r.plain
-        assert run.resource("tether_lsp_supervisor").connections == {}
+        assert run.resource(tether_lsp_supervisor).connections == {}
 
 
 class MissingBinary:
@@ -251,7 +252,7 @@ async def test_a_server_that_never_answers_initialize_times_out_and_is_killed(py
         r = await run.call("lsp", {"action": "hover", "file": "pkg/util.py", "line": 1, "symbol": "greet"})
         assert r.is_error and "basedpyright did not answer initialize within 1 s" in r.plain, r.plain
         assert time.monotonic() - t0 < 5
-        assert run.resource("tether_lsp_supervisor").connections == {}
+        assert run.resource(tether_lsp_supervisor).connections == {}
 
 
 async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_root):
@@ -265,7 +266,7 @@ async def test_an_empty_answer_while_the_server_reports_indexing_says_retry(py_r
         r = await run.call("lsp", args)
         assert not r.is_error and r.plain == "no definition found for 'Say' at pkg/util.py:2"
         assert r.data["ready"] is True
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         conn.progress_tokens.add("indexing")  # as a $/progress begin without its end would leave it
         r = await run.call("lsp", {**args, "line": 1, "symbol": "greet"} | {"action": "hover"})
         assert not r.is_error and r.data["ready"] is False, r.plain

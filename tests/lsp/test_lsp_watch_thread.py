@@ -12,6 +12,7 @@ import time
 import pytest
 import tether
 from tether.testing import open_test_run
+from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.watching import Watcher
 
 
@@ -158,7 +159,7 @@ async def test_a_small_tree_is_scanned_at_each_query_however_long_the_machine_ke
         for _ in range(2):
             r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/main.py"})
             assert not r.is_error and "reportCallIssue" not in r.plain, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert conn.watcher.poller is None, "a 3-file tree went to the poller"
         # a shell's edit of an imported module is seen by the very next query
         util = py_root / "pkg" / "util.py"

@@ -9,11 +9,12 @@ import time
 import tether
 import tether.files
 from tether_lsp import rounds
+from tether_lsp.hookspecs import tether_lsp_supervisor
 from tether_lsp.rounds import ROUND_FLOOR
 
 
 def basedpyright(run):
-    (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+    (conn,) = run.resource(tether_lsp_supervisor).connections.values()
     return conn
 
 

@@ -6,6 +6,7 @@ import time
 
 import tether
 import tether.files
+from tether_lsp.hookspecs import tether_lsp_supervisor
 
 ERR = 'Type "str" is not assignable to declared type "int"'
 
@@ -112,7 +113,7 @@ async def test_a_file_no_server_handles_is_written_without_noise(py_root):
     async with tether.open_run(py_root, plugins=[tether.files]) as run:
         r = await run.call("write", {"path": "notes.md", "content": "# notes\n"})
         assert not r.is_error and r.plain.count("\n") == 0
-        assert run.resource("tether_lsp_supervisor").connections == {}
+        assert run.resource(tether_lsp_supervisor).connections == {}
 
 
 async def test_a_pull_server_ty_reports_a_dependent_open_files_new_error(py_root):
@@ -146,7 +147,7 @@ async def test_a_references_search_is_not_taken_for_a_round_of_analysis(py_root)
         args = {"action": "references", "file": "pkg/util.py", "line": 1, "symbol": "greet"}
         r = await run.call("lsp", args)
         assert not r.is_error, r.plain
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         begins = conn.begins
         for _ in range(3):
             r = await run.call("lsp", args)
@@ -161,7 +162,7 @@ async def test_in_open_files_mode_a_write_checks_the_importers_itself_and_says_h
         r = await edit(
             run, "pkg/util.py", "def greet(name: str) -> str:", "def greet(name: str, times: int) -> str:"
         )
-        (conn,) = run.resource("tether_lsp_supervisor").connections.values()
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
         assert conn.open_files and not conn.publishes_program
         got = introduced(r)
         # main.py imports greet and uses it most: the nearest importer, the one checked

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import attrs
 
@@ -172,18 +172,13 @@ class Run:
 
     # -- resources, processes, paths ----------------------------------------------------------
 
-    @overload
-    def resource(self, hook: Callable[..., T | None]) -> T | None: ...
-    @overload
-    def resource(self, hook: str) -> Any: ...
-
-    def resource(self, hook: Callable[..., Any] | str) -> Any:
+    def resource(self, hook: Callable[..., T | None]) -> T | None:
         """The run's handle from a family's resource hook, created on first use and cached (None too).
 
         Pass the hook specification itself (``run.resource(hookspecs.tether_lsp_supervisor)``): the
-        handle is then typed by the spec's return annotation. Its name as a string works too.
+        handle is then typed by the spec's return annotation.
         """
-        hook_name = hook if isinstance(hook, str) else hook.__name__
+        hook_name = _hook_name(hook)
         if hook_name not in self._resources:
             caller = getattr(self.hook, hook_name, None)
             if caller is None:
@@ -198,7 +193,7 @@ class Run:
                     self._closers.append(closer)
         return self._resources[hook_name]
 
-    def definitions(self, hook: Callable[..., Any] | str, kind: type[T]) -> dict[str, T]:
+    def definitions(self, hook: Callable[..., Any], kind: type[T]) -> dict[str, T]:
         """Definitions that plugins add or replace by id (language servers, grammars, debug adapters).
 
         The one rule: a family's built-ins come from its own ``trylast`` implementation of ``hook``,
@@ -207,7 +202,7 @@ class Run:
         own order, then new ids in the order their plugins were registered (a replaced id keeps the
         built-in's place). Anything that is not a ``kind`` is left out, logged.
         """
-        caller = getattr(self.hook, hook if isinstance(hook, str) else hook.__name__)
+        caller = getattr(self.hook, _hook_name(hook))
         table: dict[str, T] = {}
         for answer in reversed(caller(run=self)):  # the built-ins (trylast) first, then up to tryfirst
             for definition in answer or ():
@@ -775,3 +770,14 @@ def open_run_sync(
         yield sync
     finally:
         sync.close()
+
+
+def _hook_name(hook: Callable[..., Any]) -> str:
+    """The name of a hook specification passed to `Run.resource` / `Run.definitions`; a name as a string is
+    refused in one line, so one way to ask stays (the spec, which types the answer)."""
+    if isinstance(hook, str):
+        raise TypeError(
+            f"pass the hook specification itself, not its name: run.resource(hookspecs.{hook}) "
+            f"(import it from the family's hookspecs module)"
+        )
+    return hook.__name__
