@@ -1,4 +1,4 @@
-"""Benchmark of the debug family's output buffer (`tether_debug.session.OutputBuffer`) against a plain list.
+"""Benchmark of the debug family's output buffer (`tether_debug.output.OutputBuffer`) against a plain list.
 
     uv run python benchmarks/debug_output_bench.py [--rounds N]
 
@@ -23,7 +23,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterable
 
-from tether_debug.session import LINE_KEEP, OutputBuffer
+from tether_debug.output import LINE_KEEP, OutputBuffer
 
 
 def endless() -> list[tuple[str, str]]:

@@ -31,13 +31,21 @@ CALL_ONLY = (
     "tether_askuser.terminal",
     "tether_askuser.card",
     "tether_eval.kernel",
+    "tether_eval.cell",
+    "tether_eval.cell_end",
+    "tether_eval.timing",
     "tether_eval.render",
     "tether_debug.session",
     "tether_debug.dap",
     "tether_debug.adapters",
+    "tether_debug.build",
+    "tether_debug.output",
     "tether_vibe.config",
     "tether_vibe.roster",
     "tether_vibe.command_roster",
+    "tether_vibe.isolation",
+    "tether_vibe.merge",
+    "tether_vibe.worker",
 )
 
 

@@ -38,7 +38,6 @@ from tether_debug.breakpoints import (
 )
 from tether_debug.dap import DapClient, DapClosed, DapError, DapTimeout
 from tether_debug.options import DebugOptions
-from tether_debug.output import LINE_KEEP as LINE_KEEP  # where benchmarks/debug_output_bench.py imports it
 from tether_debug.output import OutputBuffer
 
 if TYPE_CHECKING:
