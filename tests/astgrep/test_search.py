@@ -507,6 +507,7 @@ async def test_large_search_uses_workers_and_leaves_no_process(tmp_path, no_left
 _KILLED_SERVER = """
 import asyncio, json, sys
 import tether
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 async def main():
     async with tether.open_run(sys.argv[1]) as run:
@@ -632,6 +633,7 @@ def test_a_reused_pid_of_a_dead_worker_is_not_killed(tmp_path):
 _REAPED_ELSEWHERE = """
 import asyncio, json, os, signal, sys, threading, time
 import tether
+from tether_astgrep.hookspecs import tether_astgrep_parsers
 
 async def main():
     async with tether.open_run(sys.argv[1], options={"astgrep_workers": 2}) as run:
