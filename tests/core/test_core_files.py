@@ -365,7 +365,9 @@ async def test_error_data_echoing_a_huge_argument_is_bounded(tmp_path):
     async def wait(ctx, args):
         raise ToolError(
             f"unknown worker {args.worker_id[:20]}",
-            {"error": "unknown_worker", "worker_id": args.worker_id, "known": [args.worker_id] * 3},
+            code="unknown_worker",
+            worker_id=args.worker_id,
+            known=[args.worker_id] * 3,
         )
 
     class Family:
