@@ -172,3 +172,89 @@ async def test_a_previewed_rename_is_staged_with_its_counts_and_refused_once_a_f
         assert "make_text" not in (root / UTILS).read_text()  # all or nothing
     finally:
         (root / "src/click/core.py").write_text(core)
+
+
+def written(r) -> set[tuple[str, int, str | None]]:
+    return {(d["file"], d["line"], d["code"]) for d in (r.data or {}).get("diagnostics", [])}
+
+
+def spy_notifications(monkeypatch, conn) -> list[str]:
+    """The methods of what tether tells the server from now on (didChange, didOpen, watched files, ...)."""
+    told: list[str] = []
+    real = conn.notify
+
+    def notify(method, params=None):
+        told.append(method)
+        return real(method, params)
+
+    monkeypatch.setattr(conn, "notify", notify)
+    return told
+
+
+async def test_the_write_of_a_previewed_change_answers_what_the_preview_showed_and_tells_the_server_nothing(
+    click, monkeypatch
+):
+    """A preview's overlays stay in place for the write of the same contents: once the disk holds them, the
+    server already has the change, so the write sends nothing and answers the preview's round. The server is
+    then as the disk is (broken), and a write back to the old text is a write like any other."""
+    run, root = click
+    text = (root / UTILS).read_text()
+    callers = ("src/click/core.py", "src/click/termui.py")
+    earlier = [await diagnostics(run, f) for f in (UTILS, *callers)]
+    broken = text.replace("    message: object = None,", "    message: object,")
+    p = await run.call("write", {"path": UTILS, "content": broken, "dry_run": True})
+    assert found(p) == BROKEN, p.plain
+    (conn,) = sup_of(run).connections.values()
+    told = spy_notifications(monkeypatch, conn)
+    try:
+        w = await run.call("write", {"path": UTILS, "content": broken})
+        assert not w.is_error and written(w) == BROKEN, w.plain
+        assert told == [], told  # the server had the change already: no didChange, no watched-file event
+        assert (root / UTILS).read_text() == broken
+        now = [await diagnostics(run, f) for f in callers]
+        assert all(any("Argument missing" in m for _, m in found_now) for found_now in now), now
+    finally:
+        back = await run.call("write", {"path": UTILS, "content": text})
+    assert not back.is_error and written(back) == set(), back.plain
+    assert "textDocument/didChange" in told, told  # that one was told, as every write is
+    assert [await diagnostics(run, f) for f in (UTILS, *callers)] == earlier
+
+
+async def test_a_write_of_other_contents_after_a_preview_answers_its_own_round_not_the_previews(click):
+    run, root = click
+    text = (root / UTILS).read_text()
+    callers = ("src/click/core.py", "src/click/termui.py")
+    earlier = [await diagnostics(run, f) for f in (UTILS, *callers)]
+    broken = text.replace("    message: object = None,", "    message: object,")
+    clean = text.replace("    message: object = None,", "    message: object | None = None,")
+    p = await run.call("write", {"path": UTILS, "content": broken, "dry_run": True})
+    assert found(p) == BROKEN, p.plain
+    try:
+        w = await run.call("write", {"path": UTILS, "content": clean})  # the model changed its mind
+        assert not w.is_error and written(w) == set(), w.plain
+        assert [await diagnostics(run, f) for f in callers] == earlier[1:]
+    finally:
+        await run.call("write", {"path": UTILS, "content": text})
+    assert [await diagnostics(run, f) for f in (UTILS, *callers)] == earlier
+
+
+async def test_a_previewed_files_write_that_fails_holds_nothing_and_the_next_answers_see_the_disk(click):
+    """A write of the previewed file that takes the preview over and then fails (its edit does not apply, so
+    no diagnostics are asked after it): the next query is not kept waiting and answers from the disk."""
+    run, root = click
+    text = (root / UTILS).read_text()
+    earlier = await diagnostics(run, UTILS)
+    broken = text.replace("    message: object = None,", "    message: object,")
+    p = await run.call("write", {"path": UTILS, "content": broken, "dry_run": True})
+    assert found(p) == BROKEN, p.plain
+    assert sup_of(run).kept is not None  # kept for the write of these contents
+    failed = await run.call("edit", {"path": UTILS, "old_string": "no such text anywhere", "new_string": "x"})
+    assert failed.is_error, failed.plain
+    async with asyncio.timeout(120):
+        assert await diagnostics(run, UTILS) == earlier
+    assert sup_of(run).kept is None and (root / UTILS).read_text() == text
+    r = await run.call("write", {"path": UTILS, "content": broken})
+    try:
+        assert written(r) == BROKEN, r.plain
+    finally:
+        await run.call("write", {"path": UTILS, "content": text})

@@ -78,6 +78,29 @@ class Doc:
 
 
 @attrs.define
+class Overlay:
+    """A preview's unsaved content of one document (`Connection.overlay`): called, it puts the server back
+    to the disk; `commit` keeps it when the disk now holds that content."""
+
+    conn: Connection
+    doc: Doc
+    put_back: Callable[[], None]
+
+    def __call__(self) -> None:
+        self.put_back()
+
+    def commit(self) -> bool:
+        """The disk holds the overlaid text now (a write of the previewed change): the document stays as the
+        server has it, known to match the disk (nothing is sent). False, and nothing done, otherwise."""
+        conn, doc = self.conn, self.doc
+        if conn.docs.get(doc.uri) is not doc or read_text(doc.path) != doc.text:
+            return False
+        conn.overlays.discard(doc.uri)
+        doc.stat = file_stat(doc.path) or doc.stat
+        return True
+
+
+@attrs.define
 class Published:
     version: int | None
     items: list[Any]
@@ -502,11 +525,12 @@ class Connection:
         self.set_text(doc, text)
         return True
 
-    def overlay(self, path: Path, text: str) -> Callable[[], None]:
+    def overlay(self, path: Path, text: str) -> Overlay:
         """Give the server ``text`` as the unsaved content of ``path`` (didChange of the open document, or
-        didOpen of a file not open, which need not exist on disk), held until the callable returned is
-        called: it puts the server back to the disk (didChange to the file's text, or didClose of a document
-        opened here), and the next round waited for is the one after that."""
+        didOpen of a file not open, which need not exist on disk), held until the `Overlay` returned is
+        called (it puts the server back to the disk: didChange to the file's text, or didClose of a document
+        opened here; the next round waited for is the one after that) or committed (the disk now holds
+        ``text``: nothing is sent, the server's state is the disk's)."""
         uri = path.as_uri()
         doc = self.docs.get(uri)
         if doc is not None:
@@ -527,7 +551,7 @@ class Connection:
                 else:
                     doc.stat = file_stat(path) or doc.stat
 
-            return put_back
+            return Overlay(self, doc, put_back)
         doc = Doc(
             path, uri, 1, text, file_stat(path) or (0, 0), self.server.language_id(path), self.mark(uri, 1)
         )
@@ -560,7 +584,7 @@ class Connection:
                     self.published.pop(uri, None)
                 self.last_mark = self.mark()
 
-        return close
+        return Overlay(self, doc, close)
 
     # -- diagnostics ----------------------------------------------------------------------------
 

@@ -80,8 +80,12 @@ async def tether_diagnostics_before_write(
     sup = _supervisor(run)
     if sup is None:
         return None
+    from tether_lsp.preview import claim
     from tether_lsp.write_diagnostics import before_write
 
+    # the write of a kept preview's files takes over its baseline and its hold of the servers
+    if sup.kept is not None and (before := await claim(sup, list(paths), call_id)) is not None:
+        return before
     async with sup.gate.shared():  # not while a preview holds the servers
         return await before_write(run, sup, list(paths), call_id)
 
@@ -95,6 +99,10 @@ async def tether_diagnostics_after_write(
         return None
     from tether_lsp.write_diagnostics import after_write
 
+    if sup.kept is not None and sup.kept.claimed == call_id:
+        from tether_lsp.preview import claimed_write
+
+        return await claimed_write(run, sup, list(paths), call_id)
     async with sup.gate.shared():
         return await after_write(run, sup, list(paths), call_id)
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tether.run import Run
 
     from tether_lsp.connection import Connection, Doc
+    from tether_lsp.preview import Kept
     from tether_lsp.servers import Availability, ServerDef
     from tether_lsp.write_diagnostics import Baseline
 
@@ -53,19 +54,27 @@ class Gate:
     goes before queries asked after it; a query asked while its own caller shares the gate (a tool's query
     inside another's) is not held up again."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_wait: Callable[[], None] = lambda: None) -> None:
         self._cond = asyncio.Condition()
         self._shared = 0
         self._held = False
         self._waiting = 0
+        self._queued = 0  # queries and writes waiting
+        # called by every use of the servers before it waits: a kept preview is put back (tether_lsp.preview)
+        self._on_wait = on_wait
 
     @contextlib.asynccontextmanager
     async def shared(self) -> AsyncIterator[None]:
         if _sharing.get():
             yield
             return
+        self._on_wait()
         async with self._cond:
-            await self._cond.wait_for(lambda: not self._held and not self._waiting)
+            self._queued += 1
+            try:
+                await self._cond.wait_for(lambda: not self._held and not self._waiting)
+            finally:
+                self._queued -= 1
             self._shared += 1
         token = _sharing.set(True)
         try:
@@ -80,6 +89,7 @@ class Gate:
         """Wait until nothing shares the gate and no other preview holds it, and hold it (`release` ends it)."""
         if _sharing.get():  # it would wait for itself
             raise RuntimeError("a preview cannot be taken inside a query or a write's diagnostics")
+        self._on_wait()
         async with self._cond:
             self._waiting += 1
             try:
@@ -97,6 +107,11 @@ class Gate:
     @property
     def held(self) -> bool:
         return self._held
+
+    @property
+    def contended(self) -> bool:
+        """Someone waits for the servers: a preview ending now puts its overlays back at once."""
+        return bool(self._waiting or self._queued)
 
 
 class Supervisor:
@@ -116,10 +131,18 @@ class Supervisor:
         # by (server id, root): the connection started there, whether the run trusted its root, and the
         # binary and note its availability found (`availability` reuses them while that connection runs)
         self._found: dict[tuple[str, Path], tuple[Connection, bool, str | None, str | None]] = {}
-        self.gate = Gate()
+        self.gate = Gate(self._discard_kept)
         # the wait for the servers' round after a preview's contents were put back (it holds the gate)
         self.putting_back: asyncio.Task[Any] | None = None
+        # a complete preview left in place for the write that may make it true (tether_lsp.preview.Kept)
+        self.kept: Kept | None = None
         self._closed = False
+
+    def _discard_kept(self) -> None:
+        if self.kept is not None:
+            from tether_lsp.preview import discard_kept
+
+            discard_kept(self)
 
     # -- definitions ---------------------------------------------------------------------------
 
