@@ -6,7 +6,9 @@ calls and no other change's. Each change is previewed (a dry run of `write`), th
 checker run once over the tree with all ten changes in it, its errors attributed to the change they name:
 the basedpyright CLI (its errors position-free, as (file, rule, message), each counted), and `go vet
 -gcflags=-e ./...` for pflag (its errors as (file, line)). A change agrees when its preview, its write and
-the oracle say exactly the same and the preview left nothing unchecked; at least 9 of 10 must.
+the oracle say exactly the same and the preview left nothing unchecked; at least 9 of 10 must. (The write
+of a complete preview's contents answers the preview's own round, `tether_lsp.preview.Kept`; where it cannot,
+it takes its own.)
 """
 
 from __future__ import annotations
