@@ -27,7 +27,7 @@ import ast
 import functools
 import itertools
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,38 +154,48 @@ def string_option_reads(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
 TOOL_FAMILY_POSITION = 5  # Tool(name, tier, description, args, handler, family, ...)
 
 
-def family_keywords(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
+def _calls(paths: Iterable[Path], repo: Path, wrong: Callable[[ast.Call], bool]) -> list[str]:
+    """Each call of the files that ``wrong`` finds, as "file:line: code"."""
     return [
         f"{_where(path, node, repo)}: {_shown(node)}"
         for path in paths
         for node in ast.walk(parse(path))
-        if isinstance(node, ast.Call)
-        and _callee(node) == "Tool"
-        and (any(k.arg == "family" for k in node.keywords) or len(node.args) > TOOL_FAMILY_POSITION)
+        if isinstance(node, ast.Call) and wrong(node)
     ]
+
+
+def family_keywords(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
+    return _calls(
+        paths,
+        repo,
+        lambda node: (
+            _callee(node) == "Tool"
+            and (any(k.arg == "family" for k in node.keywords) or len(node.args) > TOOL_FAMILY_POSITION)
+        ),
+    )
 
 
 def dict_tool_errors(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
-    return [
-        f"{_where(path, node, repo)}: {_shown(node)}"
-        for path in paths
-        for node in ast.walk(parse(path))
-        if isinstance(node, ast.Call)
-        and _callee(node) == "ToolError"
-        and (len(node.args) > 1 or any(isinstance(a, ast.Dict) for a in node.args))
-    ]
+    return _calls(
+        paths,
+        repo,
+        lambda node: (
+            _callee(node) == "ToolError"
+            and (len(node.args) > 1 or any(isinstance(a, ast.Dict) for a in node.args))
+        ),
+    )
 
 
 def two_argument_unavailable(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
-    return [
-        f"{_where(path, node, repo)}: {_shown(node)}"
-        for path in paths
-        for node in ast.walk(parse(path))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "unavailable"
-        and len(node.args) + len(node.keywords) > 1
-    ]
+    return _calls(
+        paths,
+        repo,
+        lambda node: (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "unavailable"
+            and len(node.args) + len(node.keywords) > 1
+        ),
+    )
 
 
 def kill_tree_uses(paths: Iterable[Path], repo: Path = REPO) -> list[str]:
