@@ -65,6 +65,23 @@ async def test_a_header_prototype_change_reports_its_broken_users_in_files_never
             "write", {"path": "cJSON.h", "content": text + "\n/* a note */\n", "dry_run": True}
         )
         assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        # a previewed rename of the prototype: staged with the files that call it, clean, nothing written
+        line = next(n for n, t in enumerate(text.splitlines(), 1) if PROTOTYPE[0] in t)
+        rename = {
+            "line": line,
+            "symbol": "cJSON_CreateString",
+            "new_name": "cJSON_MakeString",
+            "preview": True,
+        }
+        r = await run.call("lsp_rename", {"file": "cJSON.h", **rename})
+        assert not r.is_error and r.data["edit_id"], r.plain
+        edits = {f["file"]: f["edits"] for f in r.data["files"]}
+        assert {"cJSON.h", "cJSON.c", "cJSON_Utils.c"} <= edits.keys(), (edits, r.plain)
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        assert (cjson_root / "cJSON.h").read_text() == text
+        assert "cJSON_MakeString" not in (cjson_root / "cJSON.c").read_text()
+        done = await run.call("resolve", {"edit_id": r.data["edit_id"], "action": "discard"})
+        assert not done.is_error, done.plain
 
 
 async def test_project_diagnostics_say_clangd_has_no_checker_and_name_no_other_language(cjson_root):

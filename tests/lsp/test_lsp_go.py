@@ -64,6 +64,29 @@ async def test_a_signature_change_reports_all_36_broken_calls_and_the_revert_say
         harmless = text + "\n// a note\n"
         r = await run.call("write", {"path": "flag.go", "content": harmless, "dry_run": True})
         assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        # a previewed rename: staged with every file it edits, clean, nothing written
+        line = next(
+            n for n, t in enumerate(text.splitlines(), 1) if t.startswith("func (f *FlagSet) getFlagType(")
+        )
+        r = await run.call(
+            "lsp_rename",
+            {
+                "file": "flag.go",
+                "line": line,
+                "symbol": "getFlagType",
+                "new_name": "getFlagKind",
+                "preview": True,
+            },
+        )
+        assert not r.is_error and r.data["edit_id"], r.plain
+        edits = {f["file"]: f["edits"] for f in r.data["files"]}
+        assert edits.keys() == {"flag.go", *files} and sum(edits.values()) == 37, edits
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        assert (pflag_root / "flag.go").read_text() == text and "getFlagKind" not in (
+            pflag_root / "bool.go"
+        ).read_text()
+        done = await run.call("resolve", {"edit_id": r.data["edit_id"], "action": "discard"})
+        assert not done.is_error, done.plain
 
 
 async def test_the_project_checker_reports_every_broken_call_not_the_first_ten(pflag_root):

@@ -99,6 +99,18 @@ async def test_a_signature_change_reports_the_broken_callers_in_files_never_open
             {"path": "src/internal/util/isDate.ts", "content": text + "\n// a note\n", "dry_run": True},
         )
         assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        # a previewed rename: staged with the callers' files, clean, nothing written
+        line = next(n for n, t in enumerate(text.splitlines(), 1) if t.startswith(VALID_DATE[0]))
+        rename = {"line": line, "symbol": "isValidDate", "new_name": "isValidDay", "preview": True}
+        r = await run.call("lsp_rename", {"file": "src/internal/util/isDate.ts", **rename})
+        assert not r.is_error and r.data["edit_id"], r.plain
+        edits = {f["file"]: f["edits"] for f in r.data["files"]}
+        assert {"src/internal/util/isDate.ts", *(f for f, _, _ in broken)} <= edits.keys(), edits
+        assert r.data["preview"]["introduced"] == [] and r.data["preview"]["unchecked"] == [], r.plain
+        assert path.read_text() == text
+        assert "isValidDay" not in (ts_root / "src/internal/observable/timer.ts").read_text()
+        done = await run.call("resolve", {"edit_id": r.data["edit_id"], "action": "discard"})
+        assert not done.is_error, done.plain
 
 
 @pytest.mark.usefixtures("cpu_stress")
