@@ -20,6 +20,7 @@ CALL_ONLY = (
     "concurrent.futures.thread",
     "tether.procs",
     "tether.relay",
+    "tether.egress",  # the sandbox's proxy: only a run that lists names to reach starts it
     "unidiff",
     "psutil",
     "yaml",
@@ -110,3 +111,35 @@ def test_tether_tools_reads_no_distribution_metadata_once_the_plugins_are_rememb
         except AssertionError:
             if time.monotonic() > deadline:
                 raise
+
+
+def test_the_console_script_freezes_the_heap_for_its_exit_and_main_leaves_the_collector_as_found(tmp_path):
+    # the console script's exit skips the collector's sweeps of what the families made (`console`);
+    # `main`, which harnesses and tests call in their own process, changes nothing of the collector
+    code = (
+        "import contextlib, gc, io, sys\n"
+        "import tether.cli\n"
+        "gc.set_threshold(700, 10, 10)\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert tether.cli.main(['tools', '--root', {str(tmp_path)!r}]) == 0\n"
+        "assert gc.get_threshold() == (700, 10, 10), gc.get_threshold()\n"
+        "assert gc.get_freeze_count() == 0\n"
+        f"sys.argv = ['tether', 'tools', '--root', {str(tmp_path)!r}]\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert tether.cli.console() == 0\n"
+        "assert gc.get_threshold() == (700, 10, 10), gc.get_threshold()\n"
+        "print(gc.get_freeze_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 1000  # the families' modules, classes and functions
+
+
+def test_the_installed_console_script_is_the_freezing_one():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for pyproject in (root / "pyproject.toml", root / "core" / "pyproject.toml"):
+        scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+        assert scripts["tether"] == "tether.cli:console", pyproject

@@ -55,11 +55,11 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from tether import egress
 from tether.args import arg
 from tether.tools import ToolError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the proxy's module is imported when a run lists names to reach, not to list tools
+    from tether import egress
     from tether.run import Run
 
 RELAY = str(Path(__file__).with_name("relay.py"))  # run inside by the interpreter tether runs on
@@ -139,6 +139,8 @@ def _absolute(instance, attribute, value) -> None:
 def _names(instance, attribute, value) -> None:
     if isinstance(value, str):
         return
+    from tether import egress
+
     for name in value:
         bare = name[2:] if name.startswith("*.") else name
         if not bare or not (egress.NAME.match(bare.lower()) or egress.is_ip(bare)):
@@ -449,7 +451,9 @@ class Policy:
         if self.egress is not None:
             port = self.egress().port  # the host's loopback: the one port out besides the relay's
             proxy = [port]
-            setenv.update(egress.proxy_env(port))
+            from tether.egress import proxy_env
+
+            setenv.update(proxy_env(port))
         spec = {
             "network": self.network,
             "deny": list(self.deny),
@@ -509,7 +513,9 @@ class Policy:
             if _hidden(name, self.hide_env) and name not in self.pass_env:
                 out += ["--unsetenv", name]
         if self.egress is not None:
-            for name, value in egress.proxy_env(PROXY_PORT).items():
+            from tether.egress import proxy_env
+
+            for name, value in proxy_env(PROXY_PORT).items():
                 out += ["--setenv", name, value]
             # the proxy's Unix socket (in the private directory) served on the namespace's own loopback
             sock = self.egress().unix_path
@@ -721,7 +727,9 @@ def run_egress(run: Run) -> egress.Egress:
     if proxy is None:
         names = run.options.of(SandboxOptions).sandbox_network
         assert isinstance(names, list)
-        proxy = egress.Egress(names, str(run.private_dir() / "egress.sock"), RESOLVER)
+        from tether.egress import Egress
+
+        proxy = Egress(names, str(run.private_dir() / "egress.sock"), RESOLVER)
         _EGRESS[run] = proxy
         run.on_close(proxy.close)
     return proxy
