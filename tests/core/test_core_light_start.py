@@ -22,6 +22,7 @@ CALL_ONLY = (
     "tether.relay",
     "tether.egress",  # the sandbox's proxy: only a run that lists names to reach starts it
     "unidiff",
+    "tether.patch",  # apply_patch's parser and applier
     "psutil",
     "yaml",
     "markdownify",
@@ -41,6 +42,16 @@ CALL_ONLY = (
     "tether_debug.adapters",
     "tether_debug.build",
     "tether_debug.output",
+    "tether_debug.breakpoints",
+    # each tool's code, past the arguments the listing needs (`tether_lsp.args`, `tether_astgrep.args`)
+    "tether_lsp.common",
+    "tether_lsp.positions",
+    "tether_lsp.rename",
+    "tether_lsp.move",
+    "tether_lsp.fix",
+    "tether_astgrep.grep",
+    "tether_astgrep.edit",
+    "tether_astgrep.query",
     "tether_vibe.config",
     "tether_vibe.roster",
     "tether_vibe.command_roster",

@@ -5,47 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
-import tether
 from tether import ToolError, ToolResult
 
-from tether_astgrep.query import RULE_HELP, plan_query, plural, target_of
+from tether_astgrep.query import plan_query, plural, target_of
 
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
+    from tether_astgrep.args import EditArgs
     from tether_astgrep.grammars import Grammar
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
     from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
-
-
-@attrs.frozen
-class EditArgs:
-    pattern: str | None = tether.arg(
-        "Code with metavariables, as for ast_grep (give pattern or rule)",
-        default=None,
-        examples=["$X.append($Y)"],
-    )
-    rule: dict[str, Any] | str | None = tether.arg(RULE_HELP + "; as for ast_grep", default=None)
-    rewrite: str = tether.arg(
-        "Replacement template: $NAME and $$$NAME are replaced by what the pattern captured",
-        examples=["$X.extend([$Y])"],
-    )
-    path: str = tether.arg("File or folder to rewrite, relative to the root", default=".")
-    language: str | None = tether.arg(
-        "Grammar id; without it each file is read as the language of its extension, as for ast_grep",
-        default=None,
-    )
-    allow_parse_errors: bool = tether.arg(
-        "Stage the rewrite even when it adds syntax errors to a file (more than it had before; refused "
-        "otherwise; the preview then lists each file:line)",
-        default=False,
-    )
 
 
 async def ast_edit(ctx: CallContext, args: EditArgs, pool: ParserPool) -> ToolResult:

@@ -4,56 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
-import tether
 from tether import ToolResult
 from tether.output import cap_items
 
-from tether_astgrep.query import RULE_HELP, plan_query, plural, target_of
+from tether_astgrep.args import MAX_RESULTS
+from tether_astgrep.query import plan_query, plural, target_of
 
 if TYPE_CHECKING:
     from tether.run import CallContext
 
+    from tether_astgrep.args import GrepArgs
     from tether_astgrep.engine import FileResult
     from tether_astgrep.matcher import Match
     from tether_astgrep.mixed import Plan
     from tether_astgrep.parsers import ParserPool
 
-MAX_RESULTS = 1000
 SHOWN_LINES = 3  # of a long match
 LINE_CHARS = 200
 CAPTURE_CHARS = 80
 _LOWER_VAR = re.compile(r"\$[a-z]")
 DATA_TEXT_CHARS = 2000  # of a match's text or a capture in the structured data
-
-
-@attrs.frozen
-class GrepArgs:
-    pattern: str | None = tether.arg(
-        "Code with metavariables, parsed with the file's grammar: $NAME matches one node, $$$NAME a "
-        "list of nodes (arguments, statements), $_ matches without capturing; a repeated $NAME must "
-        "match the same code. Give pattern or rule",
-        default=None,
-        examples=["print($A)", "$X.append($Y)", "def $F($$$ARGS): $$$BODY"],
-    )
-    rule: dict[str, Any] | str | None = tether.arg(
-        RULE_HELP,
-        default=None,
-        examples=[{"pattern": "open($F)", "not": {"inside": {"kind": "with_statement", "stopBy": "end"}}}],
-    )
-    path: str = tether.arg("File or folder to search, relative to the root", default=".")
-    language: str | None = tether.arg(
-        "Grammar id (python, javascript, typescript, tsx, go, rust, c, cpp, java, csharp, kotlin, swift, php, "
-        "ruby, lua, bash, ..., or any tree-sitter-language-pack grammar). Without it each file is read as the "
-        "language of its extension, and in a folder of several languages every language the pattern parses "
-        "in is searched (as the ast-grep CLI does); give language to search one",
-        default=None,
-    )
-    max_results: int = tether.arg(
-        "Matches to show (the total is always counted)", default=50, minimum=1, maximum=MAX_RESULTS
-    )
 
 
 async def ast_grep(ctx: CallContext, args: GrepArgs, pool: ParserPool) -> ToolResult:

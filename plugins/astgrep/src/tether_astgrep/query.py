@@ -14,21 +14,13 @@ import attrs
 from tether import ToolError
 
 if TYPE_CHECKING:
-    from tether_astgrep.edit import EditArgs
+    from tether_astgrep.args import EditArgs, GrepArgs
     from tether_astgrep.files import FileEntry
     from tether_astgrep.grammars import Grammar
-    from tether_astgrep.grep import GrepArgs
     from tether_astgrep.mixed import Part, Plan
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
     from tether_astgrep.rules import Rule
-
-RULE_HELP = (
-    "Instead of pattern: an ast-grep rule object (as JSON), for what a pattern cannot say: pattern, kind, "
-    'regex; inside, has, follows, precedes (with stopBy "neighbor"|"end"|rule, and field); all, any, not, '
-    'matches. Or {"rule": ..., "constraints": {"A": rule}, "utils": {"name": rule}}. Or the same as text: '
-    "JSON, or YAML as in an ast-grep rule file"
-)
 
 
 @attrs.frozen

@@ -1,4 +1,7 @@
-"""The family's tools, bound to the run's parser pool: ast_grep (`tether_astgrep.grep`) and ast_edit (`tether_astgrep.edit`)."""
+"""The family's tools, bound to the run's parser pool: ast_grep (`tether_astgrep.grep`) and ast_edit (`tether_astgrep.edit`).
+
+Listing them imports only their arguments (`tether_astgrep.args`); each tool's code loads at its first call.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from tether import Tool, ToolResult
 
-from tether_astgrep.edit import EditArgs, ast_edit
-from tether_astgrep.grep import GrepArgs, ast_grep
+from tether_astgrep.args import EditArgs, GrepArgs
 
 if TYPE_CHECKING:
     from tether.run import CallContext
@@ -19,9 +21,13 @@ def make_tools(pool: ParserPool) -> list[Tool]:
     """The family's tools; their handlers search with ``pool``, the run's parser pool."""
 
     async def grep(ctx: CallContext, args: GrepArgs) -> ToolResult:
+        from tether_astgrep.grep import ast_grep
+
         return await ast_grep(ctx, args, pool)
 
     async def edit(ctx: CallContext, args: EditArgs) -> ToolResult:
+        from tether_astgrep.edit import ast_edit
+
         return await ast_edit(ctx, args, pool)
 
     return [

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from tether import ToolError, ToolResult
 
 from tether_debug.adapters import adapter_table, handles_safely
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 
     from tether_debug.session import Session
     from tether_debug.supervisor import DebugSupervisor
+
+
+@attrs.define
+class Plan:
+    """A conversation's breakpoints, kept across sessions and sent at every launch."""
+
+    lines: dict[str, list[dict[str, Any]]] = attrs.field(
+        factory=dict
+    )  # absolute path -> DAP SourceBreakpoints
+    functions: list[str] = attrs.field(factory=list)
+    exceptions: str = "uncaught"  # none / uncaught / raised
 
 
 def check_lines(run: Run, path: Path, lines: list[int], comment_prefixes: tuple[str, ...]) -> None:

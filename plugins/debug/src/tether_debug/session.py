@@ -43,7 +43,7 @@ from tether_debug.output import OutputBuffer
 if TYPE_CHECKING:
     from tether.run import Run
 
-    from tether_debug.supervisor import Plan
+    from tether_debug.breakpoints import Plan
 
 log = logging.getLogger("tether.debug")
 

@@ -9,27 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
-
-import attrs
+from typing import TYPE_CHECKING
 
 from tether_debug.args import DebugArgs
 
 if TYPE_CHECKING:  # the supervisor is created at registration: sessions and the DAP client load on launch
+    from tether_debug.breakpoints import Plan
     from tether_debug.session import Ended, Session
 
 log = logging.getLogger("tether.debug")
-
-
-@attrs.define
-class Plan:
-    """A conversation's breakpoints, kept across sessions and sent at every launch."""
-
-    lines: dict[str, list[dict[str, Any]]] = attrs.field(
-        factory=dict
-    )  # absolute path -> DAP SourceBreakpoints
-    functions: list[str] = attrs.field(factory=list)
-    exceptions: str = "uncaught"  # none / uncaught / raised
 
 
 class DebugSupervisor:
@@ -124,6 +112,8 @@ class DebugSupervisor:
         self.last[conversation] = (session.program, ended, output, dropped)
 
     def plan_for(self, conversation: str) -> Plan:
+        from tether_debug.breakpoints import Plan  # with the code that fills it: loads at the first launch
+
         return self.plans.setdefault(conversation, Plan())
 
     async def aclose(self) -> None:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import attrs
-from tether.args import arg
 from tether.files import split_lines
 from tether.tools import ToolError
 
@@ -23,69 +21,8 @@ from tether_lsp.positions import Spot, text_lines, to_units
 if TYPE_CHECKING:
     from tether.run import Run
 
+    from tether_lsp.args import LspArgs
     from tether_lsp.connection import Connection
-
-Action = Literal[
-    "diagnostics",
-    "definition",
-    "type_definition",
-    "implementation",
-    "references",
-    "hover",
-    "symbols",
-    "code_actions",
-    "callers",
-    "callees",
-    "supertypes",
-    "subtypes",
-    "status",
-    "reload",
-]
-
-
-@attrs.frozen
-class LspArgs:
-    action: Action = arg(  # attrs, not a dataclass
-        'What to ask: diagnostics (file, or "*" for the whole project), definition, type_definition, '
-        "implementation, references, hover, code_actions, callers (the functions that call it), callees (the "
-        "functions it calls), supertypes, subtypes (these take file, line, symbol), symbols (query for a "
-        "workspace search, or file for its outline), status, reload."
-    )
-    file: str | None = arg(
-        'File relative to the root; "*" with diagnostics checks the whole project.',
-        default=None,
-        min_length=1,
-    )
-    line: int | None = arg(
-        "1-based line on which the symbol is written. Without it, symbol is found by name: a qualified name "
-        "(Class.method) among the workspace symbols, or a name declared once in file.",
-        default=None,
-        minimum=1,
-    )
-    symbol: str | None = arg(
-        "The symbol as written on that line (or a substring of it that occurs once there); positions are "
-        "found from this, never from a column.",
-        default=None,
-        min_length=1,
-    )
-    occurrence: int | None = arg(
-        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
-        default=None,
-        minimum=1,
-    )
-    query: str | None = arg("Name (or part) to search for with action symbols.", default=None, min_length=1)
-    depth: int | None = arg(
-        "With callers, callees, supertypes, subtypes: how many levels (1-3, default 1), each indented.",
-        default=None,
-        minimum=1,
-        maximum=3,
-    )
-    in_file: str | None = arg(
-        "With references, definition, type_definition, implementation: only the locations in this file "
-        "(relative to the root), e.g. one that an answer over the cap names.",
-        default=None,
-        min_length=1,
-    )
 
 
 def source_file(run: Run, file: str) -> tuple[Path, str, str]:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
@@ -25,33 +24,13 @@ from tether_lsp.options import LspOptions
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
+    from tether_lsp.args import FixArgs
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.supervisor import Supervisor
 
-FIX_DESCRIPTION = (
-    "Apply one of the code actions (quick fixes, organize imports, ...) that `lsp` code_actions listed for a "
-    "place, all files or none. Give the same file, line and symbol, and the action's title or its number in "
-    "that list."
-)
 OFFERS_KEPT = 20  # places whose last code_actions list the run keeps
 TITLES_SHOWN = 30  # of a list named in a refusal
 TITLE_CHARS = 100
-
-
-@attrs.frozen
-class FixArgs:
-    file: str = arg("File given to code_actions, relative to the root.", min_length=1)
-    line: int = arg("The line given to code_actions (1-based).", minimum=1)
-    symbol: str = arg("The symbol given to code_actions.", min_length=1)
-    title: str | None = arg(
-        "The title of the action, exactly as code_actions listed it (without its [kind] and (server)).",
-        default=None,
-        min_length=1,
-    )
-    number: int | None = arg(
-        "Instead of title: the action's number in the code_actions list.", default=None, minimum=1
-    )
-    occurrence: int | None = arg("The occurrence given to code_actions, if one was.", default=None, minimum=1)
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ from tether_lsp.supervisor import NotAnswered
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tether_lsp.common import LspArgs
+    from tether_lsp.args import LspArgs
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.supervisor import Supervisor
 

@@ -16,7 +16,7 @@ from tether_lsp.positions import from_units
 if TYPE_CHECKING:
     from tether.run import Run
 
-    from tether_lsp.common import LspArgs
+    from tether_lsp.args import LspArgs
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.supervisor import Supervisor
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
@@ -22,30 +20,11 @@ from tether_lsp.options import LspOptions
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
+    from tether_lsp.args import MoveArgs
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.supervisor import Supervisor
 
-MOVE_DESCRIPTION = (
-    "Move (or rename) one file and update the imports of it in the files that import it, through the "
-    "language server, all files or none; answers with the files changed and the diagnostics the move "
-    "introduced. Give file and to (its new path, which must not exist). A server that cannot update "
-    "imports moves nothing unless force is true."
-)
 UNSUPPORTED = ("unsupported", "no_server", "server_unavailable")
-
-
-@attrs.frozen
-class MoveArgs:
-    file: str = arg("The file to move, relative to the root.", min_length=1)
-    to: str = arg(
-        "Its new path (a file that does not exist yet), relative to the root; missing folders are created.",
-        min_length=1,
-    )
-    force: bool = arg(
-        "Move it even when no language server can update the imports of it: the importers are left as they "
-        "are (the answer says so, and lists the errors the move introduced).",
-        default=False,
-    )
 
 
 def checked_paths(run: Run, args: MoveArgs) -> tuple[Path, Path]:

@@ -13,9 +13,9 @@ from tether.output import cap_text
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import readiness, render
+from tether_lsp.args import LspArgs
 from tether_lsp.code_actions import code_actions
 from tether_lsp.common import (
-    LspArgs,
     identifier_at,
     missing_arguments,
     occurrence_lines,

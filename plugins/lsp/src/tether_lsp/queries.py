@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import readiness
-from tether_lsp.common import LspArgs, missing_arguments
+from tether_lsp.args import LspArgs
+from tether_lsp.common import missing_arguments
 from tether_lsp.diagnostics import file_diagnostics, project_diagnostics
 from tether_lsp.navigation import navigate
 from tether_lsp.status import status

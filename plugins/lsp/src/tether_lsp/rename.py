@@ -13,8 +13,6 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
-import attrs
-from tether.args import arg
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp.options import LspOptions
@@ -22,35 +20,12 @@ from tether_lsp.options import LspOptions
 if TYPE_CHECKING:
     from tether.run import CallContext, Run
 
+    from tether_lsp.args import RenameArgs
     from tether_lsp.connection import Connection, Doc
     from tether_lsp.edits import PlannedEdit
     from tether_lsp.supervisor import Supervisor
 
-RENAME_DESCRIPTION = (
-    "Rename a symbol everywhere the language server knows it is used (also in files never opened), "
-    "all files or none. Give the file, the line and the symbol as written there, and new_name."
-)
 IDENT_BREAK = re.compile(r"\s")
-
-
-@attrs.frozen
-class RenameArgs:
-    file: str = arg("File where the symbol is written, relative to the root.", min_length=1)
-    line: int = arg("1-based line on which the symbol is written.", minimum=1)
-    symbol: str = arg(
-        "The symbol as written on that line (a substring that occurs once there).", min_length=1
-    )
-    new_name: str = arg("The new name.", min_length=1)
-    occurrence: int | None = arg(
-        "Which occurrence of symbol on the line (1-based), when it occurs more than once.",
-        default=None,
-        minimum=1,
-    )
-    preview: bool = arg(
-        "Write nothing: stage the rename (resolve with its edit_id accepts or discards it) and say what it "
-        "would break.",
-        default=False,
-    )
 
 
 async def rename_handler(sup: Supervisor, ctx: CallContext, args: RenameArgs) -> ToolResult:

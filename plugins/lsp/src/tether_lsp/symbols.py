@@ -9,7 +9,8 @@ from tether.output import cap_items
 from tether.tools import ToolError, ToolResult
 
 from tether_lsp import readiness, render
-from tether_lsp.common import LspArgs, source_file, still_indexing
+from tether_lsp.args import LspArgs
+from tether_lsp.common import source_file, still_indexing
 from tether_lsp.connection import RequestTimeout, ServerError
 from tether_lsp.options import LspOptions
 from tether_lsp.positions import from_units

@@ -1,8 +1,9 @@
 """The family's tools: `lsp` (read), `lsp_rename`, `lsp_fix` and `lsp_move` (write, in `tether_lsp.rename`,
-`tether_lsp.fix` and `tether_lsp.move`), with their arguments and descriptions.
+`tether_lsp.fix` and `tether_lsp.move`); their arguments and descriptions are in `tether_lsp.args`.
 
-Light on purpose: listing the tools (`tether tools`) imports none of the language-server machinery
-(connections, pygls, lsprotocol); the `lsp` tool's answers (`tether_lsp.queries`) load at its first call.
+Light on purpose: listing the tools (`tether tools`) imports only `tether_lsp.args`; each tool's code
+(`tether_lsp.queries` and the three modules above, then connections, pygls, lsprotocol) loads at its first
+call, and a write tool's `touches` at the first call that asks it.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ from typing import TYPE_CHECKING
 
 from tether.tools import Tier, Tool, ToolResult
 
-from tether_lsp.common import LspArgs
-from tether_lsp.fix import FIX_DESCRIPTION, FixArgs, fix_handler, fix_touches
-from tether_lsp.move import MOVE_DESCRIPTION, MoveArgs, move_handler, move_touches
-from tether_lsp.rename import RENAME_DESCRIPTION, RenameArgs, rename_handler, rename_touches
+from tether_lsp.args import (
+    FIX_DESCRIPTION,
+    MOVE_DESCRIPTION,
+    RENAME_DESCRIPTION,
+    FixArgs,
+    LspArgs,
+    MoveArgs,
+    RenameArgs,
+)
 
 if TYPE_CHECKING:
-    from tether.run import CallContext
+    from tether.run import CallContext, Run
 
     from tether_lsp.supervisor import Supervisor
 
@@ -36,6 +42,42 @@ async def lsp_handler(sup: Supervisor, ctx: CallContext, args: LspArgs) -> ToolR
 
     async with sup.gate.shared():  # never an answer from a preview's unsaved contents
         return await answer(sup, ctx, args)
+
+
+async def rename_handler(sup: Supervisor, ctx: CallContext, args: RenameArgs) -> ToolResult:
+    from tether_lsp import rename
+
+    return await rename.rename_handler(sup, ctx, args)
+
+
+def rename_touches(args: RenameArgs) -> list[str]:
+    from tether_lsp import rename
+
+    return rename.rename_touches(args)
+
+
+async def move_handler(sup: Supervisor, ctx: CallContext, args: MoveArgs) -> ToolResult:
+    from tether_lsp import move
+
+    return await move.move_handler(sup, ctx, args)
+
+
+def move_touches(run: Run, args: MoveArgs) -> list[str]:
+    from tether_lsp import move
+
+    return move.move_touches(run, args)
+
+
+async def fix_handler(sup: Supervisor, ctx: CallContext, args: FixArgs) -> ToolResult:
+    from tether_lsp import fix
+
+    return await fix.fix_handler(sup, ctx, args)
+
+
+def fix_touches(sup: Supervisor, args: FixArgs) -> list[str]:
+    from tether_lsp import fix
+
+    return fix.fix_touches(sup, args)
 
 
 def make_tools(sup: Supervisor) -> list[Tool]:
