@@ -39,7 +39,6 @@ import shutil
 import stat
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -344,7 +343,7 @@ def _stage(entry: _Entry, content: bytes | None) -> None:
 
 
 def _transact(root: Path, folder: Path, changes: Mapping[Path, bytes | None]) -> None:
-    txid = uuid.uuid4().hex[:12]
+    txid = os.urandom(6).hex()
     entries = _plan(root, changes, txid)
     if not entries:
         return

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import sys
-import uuid
 from typing import Any
 
 from tether.options import OptionsError
@@ -220,7 +219,7 @@ def _run_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
         "root": ns.root,
         "options": options,
         "surface": ns.surface,
-        "conversation_id": uuid.uuid4().hex,
+        "conversation_id": os.urandom(16).hex(),
         "modes": {"vibe"} if ns.vibe else set(),
         "plugins": [tether.files, *plugins],
         "block": block,

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import threading
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -116,7 +115,7 @@ class Run:
         self.surface: Surface = self.surfaces[surface]
         self._resources: dict[str, Any] = {}
         self._closers: list[Callable[[], Any]] = []
-        self.id = uuid.uuid4().hex[:12]  # names the run in its children's environment (tether.procs.TAG)
+        self.id = os.urandom(6).hex()  # names the run in its children's environment (tether.procs.TAG)
         self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
         self._serial = itertools.count(1)  # numbers the run's children and calls
         self._private: Path | None = None
