@@ -54,7 +54,7 @@ def pydantic_ai_tools(run: Run) -> list[Any]:
             call, name=tool.name, description=tool.description, json_schema=tool.input_schema
         )
 
-    return [make(t) for t in run.tools()]
+    return [make(t) for t in run.listed_tools()]
 
 
 def langchain_tools(run: Run) -> list[Any]:
@@ -82,7 +82,7 @@ def langchain_tools(run: Run) -> list[Any]:
             handle_tool_error=True,
         )
 
-    return [make(t) for t in run.tools()]
+    return [make(t) for t in run.listed_tools()]
 
 
 def openai_agents_tools(run: Run) -> list[Any]:
@@ -116,4 +116,4 @@ def openai_agents_tools(run: Run) -> list[Any]:
             strict_json_schema=False,
         )
 
-    return [make(t) for t in run.tools()]
+    return [make(t) for t in run.listed_tools()]

@@ -336,8 +336,14 @@ class Run:
     # -- tools ----------------------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        """The tools this run's surface sees, by name."""
+        """The tools this run's surface sees, by name: every tool that can be called (by the model, or
+        from a cell), listed to the model or not."""
         return [self._visible[n] for n in sorted(self._visible)]
+
+    def listed_tools(self) -> list[Tool]:
+        """The tools listed to the model, by name: the surface's tools, less those its ``listed`` leaves
+        out (`Surface.listed`)."""
+        return [t for t in self.tools() if self.surface.lists(t.name)]
 
     def tool_listing(self) -> dict[str, Any]:
         """What `tether tools --json` prints."""
@@ -350,7 +356,7 @@ class Run:
                     "description": t.description,
                     "input_schema": t.input_schema,
                 }
-                for t in self.tools()
+                for t in self.listed_tools()
             ],
             "unavailable": [{"family": u.family, "reason": u.reason} for u in self.unavailable],
             "options": self.option_registry.listing(),

@@ -334,10 +334,11 @@ class _Host:
 
     async def list_tools(self, ctx, params) -> types.ListToolsResult:
         run = await self.ensure_run(ctx)
-        # by name (run.tools() is sorted); the families register when the run opens, which this
-        # request did, so the list is fixed for the run: a 2026-07-28 client may keep it
+        # by name (run.listed_tools() is sorted); the families register when the run opens, which this
+        # request did, so the list is fixed for the run: a 2026-07-28 client may keep it. A tool the
+        # surface does not list stays callable (from a cell, or by name).
         return types.ListToolsResult(
-            tools=[_mcp_tool(t) for t in run.tools()], ttl_ms=TOOLS_TTL_MS, cache_scope="private"
+            tools=[_mcp_tool(t) for t in run.listed_tools()], ttl_ms=TOOLS_TTL_MS, cache_scope="private"
         )
 
     def readiness(self) -> dict[str, Any]:
