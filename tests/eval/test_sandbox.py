@@ -156,7 +156,51 @@ async def test_tool_calls_from_a_sandboxed_cell_still_write_through_the_run_with
             },
         )
         assert "1 wrote web/app.js" in js.plain, js.plain
+        # the `tools` object, typed stubs and gathered calls, in the same sandboxed kernels: over the
+        # kernel's own channel, while the host's loopback stays out of reach of the cell
+        r = await run.call(
+            "eval",
+            {
+                "code": (
+                    "import asyncio, contextlib, io, socket\n"
+                    "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+                    "    tools.help()\n"
+                    "print('listed', sorted(line.split()[0] for line in out.getvalue().splitlines()[:-1]))\n"
+                    "w = tools.write_file(path='pkg/typed.py', content='y = 2  # TODO\\n')\n"
+                    "print('typed', str(w).splitlines()[0], [d['message'] for d in w.data['diagnostics']])\n"
+                    "async def both():\n"
+                    "    return await asyncio.gather(tools.aio.echo(text='a'), tools.aio.echo(text='b'))\n"
+                    "print('gathered', [str(x) for x in await both()])\n"
+                    "try:\n"
+                    f"    socket.create_connection(('127.0.0.1', {confined.port}), timeout=5)\n"
+                    "    print('loopback reached')\n"
+                    "except OSError as e:\n"
+                    "    print('loopback', type(e).__name__)\n"
+                ),
+                "description": D,
+            },
+        )
+        assert not r.is_error, r.plain
+        assert "listed ['danger', 'echo', 'fail', 'slow', 'write_file']" in r.plain, r.plain
+        assert "typed wrote pkg/typed.py ['TODO left in the code']" in r.plain, r.plain
+        assert "gathered ['echo: a', 'echo: b']" in r.plain, r.plain
+        assert "loopback ConnectionRefusedError" in r.plain, r.plain
+        js = await run.call(
+            "eval",
+            {
+                "code": (
+                    "const [a, b] = await Promise.all([tools.echo({text: 'x'}), tools.echo({text: 'y'})]);\n"
+                    "const w = await tools.write_file({path: 'web/typed.js', content: '// TODO typed\\n'});\n"
+                    "[String(a), String(b), String(w).split('\\n')[0], w.data.diagnostics.length].join(' | ')"
+                ),
+                "language": "javascript",
+                "description": D,
+            },
+        )
+        assert "echo: x | echo: y | wrote web/typed.js | 1" in js.plain, js.plain
     assert (confined.root / "pkg" / "mod.py").read_text() == "x = 1  # TODO\n"
+    assert (confined.root / "pkg" / "typed.py").read_text() == "y = 2  # TODO\n"
+    assert (confined.root / "web" / "typed.js").read_text() == "// TODO typed\n"
 
 
 # the escapes run on both backends (above); this one on bubblewrap only, for the CI budget

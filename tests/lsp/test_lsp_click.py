@@ -6,6 +6,8 @@ tests under CPU load: what is said must hold on a busy machine.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import tether
 import tether.files
@@ -127,3 +129,47 @@ async def test_the_first_references_of_a_fresh_run_are_complete_or_say_they_may_
         # never an incomplete answer without the note; once ready, no note (a note that is always on fails)
         assert again.data["total"] == r.data["total"] or r.data["ready"] is False
         assert again.data["ready"] is True and "ask again" not in again.plain, again.plain
+
+
+CELL_CHAIN = """
+import json
+callers = tools.lsp(action="callers", file="src/click/utils.py", line=240, symbol="echo")
+files = sorted({e["file"] for e in callers.data["entries"]})
+texts = {f: str(tools.read(path=f, limit=10000)) for f in files}
+staged = tools.ast_edit(rule={"rule": RULE}, rewrite="message: object", path="src/click/utils.py")
+print(json.dumps({
+    "ready": callers.data["ready"],
+    "files": files,
+    "calls_seen": sorted(f for f, t in texts.items() if "echo(" in t),
+    "edit_id": staged.data["edit_id"],
+    "would_break": sorted({(d["file"], d["line"]) for d in staged.data["preview"]["introduced"]}),
+}))
+"""
+
+
+@pytest.mark.timeout(300)
+async def test_a_cell_finds_the_callers_reads_them_stages_an_edit_and_resolve_writes_it(click_root):
+    """The workbench on click: one cell chains lsp callers, a read of each caller's file and an ast_edit,
+    and returns only the edit_id and what matters; the model's resolve then writes it, with diagnostics."""
+    text = (click_root / UTILS).read_text()
+    async with tether.open_run(click_root, plugins=[tether.files], options=WRITE_OPTIONS) as run:
+        # the server starts with the first question: ask one, then wait for its index as a model would
+        await run.call("lsp", {"action": "hover", "file": UTILS, "line": 240, "symbol": "echo"})
+        (conn,) = run.resource(tether_lsp_supervisor).connections.values()
+        assert await readiness.wait_ready(conn, 120) is None
+        code = f"RULE = {ECHO_PARAM!r}\n{CELL_CHAIN}"
+        cell = await run.call("eval", {"code": code, "description": "find echo's callers and stage a change"})
+        assert not cell.is_error, cell.plain
+        out = json.loads(next(line for line in cell.plain.splitlines() if line.startswith("{")))
+        assert "[" in cell.plain and "tool call(s) from the cell: read x" in cell.plain, cell.plain
+        assert cell.data["tools_called"]["lsp"] == 1 and cell.data["tools_called"]["ast_edit"] == 1
+        assert cell.data["tools_called"]["read"] == len(out["files"]) >= 3
+        assert out["ready"] is True
+        assert {"src/click/termui.py", "src/click/core.py"} <= set(out["files"]) == set(out["calls_seen"])
+        assert {tuple(x) for x in out["would_break"]} == {(f, n) for f, n, _ in BROKEN}
+        assert (click_root / UTILS).read_text() == text  # staged: nothing written yet
+
+        done = await run.call("resolve", {"edit_id": out["edit_id"], "action": "accept"})
+        assert not done.is_error, done.plain
+        assert set(introduced(done)) == BROKEN, done.plain
+        assert "message: object," in (click_root / UTILS).read_text()
