@@ -15,6 +15,14 @@ after another for the sequential rows, under asyncio.gather for the batched one.
 inside the kernel; the median of TOOLS_REPEATS loops is shown, with the cost per call over the anchor.
 The sequential `tool('read')` cell is also run through `tether serve` (the MCP SDK's client, over stdio
 and over Streamable HTTP): what a user of the server sees, against the same in-process anchor.
+
+     uv run python benchmarks/eval_bench.py --chain  (the 10-call chain only)
+
+The 10-call chain: one `ast_grep` over a small project, then a `read` of each of the nine files it found,
+summed up as one line per file. As one cell (one MCP call of `eval`) against the same ten calls made by
+the client one after another, both through one `tether serve` (stdio, then HTTP): the client's wall time
+(median of CHAIN_REPEATS, the two alternating), and the bytes of text that reach the model (the
+cell's answer against every result of the ten calls).
 """
 
 from __future__ import annotations
@@ -383,7 +391,7 @@ SERVE_ENV = {"TETHER_PLUGINS": "eval"}  # the files tools and eval only: no othe
 
 
 @contextlib.contextmanager
-def http_server(root: Path):
+def http_server(root: Path, env: dict[str, str] | None = None):
     import os
 
     http = subprocess.Popen(
@@ -391,7 +399,7 @@ def http_server(root: Path):
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, **SERVE_ENV),
+        env=env if env is not None else dict(os.environ, **SERVE_ENV),
     )
     try:
         assert http.stderr is not None
@@ -444,6 +452,109 @@ async def measure_served(root: Path, rows: list) -> None:
         await through(url, "HTTP")
 
 
+CHAIN_FILES = 9
+CHAIN_REPEATS = 11
+CHAIN_GREP = {"pattern": "def $F($$$A): $$$B", "path": "chain", "language": "python", "max_results": 1000}
+CHAIN_CELL = f"""
+found = tools.ast_grep(**{CHAIN_GREP!r})
+functions = {{}}
+for m in found.data["matches"]:
+    functions.setdefault(m["file"], []).append(m["captures"]["F"])
+for f in sorted(functions):
+    lines = tools.read(path=f).data["total_lines"]
+    print(f"{{f}}: {{lines}} lines, {{len(functions[f])}} functions, from {{functions[f][0]}} to {{functions[f][-1]}}")
+"""
+
+
+def chain_project(root: Path) -> None:
+    """Nine modules of a few functions each: what the chain searches and reads."""
+    folder = root / "chain"
+    folder.mkdir(exist_ok=True)
+    for i in range(CHAIN_FILES):
+        body = "".join(
+            f'def step_{i}_{k}(value, *rest):\n    """Step {k} of stage {i}."""\n'
+            f"    total = value + {k}\n    for item in rest:\n        total += item\n    return total\n\n\n"
+            for k in range(6)
+        )
+        (folder / f"stage_{i}.py").write_text(f'"""Stage {i} of the pipeline."""\n\n\n{body}')
+
+
+def model_bytes(result: Any) -> int:
+    """The bytes of text an MCP result puts before the model."""
+    return sum(len(getattr(b, "text", "").encode()) for b in result.content)
+
+
+async def measure_chain(root: Path) -> list[tuple[str, float, float, int, int]]:
+    """The chain as one cell against the same ten calls from the client, through `tether serve`."""
+    import os
+
+    chain_project(root)
+    env = dict(os.environ, TETHER_PLUGINS="eval,astgrep")
+    stdio = StdioServerParameters(
+        command=sys.executable, args=["-m", "tether.cli", "serve", "--root", str(root)], env=env
+    )
+    rows = []
+
+    async def through(server: Any, transport: str) -> None:
+        async with Client(server) as client:
+
+            async def as_calls() -> tuple[int, int]:
+                found = await client.call_tool("ast_grep", CHAIN_GREP)
+                data = (found.meta or {}).get("tether/data") or {}
+                files = sorted({m["file"] for m in data["matches"]})
+                results = [found, *[await client.call_tool("read", {"path": f}) for f in files]]
+                assert not any(r.is_error for r in results)
+                return len(results), sum(model_bytes(r) for r in results)
+
+            async def as_cell() -> tuple[int, int]:
+                r = await client.call_tool("eval", {"code": CHAIN_CELL, "description": D})
+                assert not r.is_error and "[10 tool call(s) from the cell" in model_bytes_text(r), r.content
+                return 1, model_bytes(r)
+
+            await as_cell()  # the kernel's start and the first parse of the files: not measured
+            await as_calls()
+            cells, calls = [], []
+            cell_bytes = calls_bytes = 0
+            for _ in range(CHAIN_REPEATS):
+                t = time.perf_counter()
+                n, calls_bytes = await as_calls()
+                calls.append(time.perf_counter() - t)
+                assert n == CHAIN_FILES + 1
+                t = time.perf_counter()
+                _, cell_bytes = await as_cell()
+                cells.append(time.perf_counter() - t)
+            rows.append(
+                (
+                    transport,
+                    statistics.median(calls) * 1000,
+                    statistics.median(cells) * 1000,
+                    calls_bytes,
+                    cell_bytes,
+                )
+            )
+
+    await through(stdio, "stdio")
+    with http_server(root, env) as url:
+        await through(url, "HTTP")
+    return rows
+
+
+def model_bytes_text(result: Any) -> str:
+    return "\n".join(getattr(b, "text", "") for b in result.content)
+
+
+def print_chain(rows: list[tuple[str, float, float, int, int]]) -> None:
+    print(
+        f"{'10-call chain through tether serve (median of ' + str(CHAIN_REPEATS) + ')':50} {'10 MCP calls':>13}"
+        f" {'one cell':>10} {'ratio':>7}   {'text to the model':>28}"
+    )
+    for transport, calls, cell, calls_bytes, cell_bytes in rows:
+        print(
+            f"{'  serve ' + transport:50} {calls:10.1f} ms {cell:7.1f} ms {cell / calls:6.2f}x"
+            f"   {calls_bytes:8d} B against {cell_bytes:6d} B ({cell_bytes / calls_bytes:.3f}x)"
+        )
+
+
 def print_tools(rows: list) -> None:
     print(
         f"{'measure (median of ' + str(TOOLS_REPEATS) + ')':56} {'run.call anchor':>15} {'cell':>11} {'ratio':>7}"
@@ -460,13 +571,17 @@ def print_tools(rows: list) -> None:
 async def main() -> None:
     rows: list = []
     tool_rows: list = []
+    chain: list = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        if "--chain" not in sys.argv:
+            if "--tools" not in sys.argv:
+                for language in ("python", "javascript"):
+                    await bench(language, root, rows)
+            await measure_tools(root, tool_rows)
+            await measure_served(root, tool_rows)
         if "--tools" not in sys.argv:
-            for language in ("python", "javascript"):
-                await bench(language, root, rows)
-        await measure_tools(root, tool_rows)
-        await measure_served(root, tool_rows)
+            chain = await measure_chain(root)
     if rows:
         print(f"{'measure':36} {'raw jupyter_client':>19} {'tether eval':>12} {'ratio':>7}  target")
     for name, raw, ours, target, unit in rows:
@@ -478,7 +593,10 @@ async def main() -> None:
             verdict = "ok" if ratio <= target else "OVER"
             goal = f"<= {target}x"
         print(f"{name:36} {raw:16.2f} {unit} {ours:9.2f} {unit} {ratio:6.2f}x  {goal} {verdict}")
-    print_tools(tool_rows)
+    if tool_rows:
+        print_tools(tool_rows)
+    if chain:
+        print_chain(chain)
 
 
 if __name__ == "__main__":
