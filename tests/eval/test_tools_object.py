@@ -286,25 +286,33 @@ async def test_with_nobody_to_approve_a_cells_write_is_refused(tmp_path, no_left
     assert not (tmp_path / "a.txt").exists()
 
 
-async def test_js_declarations_type_check_calls_with_deno(run, tmp_path):
+async def test_js_declarations_type_check_calls_with_deno(run):
+    """The documented way to an importable .d.ts: the cell writes tools.declarations() where it wants
+    (nothing is written into the project unasked), and code importing it is checked by `deno check`."""
     import os
     import subprocess
 
     import deno
 
-    r = await js(run, "console.log(tools.declarations())")
-    assert not r.is_error and "export interface Tools" in r.plain, r.plain
-    (tmp_path / "tools.d.ts").write_text(r.plain[r.plain.index("// The run's tools") :])
+    r = await js(
+        run,
+        'Deno.mkdirSync("types", { recursive: true });\n'
+        'Deno.writeTextFileSync("types/tools.d.ts", tools.declarations());\n'
+        'Deno.readTextFileSync("types/tools.d.ts").split("\\n")[0]',
+    )
+    assert not r.is_error and "// The run's tools as the `tools` object" in r.plain, r.plain
+    folder = run.root / "types"
+    assert "export interface Tools" in (folder / "tools.d.ts").read_text()
     head = 'import type { Tools } from "./tools.d.ts";\ndeclare const t: Tools;\n'
-    (tmp_path / "good.ts").write_text(
+    (folder / "good.ts").write_text(
         head + "const r = await t.echo({ text: 'a' });\nconst s: string = r.text;\n"
     )
-    (tmp_path / "bad.ts").write_text(head + "await t.echo({ txt: 'a' });\nawait t.slow({ seconds: 'x' });\n")
+    (folder / "bad.ts").write_text(head + "await t.echo({ txt: 'a' });\nawait t.slow({ seconds: 'x' });\n")
 
     command = [deno.find_deno_bin(), "check", "--quiet", "good.ts", "bad.ts"]
     env = {**os.environ, "NO_COLOR": "1"}
     checked = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert checked.returncode != 0 and "Found 2 errors." in checked.stderr, checked.stderr
     assert "good.ts" not in checked.stderr, checked.stderr  # both errors are bad.ts's
