@@ -155,6 +155,21 @@ async def test_unbound_metavariable_in_rewrite_is_an_error(three):
     assert contents(three) == before
 
 
+async def test_an_unbound_rewrite_of_a_pattern_that_matches_nothing_is_no_match_with_the_reason(three):
+    """As ast-grep answers it: nothing matches, so nothing would be written with "$Z" as text; the
+    answer says so, and why it would have been refused where the pattern matched."""
+    before = contents(three)
+    async with tether.open_run(three) as run:
+        result = await run.call("ast_edit", {"pattern": "$X.pop($Y)", "rewrite": "$X.remove($Z)"})
+        assert not result.is_error, result.plain
+        assert result.plain.startswith(
+            "no replacements: the pattern matches nothing in '.'; nothing was staged"
+        )
+        assert "the rewrite uses $Z, which the pattern does not capture" in result.plain
+        assert result.data["edit_id"] is None and result.data["unbound"] == ["Z"]
+    assert contents(three) == before
+
+
 async def test_no_match_stages_nothing(three):
     async with tether.open_run(three) as run:
         result = await run.call("ast_edit", {"pattern": "$X.pop($Y)", "rewrite": "$X.remove($Y)"})

@@ -17,11 +17,19 @@ if TYPE_CHECKING:
 
     from tether_astgrep.args import EditArgs
     from tether_astgrep.grammars import Grammar
+    from tether_astgrep.mixed import Plan
     from tether_astgrep.parsers import ParserPool
     from tether_astgrep.pattern import Pattern
     from tether_astgrep.rules import Rule
 
 log = logging.getLogger("tether.astgrep")
+
+
+async def _matches_anywhere(pool: ParserPool, plan: Plan, ctx: CallContext) -> bool:
+    for c in plan.searched:
+        if any(r.matches for r in await pool.search(c.pattern, c.grammar, c.files, ctx.progress)):
+            return True
+    return False
 
 
 async def ast_edit(ctx: CallContext, args: EditArgs, pool: ParserPool) -> ToolResult:
@@ -33,7 +41,19 @@ async def ast_edit(ctx: CallContext, args: EditArgs, pool: ParserPool) -> ToolRe
     run = pool.run
     target = await target_of(pool, args)
     plan = plan_query(pool, args, target)
-    plan = mixed.for_rewrite(plan, template_names(args.rewrite))
+    try:
+        plan = mixed.for_rewrite(plan, template_names(args.rewrite))
+    except ToolError as exc:
+        # a rewrite naming what the pattern does not capture would write "$B" as text where the pattern
+        # matches: refused there. Where it matches nothing there is nothing to refuse (ast-grep answers
+        # no match): said so, with the reason it would have been refused
+        if exc.code != "unbound_metavariable" or await _matches_anywhere(pool, plan, ctx):
+            raise
+        return ToolResult.text(
+            f"no replacements: the pattern matches nothing in '{target.base}'; nothing was staged. Note: "
+            + exc.message,
+            {"edit_id": None, "replacements": 0, "files": [], "unbound": exc.data and exc.data.get("names")},
+        )
     done = _Rewrites([], [], [])
     for c in plan.searched:  # each language's files, as that language reads the pattern
         results = await pool.search(c.pattern, c.grammar, c.files, ctx.progress)
