@@ -99,7 +99,16 @@ def _wheel_swift() -> Any:
     return tree_sitter_swift.language()
 
 
-_WHEELS: dict[str, Callable[[], Any]] = {"swift": _wheel_swift}
+def _wheel_bash() -> Any:
+    """tree-sitter-bash's own wheel (0.25, ast-grep's): the pack's build reads a file with an extglob it
+    cannot parse (`[[ $c == @(help|[h?]) ]]`) into an ERROR that swallows the commands after it, where
+    ast-grep's grammar recovers them as commands."""
+    import tree_sitter_bash
+
+    return tree_sitter_bash.language()
+
+
+_WHEELS: dict[str, Callable[[], Any]] = {"swift": _wheel_swift, "bash": _wheel_bash}
 
 
 def _pack(name: SupportedLanguage) -> Callable[[], Any]:
