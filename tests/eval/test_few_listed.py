@@ -100,8 +100,10 @@ async def test_serve_lists_eval_and_read_and_a_cell_calls_the_rest(tmp_path, no_
     env.pop("TETHER_PLUGINS", None)
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tether.cli", "serve", "--root", str(tmp_path), "-p", "tether_test_few_listed"]
-        + ["--surface", "few"],
+        args=[
+            *("-m", "tether.cli", "serve", "--root", str(tmp_path)),
+            *("-p", "tether_test_few_listed", "--surface", "few"),
+        ],
         env=env,
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
