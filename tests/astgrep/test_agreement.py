@@ -331,11 +331,37 @@ def _on_purpose(theirs: list[dict] | None, ours, case: Case, root: Path) -> str 
         return "rewrite that would not parse"
     if _ladder_find(theirs, ours, case):
         return "ladder reading"
+    if _their_extra_lack_the_pattern_text(theirs, ours, case):
+        return "ast-grep matches without the pattern's text"
     if case.rewrite is not None and theirs is not None and _tab_indent_only(root, theirs, ours):
         return "tab indentation"
     if case.rewrite is not None and theirs and _tails_kept_only(root, theirs, ours):
         return "code past the pattern kept"
     return None
+
+
+def _their_extra_lack_the_pattern_text(theirs: list[dict] | None, ours, case: Case) -> bool:
+    """ast-grep read the pattern through error recovery into ERROR nodes that match any code, so it
+    reports matches that do not hold the pattern's own text (CSS `$A: #0dcaf0;` matches every colour
+    declaration, `--bs-blue: #0d6efd;` too), where tether finds only the code that does: each of its
+    matches is one of ast-grep's, and each of ast-grep's others lacks a word of the pattern."""
+    import re
+
+    if case.rewrite is not None or not theirs or not isinstance(ours, set):
+        return False
+    words = re.findall(r"[#\w][\w-]*", re.sub(r"\$+[A-Z_][A-Z0-9_]*", " ", case.pattern))
+    if not words:
+        return False
+    extra = [m for m in theirs if (m["file"], *_span(m)) not in ours]
+    return (
+        bool(extra)
+        and ours <= _their_spans(theirs)
+        and all(any(w not in m["text"] for w in words) for m in extra)
+    )
+
+
+def _span(m: dict) -> tuple[int, int]:
+    return m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]
 
 
 def _tails_kept_only(root: Path, theirs: list[dict], ours) -> bool:

@@ -313,6 +313,7 @@ _LADDERLESS: tuple[tuple[SupportedLanguage, tuple[str, ...], str, tuple[Rung, ..
         (
             Rung("statement", "func f__() {\nPATTERN\n}"),
             Rung("class member", "class T__ {\nPATTERN\n}"),
+            Rung("type parameters", "func f__PATTERN() {}"),  # `<ViewType: UIView>`
         ),
     ),
     ("yaml", (".yaml", ".yml"), "$", ()),
