@@ -163,3 +163,23 @@ async def test_a_lone_typescript_name_matches_where_ast_grep_does(project, sg, l
     assert "read as" not in result.plain.splitlines()[0]  # one reading: no type or property one beside it
     types = await grep(project, rule="kind: type_identifier\nregex: ^Foo$", language=lang)
     assert {m["start"]["line"] for m in types.data["matches"]} == {3, 4, 5, 6, 7}
+
+
+SWIFT = (
+    "public struct Builder<ViewType: UIView> {\n  let view: ViewType\n}\n\n"
+    "public func View<ViewType: UIView>(_ type: ViewType.Type) {}\n\n"
+    "func plain<T>(_ x: T) {}\n"
+)
+
+
+async def test_swift_type_parameters_use_their_rung_where_ast_grep_refuses_them(project):
+    put(project, "a.swift", SWIFT)
+    # ast-grep 0.51 refuses the pattern (no context reads it); through error recovery it found nothing,
+    # not even the code it was copied from
+    result = await grep(project, pattern="<ViewType: UIView>")
+    assert not result.is_error, result.plain
+    assert [(m["start"]["line"], m["text"]) for m in result.data["matches"]] == [
+        (1, "<ViewType: UIView>"),
+        (5, "<ViewType: UIView>"),
+    ]
+    assert result.data["context"] == "type parameters"
