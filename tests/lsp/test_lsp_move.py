@@ -213,6 +213,72 @@ async def test_python_moves_renames_and_refusals(py_root, monkeypatch):
     assert "from pkg.greeting import" in (py_root / "pkg/other.py").read_text()  # untouched
 
 
+async def test_a_move_told_while_a_scan_was_listing_is_not_undone_by_it(py_root, watched_events, monkeypatch):
+    """A scan of the tree that listed its folders before a move and ended after it (the poller's, on a loaded
+    machine) must not undo what the move told. It replaced the watcher's record with what it had listed,
+    which lacked the moved-to file; when that file was moved on before the next scan, its deletion was told
+    to no one, and basedpyright kept the module for its importers for the rest of the run: "greet" is
+    unknown import symbol, never the missing import."""
+    import asyncio
+    import threading
+
+    import tether_lsp.watching
+    from tether_lsp.watching import Watcher
+
+    # the tree is polled, often: each scan a test gate holds is listed, then held until released
+    monkeypatch.setattr(tether_lsp.watching, "SYNC_SCAN_BUDGET", -1.0)
+    monkeypatch.setattr(tether_lsp.watching, "POLL_INTERVAL", 0.01)
+    scan, gates = Watcher.scan, []
+
+    def gated_scan(self):
+        found = scan(self)
+        if gates:
+            listed, release = gates.pop(0)
+            listed.set()
+            release.wait(60)
+        return found
+
+    def gate():
+        g = (threading.Event(), threading.Event())
+        gates.append(g)
+        return g
+
+    async def listed(g):
+        assert await asyncio.to_thread(g[0].wait, 60), "the poller's scan never began"
+
+    monkeypatch.setattr(Watcher, "scan", gated_scan)
+    first = second = None
+    try:
+        async with tether.open_run(py_root) as run:
+            # pkg/util.py open: its move opens the new path
+            r = await run.call("lsp", {"action": "diagnostics", "file": "pkg/util.py"})
+            assert not r.is_error, r.plain
+            first = gate()
+            await listed(first)  # a poll has listed the tree: pkg/util.py, no pkg/greeting.py
+            r = await run.call("lsp_move", {"file": "pkg/util.py", "to": "pkg/greeting.py"})
+            assert not r.is_error and r.data["importers"] == ["pkg/main.py", "pkg/other.py"], r.plain
+            second = gate()
+            first[1].set()  # the poll that listed before the move ends after it
+            await listed(second)  # and the next one has begun
+            r = await run.call(
+                "lsp_move", {"file": "pkg/greeting.py", "to": "lib/greeting.py", "force": True}
+            )
+            assert not r.is_error and r.data["imports_updated"] is False, r.plain
+            assert ("pkg/greeting.py", 3) in watched_events, watched_events
+            second[1].set()
+            deadline = time.monotonic() + 60
+            while True:
+                now = await run.call("lsp", {"action": "diagnostics", "file": "pkg/other.py"})
+                if "reportMissingImports" in now.plain or time.monotonic() > deadline:
+                    break
+            assert "reportMissingImports" in now.plain, now.plain
+    finally:
+        gates.clear()
+        for g in (first, second):
+            if g is not None:
+                g[1].set()
+
+
 @pytest.fixture
 def go_root(tmp_path, samples, monkeypatch):
     gopls = require_binary("gopls", os.path.expanduser("~/go/bin/gopls"))

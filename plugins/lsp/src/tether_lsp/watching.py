@@ -103,6 +103,9 @@ class Watcher:
         # the mark of the latest, and the files changed
         self.outside: tuple[Mark, list[Path]] | None = None
         self._listings: dict[str, _Listing] = {}  # each scanned folder's last listing, by path
+        # what files_changed told, and when (its count of calls): a scan that began before is older there
+        self._told = 0
+        self._told_at: dict[Path, int] = {}
 
     async def refresh(self) -> None:
         """Tell the server about every file changed on disk behind its back (mtime/size).
@@ -117,15 +120,27 @@ class Watcher:
                 self._outside([doc.path])
         if self.poller is not None:
             return
+        begun = self._told
         current, spent = await asyncio.to_thread(self._timed_scan)
-        self._apply_scan(current)
+        self._apply_scan(current, begun)
         # (another refresh may have started the poller while this one scanned)
         if spent > SYNC_SCAN_BUDGET and self.poller is None and not self.conn.closing:
             self.poller = asyncio.create_task(self._poll())
             self.conn.tasks.append(self.poller)
 
-    def _apply_scan(self, current: dict[Path, tuple[int, int]]) -> None:
+    def _apply_scan(self, current: dict[Path, tuple[int, int]], begun: int) -> None:
+        """What a scan found, told as changes; ``begun`` is ``_told`` when the scan began. A file that
+        files_changed told about after that is taken as it is now, not as the scan saw it: a scan that
+        listed a folder before a move and ended after it dropped the moved file, and the move's deletion
+        later found nothing to tell."""
         kinds = self.conn.lsp.FileChangeType
+        for path, when in self._told_at.items():
+            if when > begun:
+                stat = file_stat(path)
+                if stat is None:
+                    current.pop(path, None)
+                else:
+                    current[path] = stat
         changed: dict[Path, Any] = {}
         for path, stat in current.items():
             old = self.files.get(path)
@@ -157,32 +172,42 @@ class Watcher:
     async def _poll(self) -> None:
         while self.conn.alive:
             await asyncio.sleep(POLL_INTERVAL)
+            begun = self._told
             current = await asyncio.to_thread(self.scan)
-            # files this process changed meanwhile were told about already (files_changed)
-            self._apply_scan(current)
+            self._apply_scan(current, begun)
 
     def files_changed(self, paths: list[Path]) -> None:
-        """Tell the server about files we just wrote (or deleted), without waiting for a scan."""
+        """Tell the server about files we just wrote (or deleted), without waiting for a scan.
+
+        Each is known here afterwards, whether or not a scan has seen it: a file this run created and then
+        deleted before any scan (one moved twice) is said deleted all the same. Without that, the deletion
+        was told to no one, and basedpyright kept the module for its importers for the rest of the run
+        (they showed "unknown import symbol" instead of a missing import)."""
         lsp = self.conn.lsp
         events = []
+        self._told += 1
         for path in paths:
             doc = self.conn.docs.get(path.as_uri())
+            stat = file_stat(path)
+            if path.name.endswith(self.conn.server.extensions):
+                self._told_at[path] = self._told
             if doc is not None:
                 # a document deleted is closed and, as the file is gone from disk, said deleted too: closed
-                # alone, basedpyright kept the deleted module for its importers until a later scan told it
-                # (an importer of a moved file showed "unknown import symbol" instead of a missing import)
-                if self.conn.sync_doc(doc) and file_stat(path) is None:
+                # alone, basedpyright kept the deleted module for its importers
+                if self.conn.sync_doc(doc) and stat is None:
                     self.files.pop(path, None)
                     events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
+                elif stat is not None and path.name.endswith(self.conn.server.extensions):
+                    self.files[path] = stat  # the server has its text: a scan need not say it created
                 continue
             if not path.name.endswith(self.conn.server.extensions):
                 continue
-            stat = file_stat(path)
             old = self.files.get(path)
-            if stat is None and old is not None:
-                del self.files[path]
+            if stat is None:
+                # deleted by the write being told, known to a scan or not
+                self.files.pop(path, None)
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
-            elif stat is not None and stat != old:
+            elif stat != old:
                 self.files[path] = stat
                 kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
