@@ -487,14 +487,56 @@ def test_the_sweep_lets_a_family_save_a_dead_owners_folder_first_and_keeps_it_wh
     procs.release(str(busy))
 
 
-ESCAPES_AT_ONCE = """
+ESCAPES_THEN_WAITS = """
 import subprocess, sys
 child = subprocess.Popen(
     [sys.executable, "-c", "import time; time.sleep(300)"],
     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 open(sys.argv[1], "w").write(str(child.pid))
+sys.stdin.read()
 """
+
+
+async def test_what_a_child_started_before_it_was_tracked_is_stopped_with_it(tmp_path):
+    """A process the run started and tracked only later (on a loaded machine, over a second later) had
+    already started a child of its own in a session of its own: found by its tag all the same. The run
+    dated what it looks for by its first tracking, not by its beginning, and such a child looked older
+    than the run and was left running."""
+    import asyncio
+
+    from tether.procs import process_clock
+
+    async with tether.open_run(tmp_path) as run:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            ESCAPES_THEN_WAITS,
+            str(tmp_path / "pid"),
+            stdin=asyncio.subprocess.PIPE,
+            env=run.child_env(),
+        )
+        escaped = None
+        try:
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+                assert time.monotonic() < deadline, "the child never started its own"
+                await asyncio.sleep(0.05)
+            escaped = int((tmp_path / "pid").read_text())
+            born = psutil.Process(escaped).create_time()
+            while process_clock() < born + 1.5:  # its child is well older than the first tracking
+                await asyncio.sleep(0.05)
+            run.track_process(proc)
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), 60)  # its parent has exited: only its tag ties it to the run
+            await run.stop_process(proc, grace=0.5)
+            assert not wait_gone([escaped], 10), "the child started before the tracking outlived the stop"
+        finally:
+            if escaped is not None and alive(escaped):
+                psutil.Process(escaped).kill()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
 
 
 async def test_a_child_that_leaves_the_session_just_after_the_run_began_is_stopped_whatever_the_wall_clock(
@@ -511,14 +553,18 @@ async def test_a_child_that_leaves_the_session_just_after_the_run_began_is_stopp
     wall = time.time
     monkeypatch.setattr(tether.procs.time, "time", lambda: wall() + 1.5)  # the wall clock 1.5 s ahead
     async with tether.open_run(tmp_path) as run:
+        # the parent waits to be tracked (its tag is read from its environment, which a process gone
+        # cannot show: a loaded machine let one that exits at once go before it was tracked)
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
-            ESCAPES_AT_ONCE,
+            ESCAPES_THEN_WAITS,
             str(tmp_path / "pid"),
+            stdin=asyncio.subprocess.PIPE,
             env=run.child_env(),
         )
         run.track_process(proc)
+        proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 60)  # its parent has exited: only its tag ties it to the run now
         escaped = int((tmp_path / "pid").read_text())
         try:

@@ -131,15 +131,17 @@ def group_members(pgid: int) -> list:
     return out
 
 
-def process_clock() -> float:
+def process_clock(since_boot: float | None = None) -> float:
     """Now, on the clock of psutil's ``create_time``: the boot time plus the time since boot. The wall clock
     (time.time) is off it by up to a second and more (the boot time is whole seconds, and the wall clock
     drifts from it), so a child started just after a run began could look older than the run and be left
-    running."""
+    running. With ``since_boot`` (a CLOCK_BOOTTIME reading taken earlier), that moment instead of now."""
     import psutil
 
     try:
-        return psutil.boot_time() + time.clock_gettime(time.CLOCK_BOOTTIME)
+        return psutil.boot_time() + (
+            time.clock_gettime(time.CLOCK_BOOTTIME) if since_boot is None else since_boot
+        )
     except (AttributeError, OSError):  # no boot-time clock (macOS): its create_time is the wall clock's
         return time.time()
 
@@ -222,9 +224,14 @@ class Tracked:
     ``exempt`` (the keeper): orphans it adopted, noted by `note_adopted` while it lives.
     """
 
-    def __init__(self, run_tag: str, spare: Iterable[int] = (), adopter: int | None = None) -> None:
+    def __init__(
+        self, run_tag: str, spare: Iterable[int] = (), adopter: int | None = None, began: float | None = None
+    ) -> None:
         self.run_tag = run_tag
-        self.since = process_clock()  # what create_time is compared with (see there)
+        # what create_time is compared with (see process_clock): when the run began (``began``, its
+        # CLOCK_BOOTTIME reading), not when it first tracked a process, which can be long after it started
+        # one: a loaded machine let a child's own child be created over a second before
+        self.since = process_clock(began)
         self.spare = set(spare)
         self.procs: dict[int, tuple[Any, str | None, int | None]] = {}  # pid -> (handle, tag, group)
         self.dirs: list[str] = []
@@ -355,8 +362,8 @@ def _wait_stopped(procs: list, deadline: float) -> None:
 class Keeper:
     """The run's side of its keeper process; without one (it could not start) the run stops things itself."""
 
-    def __init__(self, run_tag: str, grace: float) -> None:
-        self.local = Tracked(run_tag, {os.getpgrp()}, os.getpid() if _adopting else None)
+    def __init__(self, run_tag: str, grace: float, began: float | None = None) -> None:
+        self.local = Tracked(run_tag, {os.getpgrp()}, os.getpid() if _adopting else None, began)
         self.grace = grace
         self.proc: subprocess.Popen | None = None
         try:

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -117,6 +118,8 @@ class Run:
         self._closers: list[Callable[[], Any]] = []
         self.id = os.urandom(6).hex()  # names the run in its children's environment (tether.procs.TAG)
         self._keeper: Any = None  # tether.procs.Keeper, started with the first process or private directory
+        # when the run began, on the clock its processes are dated by (tether.procs.process_clock)
+        self._began = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else None
         self._serial = itertools.count(1)  # numbers the run's children and calls
         self._private: Path | None = None
         self._locks: dict[str, asyncio.Lock] = {}
@@ -219,7 +222,7 @@ class Run:
         if self._keeper is None:
             from tether.procs import Keeper
 
-            self._keeper = Keeper(self.id, KILL_GRACE)
+            self._keeper = Keeper(self.id, KILL_GRACE, self._began)
         return self._keeper
 
     def child_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -236,7 +239,9 @@ class Run:
         """Stop this process when the run closes, or when the process that runs tether dies.
 
         Its tree goes with it, and so do the process group of a session leader and whatever carries
-        the tag of `child_env`, whatever its family's shutdown did.
+        the tag of `child_env`, whatever its family's shutdown did. The tag is read from the process's
+        environment: of one already gone when tracked, what it left carries a tag no one knows, and is
+        stopped at the run's close (by the run's own tag), not by `stop_process`.
         """
         self._keep().track(proc if isinstance(proc, int) else proc.pid)
 
