@@ -23,6 +23,7 @@ CALL_ONLY = (
     "tether.egress",  # the sandbox's proxy: only a run that lists names to reach starts it
     "unidiff",
     "tether.patch",  # apply_patch's parser and applier
+    "_hashlib",  # OpenSSL: the digests of writes and of the root's state folder use CPython's own sha256
     "psutil",
     "yaml",
     "markdownify",

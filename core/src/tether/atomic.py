@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -41,6 +40,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -55,6 +55,26 @@ STAGING_THREADS = 64  # files written and fsynced at once (a disk commits concur
 _replace = os.replace  # one seam, so tests can inject a failure on the n-th rename
 
 
+def _sha256(data: bytes) -> Any:
+    """sha256 of ``data``. CPython's own implementation where it has one (`_sha2`, `_sha256` in 3.11):
+    hashlib loads OpenSSL, some milliseconds at the start of every run, which `state_dir` names the root's
+    folder with. The same digest either way."""
+    global _sha256_of
+    if _sha256_of is None:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # CPython 3.12+
+        except ImportError:
+            try:
+                from _sha256 import sha256  # type: ignore[import-not-found,no-redef]  # CPython 3.11
+            except ImportError:
+                from hashlib import sha256  # type: ignore[assignment]
+        _sha256_of = sha256
+    return _sha256_of(data)
+
+
+_sha256_of: Any = None
+
+
 @attrs.frozen
 class Snapshot:
     path: Path
@@ -64,7 +84,7 @@ class Snapshot:
     @classmethod
     def of(cls, path: Path, data: bytes | None) -> Snapshot:
         """The snapshot of content already read (None: the file does not exist), so it matches what was used."""
-        return cls(path, data is not None, hashlib.sha256(data).hexdigest() if data is not None else None)
+        return cls(path, data is not None, _sha256(data).hexdigest() if data is not None else None)
 
     @classmethod
     def take(cls, path: Path) -> Snapshot:
@@ -74,7 +94,7 @@ class Snapshot:
             data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, False, None)
-        return cls(path, True, hashlib.sha256(data).hexdigest())
+        return cls(path, True, _sha256(data).hexdigest())
 
     def still_holds(self) -> bool:
         return Snapshot.take(self.path) == self
@@ -99,7 +119,7 @@ def changed_since(snapshots: Iterable[Snapshot]) -> list[Path]:
 def state_dir(root: Path, *, create: bool = True) -> Path:
     """The root's private directory for the write lock and journals (created 0700 on first use)."""
     home = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    folder = Path(home) / "tether" / hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+    folder = Path(home) / "tether" / _sha256(os.fsencode(root)).hexdigest()[:24]
     if create:
         folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         while True:

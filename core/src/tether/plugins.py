@@ -157,9 +157,10 @@ def _cache_file() -> Path | None:
         return None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         return None  # not made here: under sudo with HOME kept it would belong to root
-    import hashlib
+    import zlib  # loaded at start already; hashlib would load OpenSSL (the fingerprint, not the key, is checked)
 
-    key = hashlib.sha256(json.dumps([sys.executable, sys.path]).encode()).hexdigest()[:24]
+    named = json.dumps([sys.executable, sys.path]).encode()
+    key = f"{zlib.crc32(named):08x}{zlib.adler32(named):08x}"
     return Path(base) / "tether" / f"entry-points-{key}.json"
 
 
