@@ -16,6 +16,8 @@ from tether.testing import assert_light_entry_point
 # what only a call needs: the strict converter, a write's threads, process control, patch parsing, and
 # the machinery behind the tools of the families whose registration the core's light start covers
 CALL_ONLY = (
+    "asyncio",  # the listing runs no event loop (tether.list_tools); with it go ssl and socket
+    "ssl",
     "cattrs",
     "concurrent.futures.thread",
     "tether.procs",

@@ -12,7 +12,7 @@ from tether.hookspecs import NO_RESOURCE, hookimpl, hookspec
 from tether.tools import Image, Text, Tier, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ below imports these on first use
-    from tether.run import CallContext, Run, open_run, open_run_sync
+    from tether.run import CallContext, Run, list_tools, open_run, open_run_sync
     from tether.surfaces import Surface
 
 __all__ = [
@@ -30,13 +30,14 @@ __all__ = [
     "arg",
     "hookimpl",
     "hookspec",
+    "list_tools",
     "open_run",
     "open_run_sync",
 ]
 
 
 def __getattr__(name: str):  # lazy: the run machinery is imported on first use
-    if name in {"open_run", "open_run_sync", "Run", "CallContext"}:
+    if name in {"open_run", "open_run_sync", "list_tools", "Run", "CallContext"}:
         from tether import run
 
         return getattr(run, name)

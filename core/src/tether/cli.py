@@ -259,11 +259,11 @@ def _summarize_schema(schema: dict[str, Any]) -> str:
     return ", ".join(parts) or "(no arguments)"
 
 
-async def _tools(ns: argparse.Namespace) -> int:
-    from tether.run import open_run
+def _tools(ns: argparse.Namespace) -> int:
+    from tether.run import list_tools
 
-    async with open_run(**_run_kwargs(ns)) as run:
-        listing = run.tool_listing()
+    # no event loop: a listing registers the tools and opens the run for no work (see list_tools)
+    listing = list_tools(**_run_kwargs(ns))
     if ns.json:
         print(json.dumps(listing, indent=2))
         return 0
@@ -351,9 +351,11 @@ def _main(argv: list[str] | None) -> int:
             adopt_orphans()  # our own process: orphans of what a run starts come back to it
         if ns.command == "serve":
             return _serve(ns)
+        if ns.command == "tools":
+            return _tools(ns)
         import asyncio
 
-        return asyncio.run(_tools(ns) if ns.command == "tools" else _call(ns))
+        return asyncio.run(_call(ns))
     except _Usage as exc:
         print(f"tether: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,6 @@ post-write diagnostics hooks: a write answers with the errors it introduced.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import stat
@@ -159,6 +158,8 @@ def _changed(run, exc: ChangedSince) -> ToolError:
 
 
 async def read(ctx, args: ReadArgs) -> ToolResult:
+    import asyncio
+
     _, rel, _, text = await asyncio.to_thread(_load, ctx.run, args.path)
     lines = split_lines(text)
     total = len(lines)
@@ -202,6 +203,8 @@ def _current(path: Path) -> bytes | None:
 
 
 async def write(ctx, args: WriteArgs) -> ToolResult:
+    import asyncio
+
     p, rel, existed = await asyncio.to_thread(_writable, ctx.run, args.path)
     data = args.content.encode("utf-8")
     verb = "overwrote" if existed else "created"
@@ -222,6 +225,8 @@ def _line_of(text: str, index: int) -> int:
 
 
 async def edit(ctx, args: EditArgs) -> ToolResult:
+    import asyncio
+
     p, rel, data, text = await asyncio.to_thread(_load, ctx.run, args.path)
     if args.old_string == args.new_string:
         raise ToolError("old_string and new_string are the same; nothing would change")

@@ -222,7 +222,8 @@ def tether_post_write(
 
 @hookspec
 def tether_run_opened(run: Run) -> Awaitable[None] | None:
-    """The run is open: its plugins are loaded and its tools registered."""
+    """The run is open: its plugins are loaded and its tools registered. Not called for a listing only
+    (`tether.list_tools`, `tether tools`), which opens the run for no work."""
 
 
 @hookspec

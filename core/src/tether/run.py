@@ -7,7 +7,6 @@ resources started: families' own shutdown first, then every tracked process tree
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import errno
 import inspect
@@ -20,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -34,6 +33,9 @@ from tether.sandbox import status as sandbox_status
 from tether.staging import Staging
 from tether.surfaces import BUILTIN_SURFACES, Surface
 from tether.tools import Text, Tier, Tool, ToolError, ToolResult
+
+if TYPE_CHECKING:  # imported where it runs: a listing of the tools needs no event loop
+    import asyncio
 
 log = logging.getLogger("tether")
 
@@ -142,6 +144,13 @@ class Run:
     # -- opening ------------------------------------------------------------------------------
 
     async def _open(self) -> None:
+        self._register()
+        await self._recover_writes()
+        for out in self.hook.tether_run_opened(run=self):
+            await _settle(out)
+
+    def _register(self) -> None:
+        """Every family's tools registered, their tiers and the surface's view decided (no event loop)."""
         registrar = Registrar()
         # each plugin on its own: one family failing to register must not take the others down
         kwargs = {"run": self, "register": registrar}
@@ -157,11 +166,10 @@ class Run:
             self.all_tools[tool.name] = attrs.evolve(tool, tier=tier) if tier is not None else tool
         self.unavailable = [*self.plugin_errors, *registrar.missing]
         self._visible = {n: t for n, t in self.all_tools.items() if self.surface.allows(t.tier)}
-        await self._recover_writes()
-        for out in self.hook.tether_run_opened(run=self):
-            await _settle(out)
 
     async def _recover_writes(self) -> None:
+        import asyncio
+
         from tether.atomic import recover, state_dir
 
         if not state_dir(self.root, create=False).is_dir():
@@ -247,6 +255,8 @@ class Run:
 
     async def stop_process(self, proc: Any, grace: float = KILL_GRACE) -> None:
         """Stop a tracked process now, with everything `track_process` would stop at close."""
+        import asyncio
+
         pid = proc if isinstance(proc, int) else proc.pid
         await asyncio.to_thread(self._keep().stop_one, pid, grace)
 
@@ -309,6 +319,8 @@ class Run:
         `tether.atomic.ChangedSince` is raised and nothing is written. Paths the call's approval did
         not cover (a rename's edits, known only now) are put to `tether_approve` first.
         """
+        import asyncio
+
         from tether.atomic import write_all
 
         writing = _writing.get()
@@ -380,6 +392,8 @@ class Run:
         self, name: str, arguments: dict[str, Any] | None = None, *, progress: ProgressSink | None = None
     ) -> ToolResult:
         """Dispatch one call; every failure comes back as an error result, never an exception."""
+        import asyncio
+
         if self._closed:
             return ToolResult.error("the run is closed")
         tool = self._visible.get(name)
@@ -466,6 +480,8 @@ class Run:
         arguments: dict[str, Any],
         dry: bool = False,
     ) -> ToolResult:
+        import asyncio
+
         ctx = CallContext(self, tool, f"{self.id}.{next(self._serial)}", progress)
         wraps = tool.touches is not None and not dry
         token = _writing.set(
@@ -521,6 +537,8 @@ class Run:
     # -- closing --------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        import asyncio
+
         if self._closed:
             return
         self._closed = True
@@ -532,6 +550,8 @@ class Run:
             await asyncio.to_thread(self._keeper.close)
 
     async def _bounded_close(self, fn: Callable[[], Any], what: str) -> None:
+        import asyncio
+
         try:
             await asyncio.wait_for(_settle(fn()), CLOSE_TIMEOUT)
         except Exception:  # one family's failed shutdown must not keep the others running
@@ -713,6 +733,56 @@ async def open_run(
         await run.aclose()
 
 
+def list_tools(
+    root: str | os.PathLike[str] = ".",
+    *,
+    surface: str = "full",
+    conversation_id: str | None = None,
+    modes: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    block: Iterable[str] = (),
+    load_entry_points: bool = True,
+) -> dict[str, Any]:
+    """`Run.tool_listing` of a run of these arguments, made without an event loop (what `tether tools` prints).
+
+    The tools are registered as `open_run` registers them, but the run is not opened for work:
+    `tether_run_opened` is not called and no interrupted write is recovered. What the registering left
+    to close (a resource that is not `idle()`, a tracked process, or a plugin's `tether_run_closing`) is
+    closed as `open_run` closes it, on an event loop made for that; a resource whose handle has an
+    ``idle()`` that answers True has nothing to close, and is not. Raises OptionsError as `open_run` does.
+    """
+    run = Run(
+        root,
+        surface=surface,
+        conversation_id=conversation_id,
+        modes=modes,
+        options=options,
+        plugins=plugins,
+        block=block,
+        load_entry_points=load_entry_points,
+    )
+    try:
+        run._register()
+        return run.tool_listing()
+    finally:
+        busy = [c for c in run._closers if not _idle(c)]
+        if busy or run._keeper is not None or run.hook.tether_run_closing.get_hookimpls():
+            import asyncio
+
+            asyncio.run(run.aclose())
+        run._closed = True
+
+
+def _idle(closer: Callable[[], Any]) -> bool:
+    """Whether the resource a closer closes says it holds nothing (its optional ``idle()``)."""
+    idle = getattr(getattr(closer, "__self__", None), "idle", None)
+    try:
+        return callable(idle) and idle() is True
+    except Exception:  # noqa: BLE001 - a resource that cannot say is closed
+        return False
+
+
 class SyncRun:
     """A run driven from synchronous code: its event loop lives in a thread of its own."""
 
@@ -725,6 +795,8 @@ class SyncRun:
         return getattr(self.run, name)
 
     def _wait(self, coro: Awaitable[Any]) -> Any:
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> ToolResult:
@@ -752,6 +824,8 @@ def open_run_sync(
     load_entry_points: bool = True,
 ) -> Iterator[SyncRun]:
     """`open_run` for synchronous code: the run's event loop lives in a thread of its own."""
+    import asyncio
+
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="tether-run", daemon=True)
     thread.start()

@@ -38,7 +38,6 @@ relayed through `tether.relay`, over Unix sockets in the run's private directory
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import functools
 import inspect
@@ -234,6 +233,8 @@ class Envelope:
 
     async def up(self, timeout: float = 5.0) -> bool:
         """Whether the envelope is up; a check that fails or hangs counts as down."""
+        import asyncio
+
         try:
             value = self.is_up()
             if inspect.isawaitable(value):

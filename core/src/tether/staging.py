@@ -17,7 +17,6 @@ refused when a file changed since it was staged; with ``if_clean`` also when the
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
 import logging
@@ -102,6 +101,8 @@ _previews = itertools.count(1)
 async def preview(run: Run, contents: Mapping[Path, bytes | None]) -> Preview:
     """What writing ``contents`` (None: delete) would introduce, asked of every diagnostics plugin; nothing is
     written and the run's registry is left as it was."""
+    import asyncio
+
     texts = {
         run.relpath(p): (None if c is None else c.decode("utf-8", "replace")) for p, c in contents.items()
     }

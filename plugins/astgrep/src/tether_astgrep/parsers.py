@@ -8,7 +8,6 @@ again); the run's close shuts it down, and the run kills whatever is left of it.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import functools
 import logging
@@ -225,6 +224,8 @@ class ParserPool:
     async def _search_files(
         self, pattern: Pattern | Rule, grammar: Grammar, todo: list[FileEntry], progress: Progress | None
     ) -> list[engine.FileResult]:
+        import asyncio
+
         from tether_astgrep import engine
 
         loader = grammar.language
@@ -248,6 +249,8 @@ class ParserPool:
         timeout = self.options.astgrep_timeout
 
         async def collect() -> None:
+            import asyncio
+
             done = 0
             for fut in asyncio.as_completed(futures):
                 part = await fut
@@ -277,6 +280,8 @@ class ParserPool:
         return out
 
     async def _drop_pool(self) -> None:
+        import asyncio
+
         pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -329,7 +334,13 @@ class ParserPool:
 
     # -- closing -----------------------------------------------------------------------------------
 
+    def idle(self) -> bool:
+        """Nothing to close: no worker started (see `tether.run.list_tools`)."""
+        return self._pool is None
+
     async def aclose(self) -> None:
+        import asyncio
+
         pool = self._pool
         if pool is not None:
             _note_ended(pool)

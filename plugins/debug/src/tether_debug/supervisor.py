@@ -6,7 +6,6 @@ calls `aclose` when it closes, which ends every session it still holds.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING
 from tether_debug.args import DebugArgs
 
 if TYPE_CHECKING:  # the supervisor is created at registration: sessions and the DAP client load on launch
+    import asyncio
+
     from tether_debug.breakpoints import Plan
     from tether_debug.session import Ended, Session
 
@@ -65,6 +66,8 @@ class DebugSupervisor:
 
     def adopt(self, session: Session) -> None:
         """Hold a started session and arm its TTL timer."""
+        import asyncio
+
         conversation = session.conversation_id
         # the time limit counts from when the session is there to use (a slow launch does not eat it)
         session.started = time.monotonic()
@@ -90,6 +93,8 @@ class DebugSupervisor:
 
     def _close_later(self, session: Session) -> None:
         """Close a session from a sync path (a timer, a check); `aclose` waits for what is still closing."""
+        import asyncio
+
         task = asyncio.get_running_loop().create_task(session.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
@@ -116,7 +121,13 @@ class DebugSupervisor:
 
         return self.plans.setdefault(conversation, Plan())
 
+    def idle(self) -> bool:
+        """Nothing to close: no session, no session closing, no timer (see `tether.run.list_tools`)."""
+        return not self.sessions and not self._closing and not self._timers
+
     async def aclose(self) -> None:
+        import asyncio
+
         sessions = list(self.sessions.items())
         for conversation, _ in sessions:
             self._forget(conversation)

@@ -7,7 +7,6 @@ allows, and answers them in their order.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import collections
 import contextlib
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from tether import Image, Tier, Tool
 
 if TYPE_CHECKING:
+    import asyncio
+
     from tether.run import CallContext, Run
 
 MAX_CALLS_AT_ONCE = 32  # calls of one batch from a cell that run at the same time (the rest wait their turn)
@@ -45,12 +46,22 @@ class Overlap:
 
     def __init__(self) -> None:
         self._files: dict[str, asyncio.Lock] = {}
-        self._gate = asyncio.Condition()
+        self._condition: asyncio.Condition | None = None  # made on first use: a listing needs no asyncio
         self._shared = 0
         self._alone = False
 
+    @property
+    def _gate(self) -> asyncio.Condition:
+        if self._condition is None:
+            import asyncio
+
+            self._condition = asyncio.Condition()
+        return self._condition
+
     @contextlib.asynccontextmanager
     async def hold(self, run: Run, name: str, arguments: dict[str, Any]) -> AsyncIterator[None]:
+        import asyncio
+
         tool = next((t for t in run.tools() if t.name == name), None)
         if tool is None or tool.tier == Tier.READ:
             yield
@@ -102,6 +113,8 @@ def calls_line(names: list[str]) -> str:
 async def answer_calls(ctx: CallContext, payload: str, overlap: Overlap, called: list[str]) -> str:
     """Tool calls from the cell, dispatched through the run exactly like the model's own calls; the calls
     of one request run at once where `Overlap` allows, each answered in its order."""
+    import asyncio
+
     try:
         calls = json.loads(payload)["calls"]
         requests = [(str(c["tool"]), c.get("args") or {}) for c in calls]

@@ -10,7 +10,6 @@ harness provides one that is up, otherwise on the host. Everything a kernel writ
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.util
 import itertools
@@ -30,6 +29,8 @@ from tether_eval.bridge import Overlap
 from tether_eval.options import EvalOptions
 
 if TYPE_CHECKING:
+    import asyncio
+
     from tether.run import Run
     from tether.sandbox import Envelope
 
@@ -135,6 +136,8 @@ class KernelFactory:
         return deno.find_deno_bin()
 
     def lock(self, language: str) -> asyncio.Lock:
+        import asyncio
+
         return self._locks.setdefault(language, asyncio.Lock())
 
     def live(self, language: str) -> Kernel | None:
@@ -159,6 +162,8 @@ class KernelFactory:
             await kernel.shutdown(now=now)
 
     async def _spec(self, language: str) -> KernelSpec:
+        import asyncio
+
         from tether_eval.kernel import KernelSpec
 
         envelope = self.envelope()
@@ -272,8 +277,14 @@ class KernelFactory:
             ) from None
         return kernel
 
+    def idle(self) -> bool:
+        """Nothing to close: no kernel started, no directory made (see `tether.run.list_tools`)."""
+        return not self._kernels and self._dir is None
+
     async def aclose(self) -> None:
         """The run closes: shut every kernel down and remove the private directory."""
+        import asyncio
+
         kernels, self._kernels = list(self._kernels.values()), {}
         await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
         if self._dir is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import logging
@@ -19,6 +18,8 @@ from tether_lsp.options import LspOptions
 
 # created when the run lists its tools: the servers' machinery loads at the first query
 if TYPE_CHECKING:
+    import asyncio
+
     from tether.run import Run
 
     from tether_lsp.connection import Connection, Doc
@@ -55,7 +56,7 @@ class Gate:
     inside another's) is not held up again."""
 
     def __init__(self, on_wait: Callable[[], None] = lambda: None) -> None:
-        self._cond = asyncio.Condition()
+        self._condition: asyncio.Condition | None = None  # made on first use: a listing needs no asyncio
         self._shared = 0
         self._held = False
         self._waiting = 0
@@ -103,6 +104,14 @@ class Gate:
         async with self._cond:
             self._held = False
             self._cond.notify_all()
+
+    @property
+    def _cond(self) -> asyncio.Condition:
+        if self._condition is None:
+            import asyncio
+
+            self._condition = asyncio.Condition()
+        return self._condition
 
     @property
     def held(self) -> bool:
@@ -271,6 +280,8 @@ class Supervisor:
         ``retry_failed=False`` (diagnostics on write) does not try again a server whose start failed
         in this run: every write would wait for it. A query or reload tries again.
         """
+        import asyncio
+
         from tether_lsp.connection import Connection, StartFailed
 
         assert avail.root is not None and avail.binary is not None
@@ -359,6 +370,7 @@ class Supervisor:
     ) -> list[tuple[ServerDef, T | ToolError]]:
         """``fn``'s answer from every server of the file, asked at the same time; a server's failure is its answer.
         Any other exception is raised once every server is done (none is left running)."""
+        import asyncio
 
         async def one(avail: Availability) -> tuple[ServerDef, T | ToolError]:
             try:
@@ -448,7 +460,13 @@ class Supervisor:
             done.append(f"{conn.server.id} for {self.run.relpath(key[1])}")
         return done
 
+    def idle(self) -> bool:
+        """Nothing to close: no server started (`tether.run.list_tools` then leaves the close out)."""
+        return not self.connections and self.putting_back is None
+
     async def aclose(self) -> None:
+        import asyncio
+
         self._closed = True
         if self.putting_back is not None:
             self.putting_back.cancel()
