@@ -142,6 +142,48 @@ async def test_an_open_document_tether_deletes_is_said_deleted_at_once_not_at_a_
         assert "reportMissingImports" in now.plain, now.plain
 
 
+async def test_an_open_document_whose_file_is_gone_is_said_deleted_before_it_is_closed(
+    py_root, monkeypatch, samples
+):
+    """basedpyright takes a deletion only of a file its program holds. Told after the didClose, a document
+    it had opened before its workspace was listed (a loaded machine) was no longer its file: the deletion
+    was dropped, and its importers showed "unknown import symbol" for the rest of the run. Whoever deletes
+    the file (tether's write, its move, a shell), the server hears of it while it still has the document."""
+    from tether_lsp.connection import Connection
+
+    said: list[tuple[str, str]] = []
+    notify = Connection.notify
+
+    def spy(self, method, params):
+        if method == "textDocument/didClose":
+            said.append(("closed", params.text_document.uri.rsplit("/", 1)[-1]))
+        elif method == "workspace/didChangeWatchedFiles":
+            said.extend(("deleted", c.uri.rsplit("/", 1)[-1]) for c in params.changes if int(c.type) == 3)
+        return notify(self, method, params)
+
+    monkeypatch.setattr(Connection, "notify", spy)
+
+    def first(kind, name):
+        return said.index((kind, name))
+
+    async with open_test_run(py_root, only=["lsp"], plugins=[tether.files]) as run:
+        for name in ("util.py", "main.py"):
+            r = await run.call("lsp", {"action": "diagnostics", "file": f"pkg/{name}"})
+            assert not r.is_error, r.plain
+        # tether's own write deletes an open document
+        lines = samples.UTIL.splitlines()
+        patch = f"--- a/pkg/util.py\n+++ /dev/null\n@@ -1,{len(lines)} +0,0 @@\n" + "".join(
+            f"-{line}\n" for line in lines
+        )
+        r = await run.call("apply_patch", {"patch": patch})
+        assert not r.is_error, r.plain
+        assert first("deleted", "util.py") < first("closed", "util.py"), said
+        # a shell deletes one: the next query's refresh finds it gone
+        (py_root / "pkg/main.py").unlink()
+        await run.call("lsp", {"action": "diagnostics", "file": "pkg/other.py"})
+        assert first("deleted", "main.py") < first("closed", "main.py"), said
+
+
 async def test_a_small_tree_is_scanned_at_each_query_however_long_the_machine_keeps_the_scan_waiting(
     py_root, monkeypatch
 ):

@@ -490,6 +490,9 @@ class Connection:
             )
 
     def close_doc(self, doc: Doc) -> None:
+        """didClose; a document whose file is gone from disk is said deleted first (`Watcher.gone`)."""
+        if file_stat(doc.path) is None:
+            self.watcher.gone(doc.path)
         self.docs.pop(doc.uri, None)
         if self.open_files:
             self.published.pop(doc.uri, None)  # not checked any more

@@ -192,19 +192,17 @@ class Watcher:
             if path.name.endswith(self.conn.server.extensions):
                 self._told_at[path] = self._told
             if doc is not None:
-                # a document deleted is closed and, as the file is gone from disk, said deleted too: closed
-                # alone, basedpyright kept the deleted module for its importers
-                if self.conn.sync_doc(doc) and stat is None:
-                    self.files.pop(path, None)
-                    events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
-                elif stat is not None and path.name.endswith(self.conn.server.extensions):
+                # a document deleted is said deleted and closed (sync_doc, close_doc: `gone`)
+                synced = self.conn.sync_doc(doc)
+                if not synced and stat is not None and path.name.endswith(self.conn.server.extensions):
                     self.files[path] = stat  # the server has its text: a scan need not say it created
                 continue
             if not path.name.endswith(self.conn.server.extensions):
                 continue
             old = self.files.get(path)
             if stat is None:
-                # deleted by the write being told, known to a scan or not
+                # deleted by the write being told, known to a scan or not (a document closed just before was
+                # said deleted by `gone` too: told twice, the second is nothing to the server)
                 self.files.pop(path, None)
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=lsp.FileChangeType.Deleted))
             elif stat != old:
@@ -212,6 +210,15 @@ class Watcher:
                 kind = lsp.FileChangeType.Created if old is None else lsp.FileChangeType.Changed
                 events.append(lsp.FileEvent(uri=path.as_uri(), type=kind))
         self._send(events)
+
+    def gone(self, path: Path) -> None:
+        """An open document's file is gone from disk: said deleted now, before its didClose. basedpyright
+        takes a deletion only of a file its program holds (a file it does not know is no source of
+        its): told after the close, a document it had opened before its workspace was listed (a loaded
+        machine) was no longer its file, the deletion was dropped, and the importers kept the module,
+        "unknown import symbol" for the rest of the run."""
+        self.files.pop(path, None)
+        self._send([self.conn.lsp.FileEvent(uri=path.as_uri(), type=self.conn.lsp.FileChangeType.Deleted)])
 
     def _send(self, events: list[Any]) -> None:
         """Notify the server of watched-file events; the next wait for diagnostics counts from here."""
