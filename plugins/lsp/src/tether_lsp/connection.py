@@ -490,8 +490,9 @@ class Connection:
             )
 
     def close_doc(self, doc: Doc) -> None:
-        """didClose; a document whose file is gone from disk is said deleted first (`Watcher.gone`)."""
-        if file_stat(doc.path) is None:
+        """didClose; a document whose file was on disk and is gone is said deleted first (`Watcher.gone`).
+        A preview's document of a file never on disk (its stat (0, 0)) is only closed, as before."""
+        if doc.stat != (0, 0) and file_stat(doc.path) is None:
             self.watcher.gone(doc.path)
         self.docs.pop(doc.uri, None)
         if self.open_files:

@@ -213,10 +213,10 @@ class Watcher:
 
     def gone(self, path: Path) -> None:
         """An open document's file is gone from disk: said deleted now, before its didClose. basedpyright
-        takes a deletion only of a file its program holds (a file it does not know is no source of
-        its): told after the close, a document it had opened before its workspace was listed (a loaded
-        machine) was no longer its file, the deletion was dropped, and the importers kept the module,
-        "unknown import symbol" for the rest of the run."""
+        takes a deletion only of a file its program holds; told after the close, the deletion was
+        dropped at times on a loaded machine (most likely for a document it had opened before its
+        workspace was listed, which the close took out of its program), and the importers kept the
+        module: "unknown import symbol" for the rest of the run."""
         self.files.pop(path, None)
         self._send([self.conn.lsp.FileEvent(uri=path.as_uri(), type=self.conn.lsp.FileChangeType.Deleted)])
 
